@@ -1,0 +1,218 @@
+/**
+ * Triton's model-config JSON (the protobuf JSON of `model_config.proto`, proto field names),
+ * generated from a bound model. The Triton-core engine loads models with it; the built-in engine
+ * answers `GET /v2/models/{m}/config` with its normalised form, which is what tritonclient,
+ * perf_analyzer and PyTriton's client read.
+ *
+ * @module
+ */
+
+import type { ModelInfo } from "../callable/types.ts";
+import { configName } from "../tensor/dtype.ts";
+import type { ResolvedQueuePolicy } from "./model_config.ts";
+import type { ResolvedTensorSpec } from "./tensor_spec.ts";
+
+/** Triton's model-config JSON; kept loose because Triton adds fields across versions. */
+export type TritonModelConfigJson = Record<string, unknown>;
+
+/** Options of {@linkcode toTritonModelConfig}. */
+export interface TritonModelConfigOptions {
+  /**
+   * The `backend` field.
+   *
+   * @default {"denotriton"}
+   */
+  backend?: string;
+  /**
+   * Instance kinds and GPU ids, one per instance (`"cpu"` or `"cuda:N"`).
+   *
+   * @default {["cpu"]}
+   */
+  devices?: readonly string[];
+  /**
+   * Whether GPUs may be used; without them every instance is `KIND_CPU`.
+   *
+   * @default {false}
+   */
+  gpusAvailable?: boolean;
+  /**
+   * Fill in every field Triton prints after normalising a config (for the built-in engine's
+   * `/config` answer).
+   *
+   * @default {false}
+   */
+  normalized?: boolean;
+  /**
+   * Extra `parameters` entries, as strings.
+   *
+   * @default {{}}
+   */
+  parameters?: Readonly<Record<string, string>>;
+}
+
+function queuePolicyJson(policy: ResolvedQueuePolicy): Record<string, unknown> {
+  return {
+    timeout_action: policy.timeoutAction,
+    default_timeout_microseconds: policy.defaultTimeoutMicroseconds,
+    allow_timeout_override: policy.allowTimeoutOverride,
+    max_queue_size: policy.maxQueueSize,
+  };
+}
+
+function tensorJson(
+  spec: ResolvedTensorSpec,
+  kind: "input" | "output",
+  normalized: boolean,
+): Record<string, unknown> {
+  const json: Record<string, unknown> = {
+    name: spec.name,
+    data_type: configName(spec.dtype),
+    dims: [...spec.shape],
+  };
+  if (kind === "input" && (spec.optional || normalized)) json.optional = spec.optional;
+  if (normalized) {
+    if (kind === "input") {
+      Object.assign(json, {
+        format: "FORMAT_NONE",
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        is_non_linear_format_io: false,
+      });
+    } else {
+      Object.assign(json, {
+        label_filename: "",
+        is_shape_tensor: false,
+        is_non_linear_format_io: false,
+      });
+    }
+  }
+  return json;
+}
+
+function instanceGroups(
+  name: string,
+  devices: readonly string[],
+  gpusAvailable: boolean,
+  normalized: boolean,
+): Record<string, unknown>[] {
+  const cpuCount = devices.filter((d) => !gpusAvailable || !d.startsWith("cuda")).length;
+  const groups: Record<string, unknown>[] = [];
+  const extra = (group: Record<string, unknown>): Record<string, unknown> =>
+    normalized
+      ? { ...group, secondary_devices: [], profile: [], passive: false, host_policy: "" }
+      : group;
+  if (cpuCount > 0) {
+    groups.push(extra({ name: `${name}_0`, kind: "KIND_CPU", count: cpuCount, gpus: [] }));
+  }
+  if (gpusAvailable) {
+    devices.forEach((device, index) => {
+      if (!device.startsWith("cuda")) return;
+      const gpu = Number(device.split(":")[1] ?? 0);
+      groups.push(extra({ name: `${name}_${index + 1}`, kind: "KIND_GPU", count: 1, gpus: [gpu] }));
+    });
+  }
+  return groups;
+}
+
+/**
+ * Builds Triton's model-config JSON for a bound model.
+ *
+ * @param model The bound model.
+ * @param options Backend name, devices and whether to normalise.
+ * @returns The config JSON object.
+ *
+ * @example AddSub
+ * ```ts
+ * import { toTritonModelConfig } from "./triton_model_config.ts";
+ * import { resolveModelConfig } from "./model_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const json = toTritonModelConfig({
+ *   name: "AddSub", version: 1, strict: false,
+ *   inputs: [{ name: "a", dtype: "float32", shape: [-1], optional: false }],
+ *   outputs: [{ name: "add", dtype: "float32", shape: [-1], optional: false }],
+ *   config: resolveModelConfig({ maxBatchSize: 8 }),
+ * });
+ * assert.equal(json.max_batch_size, 8);
+ * assert.deepEqual(json.input, [{ name: "a", data_type: "TYPE_FP32", dims: [-1] }]);
+ * assert.deepEqual(json.dynamic_batching, {});
+ * ```
+ */
+export function toTritonModelConfig(
+  model: ModelInfo,
+  options: TritonModelConfigOptions = {},
+): TritonModelConfigJson {
+  const normalized = options.normalized ?? false;
+  const { config } = model;
+  const json: TritonModelConfigJson = {
+    name: model.name,
+    backend: options.backend ?? "denotriton",
+    max_batch_size: config.maxBatchSize,
+    input: model.inputs.map((spec) => tensorJson(spec, "input", normalized)),
+    output: model.outputs.map((spec) => tensorJson(spec, "output", normalized)),
+    instance_group: instanceGroups(
+      model.name,
+      options.devices ?? ["cpu"],
+      options.gpusAvailable ?? false,
+      normalized,
+    ),
+  };
+  if (config.batching) {
+    const b = config.batcher;
+    const batcher: Record<string, unknown> = {};
+    const preferred = normalized && b.preferredBatchSize.length === 0
+      ? [config.maxBatchSize]
+      : b.preferredBatchSize;
+    if (preferred.length > 0) batcher.preferred_batch_size = [...preferred];
+    if (b.maxQueueDelayMicroseconds > 0 || normalized) {
+      batcher.max_queue_delay_microseconds = b.maxQueueDelayMicroseconds;
+    }
+    if (b.preserveOrdering || normalized) batcher.preserve_ordering = b.preserveOrdering;
+    if (b.priorityLevels > 0 || normalized) batcher.priority_levels = b.priorityLevels;
+    if (b.defaultPriorityLevel > 0 || normalized) {
+      batcher.default_priority_level = b.defaultPriorityLevel;
+    }
+    if (b.hasDefaultQueuePolicy || normalized) {
+      batcher.default_queue_policy = queuePolicyJson(b.defaultQueuePolicy);
+    }
+    if (b.priorityQueuePolicy.size > 0 || normalized) {
+      batcher.priority_queue_policy = Object.fromEntries(
+        [...b.priorityQueuePolicy].map((
+          [level, policy],
+        ) => [String(level), queuePolicyJson(policy)]),
+      );
+    }
+    json.dynamic_batching = batcher;
+  }
+  if (config.decoupled || normalized) {
+    json.model_transaction_policy = { decoupled: config.decoupled };
+  }
+  if (config.responseCache || normalized) json.response_cache = { enable: config.responseCache };
+  const parameters = Object.entries(options.parameters ?? {});
+  if (parameters.length > 0 || normalized) {
+    json.parameters = Object.fromEntries(
+      parameters.map(([key, value]) => [key, { string_value: value }]),
+    );
+  }
+  if (normalized) {
+    Object.assign(json, {
+      platform: "",
+      version_policy: { latest: { num_versions: 1 } },
+      batch_input: [],
+      batch_output: [],
+      optimization: {
+        priority: "PRIORITY_DEFAULT",
+        input_pinned_memory: { enable: true },
+        output_pinned_memory: { enable: true },
+        gather_kernel_buffer_threshold: 0,
+        eager_batching: false,
+      },
+      default_model_filename: "",
+      cc_model_filenames: {},
+      metric_tags: {},
+      model_warmup: [],
+      runtime: "",
+    });
+  }
+  return json;
+}

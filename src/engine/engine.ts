@@ -1,0 +1,202 @@
+/**
+ * The engine contract. An engine owns loaded models, schedules requests into batches, runs them
+ * on model instances and keeps statistics. The front ends (HTTP, gRPC, metrics) speak only to
+ * this interface, so the built-in TypeScript engine and the Triton-core engine are
+ * interchangeable. Failures are {@linkcode InferenceError}s whose `code` the front ends map.
+ *
+ * @module
+ */
+
+import type { ParameterValue } from "../callable/types.ts";
+import type { ModelInfo } from "../callable/types.ts";
+import type { InstanceProvider } from "../instances/instance.ts";
+import type { NDArray } from "../tensor/ndarray.ts";
+import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
+
+export type { TritonModelConfigJson };
+
+/** A model handed to an engine for loading. */
+export interface ModelDefinition extends ModelInfo {
+  /** Starts the model's instances. */
+  readonly instances: InstanceProvider;
+}
+
+/** A protocol-neutral inference request, as the front ends decode it. */
+export interface InferenceRequest {
+  /** Target model. */
+  readonly modelName: string;
+  /** Target version; `undefined` means the latest loaded one. */
+  readonly modelVersion?: number;
+  /** Request id, echoed in the response. */
+  readonly id?: string;
+  /** Input tensors by name, in request order. With batching, axis 0 is the batch. */
+  readonly inputs: ReadonlyMap<string, NDArray>;
+  /** Requested outputs; `undefined` means every declared output. */
+  readonly outputs?: readonly string[];
+  /** Request parameters (body parameters and forwarded headers). */
+  readonly parameters: Readonly<Record<string, ParameterValue>>;
+  /** Priority level (0 = the model's default). */
+  readonly priority?: number;
+  /** Queue timeout override in microseconds (honoured only where the queue policy allows). */
+  readonly timeoutMicroseconds?: number;
+  /** Aborts the request (client gone). */
+  readonly signal?: AbortSignal;
+}
+
+/** A protocol-neutral inference response. */
+export interface InferenceResponse {
+  /** Model name. */
+  readonly modelName: string;
+  /** Model version, as a string like Triton's responses. */
+  readonly modelVersion: string;
+  /** The request id, when it had one. */
+  readonly id?: string;
+  /** Output tensors by name, in the order of the model's declared outputs. */
+  readonly outputs: ReadonlyMap<string, NDArray>;
+  /** Response parameters (decoupled final flags and the like). */
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
+}
+
+/** One step of a decoupled stream. */
+export interface StreamResponse extends InferenceResponse {
+  /** Whether this is the last response of the request. */
+  readonly final: boolean;
+}
+
+/** `GET /v2` body. */
+export interface ServerMetadata {
+  /** Server id. */
+  readonly name: string;
+  /** Server version. */
+  readonly version: string;
+  /** Supported protocol extensions. */
+  readonly extensions: readonly string[];
+}
+
+/** One tensor in model metadata. */
+export interface TensorMetadata {
+  /** Tensor name. */
+  readonly name: string;
+  /** KServe datatype string. */
+  readonly datatype: string;
+  /** Shape, with a leading -1 for batching models. */
+  readonly shape: readonly number[];
+}
+
+/** `GET /v2/models/{m}` body. */
+export interface ModelMetadata {
+  /** Model name. */
+  readonly name: string;
+  /** Versions, as strings. */
+  readonly versions: readonly string[];
+  /** Platform (the backend name). */
+  readonly platform: string;
+  /** Inputs. */
+  readonly inputs: readonly TensorMetadata[];
+  /** Outputs. */
+  readonly outputs: readonly TensorMetadata[];
+}
+
+/** `{count, ns}` pair of Triton's statistics. */
+export interface StatDuration {
+  /** Number of events. */
+  count: number;
+  /** Total nanoseconds. */
+  ns: number;
+}
+
+/** Triton's per-model statistics JSON entry. */
+export interface ModelStatistics {
+  /** Model name. */
+  name: string;
+  /** Version string. */
+  version: string;
+  /** Milliseconds since epoch of the last inference, 0 if none. */
+  last_inference: number;
+  /** Inferences performed (sum of batch sizes; cache hits excluded). */
+  inference_count: number;
+  /** Executions (batches) performed. */
+  execution_count: number;
+  /** Cumulative durations. */
+  inference_stats: {
+    success: StatDuration;
+    fail: StatDuration;
+    queue: StatDuration;
+    compute_input: StatDuration;
+    compute_infer: StatDuration;
+    compute_output: StatDuration;
+    cache_hit: StatDuration;
+    cache_miss: StatDuration;
+  };
+  /** Per-response statistics (decoupled models), keyed by response index. */
+  response_stats: Record<string, {
+    compute_infer: StatDuration;
+    compute_output: StatDuration;
+    success: StatDuration;
+    fail: StatDuration;
+    empty_response: StatDuration;
+    cancel: StatDuration;
+  }>;
+  /** Per batch size. */
+  batch_stats: {
+    batch_size: number;
+    compute_input: StatDuration;
+    compute_infer: StatDuration;
+    compute_output: StatDuration;
+  }[];
+  /** Memory usage reports. */
+  memory_usage: { type: string; id: number; byte_size: number }[];
+}
+
+/** One entry of the repository index. */
+export interface RepositoryIndexEntry {
+  /** Model name. */
+  readonly name: string;
+  /** Version string. */
+  readonly version?: string;
+  /** `READY`, `UNAVAILABLE`, `LOADING`, `UNLOADING` or `UNKNOWN`. */
+  readonly state?: string;
+  /** Why it is in that state. */
+  readonly reason?: string;
+}
+
+/** Which engine runs. */
+export type EngineKind = "builtin" | "triton";
+
+/** The engine contract shared by the built-in and the Triton-core engines. */
+export interface Engine extends AsyncDisposable {
+  /** Which engine this is. */
+  readonly kind: EngineKind;
+  /** Starts the engine (loads the core, etc.). */
+  start(): Promise<void>;
+  /** Drains in-flight requests (up to the exit timeout), unloads models and stops. Idempotent. */
+  stop(): Promise<void>;
+  /** Whether the engine is live. */
+  isLive(): boolean;
+  /** Whether the engine is ready (with strict readiness: every model ready). */
+  isReady(): Promise<boolean>;
+  /** Server metadata. */
+  serverMetadata(): ServerMetadata;
+  /** Loads a model and starts its instances; resolves when it is ready. */
+  loadModel(model: ModelDefinition): Promise<void>;
+  /** Unloads a model version and stops its instances. */
+  unloadModel(name: string, version?: number): Promise<void>;
+  /** Whether a model version is ready (false for unknown models). */
+  modelReady(name: string, version?: number): Promise<boolean>;
+  /** Model metadata; NOT_FOUND for unknown models. */
+  modelMetadata(name: string, version?: number): Promise<ModelMetadata>;
+  /** Triton's model-config JSON; NOT_FOUND for unknown models. */
+  modelConfig(name: string, version?: number): Promise<TritonModelConfigJson>;
+  /** Statistics of one model, or of all when `name` is undefined. */
+  modelStatistics(name?: string, version?: number): Promise<{ model_stats: ModelStatistics[] }>;
+  /** The repository index. */
+  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
+  /** Whether a model is decoupled; NOT_FOUND for unknown models. */
+  isDecoupled(name: string, version?: number): Promise<boolean>;
+  /** Runs one request of a coupled model. */
+  infer(request: InferenceRequest): Promise<InferenceResponse>;
+  /** Runs one request of a decoupled model: 0..N responses, the last marked final. */
+  inferStream(request: InferenceRequest): AsyncIterable<StreamResponse>;
+  /** Prometheus text exposition of the engine's metrics. */
+  metrics(): Promise<string>;
+}

@@ -1,0 +1,262 @@
+/**
+ * The error hierarchy of DenoTriton's server side.
+ *
+ * `TritonError` is the base of everything the library throws on purpose. The subclasses say who
+ * is at fault: the caller's arguments ({@linkcode TritonValidationError},
+ * {@linkcode TritonBadParameterError}, {@linkcode TritonModelConfigError}), the order of calls
+ * ({@linkcode TritonInvalidOperationError}), the running model ({@linkcode TritonRuntimeError}),
+ * or a fault that must stop the server ({@linkcode TritonUnrecoverableError}).
+ * {@linkcode InferenceError} carries a Triton error code so every front end can map it to its
+ * own status (HTTP status, gRPC code).
+ *
+ * @module
+ */
+
+/**
+ * Base class of every error DenoTriton throws on purpose.
+ *
+ * @example Catch any DenoTriton error
+ * ```ts
+ * import { TritonError, TritonValidationError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error: unknown = new TritonValidationError("Cannot bind model: name is empty");
+ * assert.ok(error instanceof TritonError);
+ * ```
+ */
+export class TritonError extends Error {
+  /**
+   * Creates an error.
+   *
+   * @param message What went wrong, starting with a capital letter and without a final period.
+   * @param options Standard error options, e.g. a `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A value given by the user (a model name, a tensor spec, a configuration field) is invalid.
+ *
+ * @example Invalid model name
+ * ```ts
+ * import { TritonValidationError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new TritonValidationError("Cannot bind model: name is empty");
+ * assert.equal(error.name, "TritonValidationError");
+ * ```
+ */
+export class TritonValidationError extends TritonError {}
+
+/**
+ * An operation is not allowed in the current state (e.g. binding the same model twice).
+ *
+ * @example Duplicate binding
+ * ```ts
+ * import { TritonInvalidOperationError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new TritonInvalidOperationError("Cannot bind model: AddSub version 1 is bound already");
+ * assert.equal(error.name, "TritonInvalidOperationError");
+ * ```
+ */
+export class TritonInvalidOperationError extends TritonError {}
+
+/**
+ * A parameter has a value out of its allowed range (e.g. a batch size below 1).
+ *
+ * @example Bad batch size
+ * ```ts
+ * import { TritonBadParameterError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new TritonBadParameterError("maxBatchSize must be >= 1 when batching is on: got 0");
+ * assert.equal(error.name, "TritonBadParameterError");
+ * ```
+ */
+export class TritonBadParameterError extends TritonError {}
+
+/**
+ * A model configuration cannot be built or parsed.
+ *
+ * @example
+ * ```ts
+ * import { TritonModelConfigError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new TritonModelConfigError("Bad config").name, "TritonModelConfigError");
+ * ```
+ */
+export class TritonModelConfigError extends TritonError {}
+
+/**
+ * A decorator or callable failed at run time in a way the user can fix (e.g. misuse of a
+ * decorator).
+ *
+ * @example
+ * ```ts
+ * import { TritonRuntimeError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new TritonRuntimeError("Bad use").name, "TritonRuntimeError");
+ * ```
+ */
+export class TritonRuntimeError extends TritonError {}
+
+/**
+ * Thrown from an inference callable to stop the whole server: the clients of the failing batch
+ * receive the message first, then `serve()` returns.
+ *
+ * @example Stop the server from a callable
+ * ```ts
+ * import { TritonUnrecoverableError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new TritonUnrecoverableError("GPU lost");
+ * assert.equal(error.name, "TritonUnrecoverableError");
+ * ```
+ */
+export class TritonUnrecoverableError extends TritonError {}
+
+/**
+ * Triton's error codes (`TRITONSERVER_Error_Code`), shared by both engines and all front ends.
+ */
+export type ErrorCode =
+  | "UNKNOWN"
+  | "INTERNAL"
+  | "NOT_FOUND"
+  | "INVALID_ARG"
+  | "UNAVAILABLE"
+  | "UNSUPPORTED"
+  | "ALREADY_EXISTS"
+  | "CANCELLED";
+
+/** Options of {@linkcode InferenceError}. */
+export interface InferenceErrorOptions extends ErrorOptions {
+  /**
+   * Triton's error code, which front ends map to an HTTP status or a gRPC code.
+   *
+   * @default {"INTERNAL"}
+   */
+  code?: ErrorCode;
+}
+
+/**
+ * An error answered to a client: bad request, unknown model, full queue, failed model...
+ * `code` decides the status each front end returns.
+ *
+ * @example Map to an HTTP status
+ * ```ts
+ * import { httpStatusOf, InferenceError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new InferenceError("Request for unknown model: 'm' is not found", { code: "NOT_FOUND" });
+ * assert.equal(httpStatusOf(error.code), 404);
+ * ```
+ */
+export class InferenceError extends TritonError {
+  /** Triton's error code. */
+  readonly code: ErrorCode;
+
+  /**
+   * Creates an error.
+   *
+   * @param message The message sent to the client.
+   * @param options The code and a cause.
+   */
+  constructor(message: string, options: InferenceErrorOptions = {}) {
+    super(message, options);
+    this.code = options.code ?? "INTERNAL";
+  }
+}
+
+/**
+ * Maps a Triton error code to the HTTP status Triton's HTTP front end answers.
+ *
+ * @param code Triton's error code.
+ * @returns The HTTP status.
+ *
+ * @example
+ * ```ts
+ * import { httpStatusOf } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(httpStatusOf("UNAVAILABLE"), 503);
+ * assert.equal(httpStatusOf("INVALID_ARG"), 400);
+ * ```
+ */
+export function httpStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case "INTERNAL":
+      return 500;
+    case "NOT_FOUND":
+      return 404;
+    case "UNAVAILABLE":
+      return 503;
+    case "UNSUPPORTED":
+      return 501;
+    default:
+      return 400;
+  }
+}
+
+/**
+ * Maps a Triton error code to the gRPC status code Triton's gRPC front end answers.
+ *
+ * @param code Triton's error code.
+ * @returns The numeric gRPC status code.
+ *
+ * @example
+ * ```ts
+ * import { grpcStatusOf } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(grpcStatusOf("NOT_FOUND"), 5);
+ * ```
+ */
+export function grpcStatusOf(code: ErrorCode): number {
+  switch (code) {
+    case "UNKNOWN":
+      return 2;
+    case "INTERNAL":
+      return 13;
+    case "NOT_FOUND":
+      return 5;
+    case "INVALID_ARG":
+      return 3;
+    case "UNAVAILABLE":
+      return 14;
+    case "UNSUPPORTED":
+      return 12;
+    case "ALREADY_EXISTS":
+      return 6;
+    case "CANCELLED":
+      return 1;
+  }
+}
+
+/**
+ * Turns anything thrown into an {@linkcode InferenceError}, keeping an existing code.
+ *
+ * @param error What was thrown.
+ * @param code The code to use when `error` has none.
+ * @returns An `InferenceError`.
+ *
+ * @example
+ * ```ts
+ * import { toInferenceError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = toInferenceError(new RangeError("division by zero"));
+ * assert.equal(error.code, "INTERNAL");
+ * assert.match(error.message, /division by zero/);
+ * ```
+ */
+export function toInferenceError(error: unknown, code: ErrorCode = "INTERNAL"): InferenceError {
+  if (error instanceof InferenceError) return error;
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new InferenceError(message, { code, cause: error });
+}

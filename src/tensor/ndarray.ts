@@ -1,0 +1,399 @@
+/**
+ * `NDArray`: a tensor as `{ dtype, shape, data }` with TypedArray data (or `Uint8Array[]` for
+ * bytes), plus the few operations the library needs: build, size, raw byte views, batch-axis
+ * concatenation and slicing.
+ *
+ * @module
+ */
+
+import { InferenceError, TritonValidationError } from "../errors.ts";
+import { deserializeBytes, serializeBytes } from "./bytes_codec.ts";
+import {
+  arrayConstructorOf,
+  type DType,
+  type DTypeLike,
+  dtypeOfArray,
+  elementSize,
+  isBigIntDType,
+  type NumericDType,
+  toDType,
+  type TypedArray,
+  type TypedArrayOf,
+} from "./dtype.ts";
+
+/** A numeric tensor: row-major elements in a TypedArray. */
+export interface NumericNDArray<D extends NumericDType = NumericDType> {
+  /** The element type. */
+  readonly dtype: D;
+  /** The dimensions, row-major. */
+  readonly shape: readonly number[];
+  /** The elements; `data.length` equals the product of `shape`. */
+  readonly data: TypedArrayOf[D];
+}
+
+/** A bytes tensor: one `Uint8Array` per element (embedded `\x00` kept). */
+export interface BytesNDArray {
+  /** Always `"bytes"`. */
+  readonly dtype: "bytes";
+  /** The dimensions, row-major. */
+  readonly shape: readonly number[];
+  /** The elements; `data.length` equals the product of `shape`. */
+  readonly data: readonly Uint8Array[];
+}
+
+/** A tensor value. */
+export type NDArray = NumericNDArray | BytesNDArray;
+
+/** What {@linkcode ndarray} accepts as data. */
+export type NDArrayData =
+  | TypedArray
+  | readonly (Uint8Array | string)[]
+  | readonly unknown[];
+
+/** Options of {@linkcode ndarray}. */
+export interface NDArrayOptions {
+  /**
+   * The dtype; inferred when omitted (TypedArray type, strings/`Uint8Array[]` → bytes, JS numbers
+   * → float64, bigints → int64, booleans → bool).
+   *
+   * @default {undefined}
+   */
+  dtype?: DTypeLike;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The number of elements of a shape (1 for a scalar shape `[]`).
+ *
+ * @param shape Dimensions.
+ * @returns Their product.
+ *
+ * @example
+ * ```ts
+ * import { shapeSize } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(shapeSize([2, 3]), 6);
+ * ```
+ */
+export function shapeSize(shape: readonly number[]): number {
+  let size = 1;
+  for (const dim of shape) size *= dim;
+  return size;
+}
+
+/**
+ * Builds an {@linkcode NDArray}.
+ *
+ * @param data A TypedArray, an array of strings or `Uint8Array`s (bytes), or a (nested) array of
+ *   numbers, bigints or booleans.
+ * @param shape The dimensions; for flat data defaults to `[data.length]`, for nested arrays to
+ *   their nesting.
+ * @param options The dtype, when it cannot be inferred or must be converted to.
+ * @returns The tensor.
+ * @throws {TritonValidationError} When the data does not fit the shape or dtype.
+ *
+ * @example From a TypedArray
+ * ```ts
+ * import { ndarray } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const a = ndarray(new Float32Array([1, 2, 3, 4]), [2, 2]);
+ * assert.equal(a.dtype, "float32");
+ * assert.deepEqual(a.shape, [2, 2]);
+ * ```
+ *
+ * @example Nested numbers and strings
+ * ```ts
+ * import { ndarray } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const m = ndarray([[1, 2], [3, 4]], undefined, { dtype: "int32" });
+ * assert.deepEqual(m.shape, [2, 2]);
+ * assert.ok(m.data instanceof Int32Array);
+ * const s = ndarray(["a", "b\0c"]);
+ * assert.equal(s.dtype, "bytes");
+ * assert.deepEqual([...(s.data[1] as Uint8Array)], [98, 0, 99]);
+ * ```
+ */
+export function ndarray(
+  data: NDArrayData,
+  shape?: readonly number[],
+  options: NDArrayOptions = {},
+): NDArray {
+  const wanted = options.dtype === undefined ? undefined : toDType(options.dtype);
+  let result: NDArray;
+  if (ArrayBuffer.isView(data)) {
+    const own = wanted === "bool" && data instanceof Uint8Array ? "bool" : dtypeOfArray(data);
+    const typed = data as TypedArray;
+    const dims = shape ?? [typed.length];
+    if (wanted === undefined || wanted === own) {
+      result = { dtype: own as NumericDType, shape: dims, data: typed } as NumericNDArray;
+    } else {
+      result = fromValues(Array.from(typed as ArrayLike<number | bigint>), dims, wanted);
+    }
+  } else {
+    const { flat, dims } = flatten(data as readonly unknown[]);
+    result = fromValues(flat, shape ?? dims, wanted);
+  }
+  if (shapeSize(result.shape) !== result.data.length) {
+    throw new TritonValidationError(
+      `Cannot build ndarray: shape [${result.shape}] needs ${
+        shapeSize(result.shape)
+      } elements but the data has ${result.data.length}`,
+    );
+  }
+  return result;
+}
+
+function flatten(data: readonly unknown[]): { flat: unknown[]; dims: number[] } {
+  const dims: number[] = [];
+  let level: unknown = data;
+  while (Array.isArray(level)) {
+    dims.push(level.length);
+    level = level[0];
+  }
+  const flat = dims.length > 1 ? (data as unknown[]).flat(dims.length - 1) : [...data];
+  return { flat, dims };
+}
+
+function inferDType(sample: unknown): DType {
+  switch (typeof sample) {
+    case "string":
+      return "bytes";
+    case "bigint":
+      return "int64";
+    case "boolean":
+      return "bool";
+    case "number":
+      return "float64";
+    default:
+      return sample instanceof Uint8Array ? "bytes" : "float64";
+  }
+}
+
+function fromValues(values: readonly unknown[], shape: readonly number[], wanted?: DType): NDArray {
+  const dtype = wanted ?? inferDType(values[0]);
+  if (dtype === "bytes") {
+    const data = values.map((value, index) => {
+      if (typeof value === "string") return encoder.encode(value);
+      if (value instanceof Uint8Array) return value;
+      throw new TritonValidationError(
+        `Cannot build bytes ndarray: element ${index} is ${typeof value}, expected a string or Uint8Array`,
+      );
+    });
+    return { dtype, shape, data };
+  }
+  const Ctor = arrayConstructorOf(dtype);
+  const big = isBigIntDType(dtype);
+  const converted = values.map((value, index) => {
+    if (big) {
+      if (typeof value === "bigint") return value;
+      if (typeof value === "number" && Number.isInteger(value)) return BigInt(value);
+      if (typeof value === "boolean") return value ? 1n : 0n;
+    } else {
+      if (typeof value === "number") return value;
+      if (typeof value === "boolean") return value ? 1 : 0;
+      if (typeof value === "bigint") return Number(value);
+    }
+    throw new TritonValidationError(
+      `Cannot build ${dtype} ndarray: element ${index} (${String(value)}) is not a ${
+        big ? "bigint or integer" : "number"
+      }`,
+    );
+  });
+  // deno-lint-ignore no-explicit-any
+  const typed = new (Ctor as any)(converted) as TypedArray;
+  return { dtype, shape, data: typed } as NumericNDArray;
+}
+
+/**
+ * The raw little-endian bytes of a tensor: a view for numeric tensors, the length-prefixed
+ * serialization for bytes tensors.
+ *
+ * @param array A tensor.
+ * @returns Its wire bytes.
+ *
+ * @example
+ * ```ts
+ * import { ndarray, toRawBytes } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual([...toRawBytes(ndarray(new Int16Array([1, 256])))], [1, 0, 0, 1]);
+ * ```
+ */
+export function toRawBytes(array: NDArray): Uint8Array {
+  if (array.dtype === "bytes") return serializeBytes(array.data);
+  const data = array.data;
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * The byte size of a tensor's wire form.
+ *
+ * @param array A tensor.
+ * @returns The size in bytes.
+ *
+ * @example
+ * ```ts
+ * import { ndarray, rawByteSize } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(rawByteSize(ndarray(["ab"])), 6);
+ * ```
+ */
+export function rawByteSize(array: NDArray): number {
+  if (array.dtype !== "bytes") return array.data.byteLength;
+  let size = 0;
+  for (const element of array.data) size += 4 + element.byteLength;
+  return size;
+}
+
+/**
+ * Builds a tensor from its wire bytes. Numeric data is viewed in place when aligned, else copied
+ * once; bytes elements are views.
+ *
+ * @param dtype The element type.
+ * @param shape The dimensions.
+ * @param bytes The raw bytes.
+ * @returns The tensor.
+ * @throws {InferenceError} (INVALID_ARG) When the byte count does not match the shape.
+ *
+ * @example
+ * ```ts
+ * import { fromRawBytes } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const t = fromRawBytes("int16", [2], new Uint8Array([1, 0, 0, 1]));
+ * assert.deepEqual([...(t.data as Int16Array)], [1, 256]);
+ * ```
+ */
+export function fromRawBytes(dtype: DType, shape: readonly number[], bytes: Uint8Array): NDArray {
+  const count = shapeSize(shape);
+  if (dtype === "bytes") {
+    return { dtype, shape, data: deserializeBytes(bytes, count) };
+  }
+  const size = elementSize(dtype);
+  if (bytes.byteLength !== count * size) {
+    throw new InferenceError(
+      `Unexpected byte size for ${dtype} tensor of shape [${shape}]: expected ${
+        count * size
+      } bytes, got ${bytes.byteLength}`,
+      { code: "INVALID_ARG" },
+    );
+  }
+  const Ctor = arrayConstructorOf(dtype);
+  const aligned = bytes.byteOffset % size === 0;
+  const source = aligned ? bytes : bytes.slice();
+  // deno-lint-ignore no-explicit-any
+  const data = new (Ctor as any)(source.buffer, source.byteOffset, count) as TypedArray;
+  return { dtype, shape, data } as NumericNDArray;
+}
+
+/**
+ * Concatenates tensors along axis 0 (the batch axis). Trailing dimensions must match.
+ *
+ * @param arrays Tensors of one dtype.
+ * @returns One tensor whose first dimension is the sum of theirs.
+ * @throws {TritonValidationError} When dtypes or trailing dimensions differ.
+ *
+ * @example
+ * ```ts
+ * import { concatBatch, ndarray } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const c = concatBatch([ndarray(new Int32Array([1, 2]), [1, 2]), ndarray(new Int32Array([3, 4]), [1, 2])]);
+ * assert.deepEqual(c.shape, [2, 2]);
+ * assert.deepEqual([...(c.data as Int32Array)], [1, 2, 3, 4]);
+ * ```
+ */
+export function concatBatch(arrays: readonly NDArray[]): NDArray {
+  const first = arrays[0];
+  if (first === undefined) throw new TritonValidationError("Cannot concatenate: no tensors given");
+  if (arrays.length === 1) return first;
+  const tail = first.shape.slice(1);
+  let rows = 0;
+  for (const array of arrays) {
+    if (array.dtype !== first.dtype) {
+      throw new TritonValidationError(
+        `Cannot concatenate tensors of dtypes ${first.dtype} and ${array.dtype}`,
+      );
+    }
+    if (
+      array.shape.length !== first.shape.length ||
+      array.shape.slice(1).some((d, i) => d !== tail[i])
+    ) {
+      throw new TritonValidationError(
+        `Cannot concatenate tensors of shapes [${first.shape}] and [${array.shape}]: trailing dimensions differ`,
+      );
+    }
+    rows += array.shape[0] ?? 1;
+  }
+  const shape = [rows, ...tail];
+  if (first.dtype === "bytes") {
+    return { dtype: "bytes", shape, data: arrays.flatMap((a) => a.data as Uint8Array[]) };
+  }
+  const Ctor = arrayConstructorOf(first.dtype);
+  const total = arrays.reduce((n, a) => n + a.data.length, 0);
+  // deno-lint-ignore no-explicit-any
+  const data = new (Ctor as any)(total) as TypedArray;
+  let offset = 0;
+  for (const array of arrays) {
+    // deno-lint-ignore no-explicit-any
+    (data as any).set(array.data, offset);
+    offset += array.data.length;
+  }
+  return { dtype: first.dtype, shape, data } as NumericNDArray;
+}
+
+/**
+ * Rows `[start, end)` of axis 0, as a view (no copy).
+ *
+ * @param array A tensor with at least one dimension.
+ * @param start First row.
+ * @param end Row after the last.
+ * @returns The slice.
+ *
+ * @example
+ * ```ts
+ * import { ndarray, sliceBatch } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const s = sliceBatch(ndarray(new Float32Array([1, 2, 3, 4, 5, 6]), [3, 2]), 1, 3);
+ * assert.deepEqual(s.shape, [2, 2]);
+ * assert.deepEqual([...(s.data as Float32Array)], [3, 4, 5, 6]);
+ * ```
+ */
+export function sliceBatch(array: NDArray, start: number, end: number): NDArray {
+  const rowSize = shapeSize(array.shape.slice(1));
+  const shape = [end - start, ...array.shape.slice(1)];
+  if (array.dtype === "bytes") {
+    return { dtype: "bytes", shape, data: array.data.slice(start * rowSize, end * rowSize) };
+  }
+  const data = array.data.subarray(start * rowSize, end * rowSize) as TypedArray;
+  return { dtype: array.dtype, shape, data } as NumericNDArray;
+}
+
+/**
+ * Whether a value is an {@linkcode NDArray}.
+ *
+ * @param value Anything.
+ * @returns `true` for an object with a known dtype, a shape array and fitting data.
+ *
+ * @example
+ * ```ts
+ * import { isNDArray, ndarray } from "./ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(isNDArray(ndarray([1, 2])));
+ * assert.ok(!isNDArray({ data: [1] }));
+ * ```
+ */
+export function isNDArray(value: unknown): value is NDArray {
+  if (typeof value !== "object" || value === null) return false;
+  const candidate = value as { dtype?: unknown; shape?: unknown; data?: unknown };
+  if (typeof candidate.dtype !== "string" || !Array.isArray(candidate.shape)) return false;
+  if (candidate.dtype === "bytes") return Array.isArray(candidate.data);
+  return ArrayBuffer.isView(candidate.data);
+}
