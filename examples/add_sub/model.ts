@@ -1,0 +1,37 @@
+/**
+ * The AddSub model: `add = a + b` and `sub = a - b`, batched.
+ *
+ * @module
+ */
+
+import { batch, ndarray, type Triton } from "../../mod.ts";
+
+/**
+ * Binds AddSub on a server.
+ *
+ * @param triton The server.
+ * @returns A promise that settles when the model is loaded.
+ */
+export function bindAddSub(triton: Triton): Promise<void> {
+  return triton.bind({
+    modelName: "AddSub",
+    inferFunc: batch(({ a, b }) => {
+      const x = a!.data as Float32Array;
+      const y = b!.data as Float32Array;
+      return {
+        add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
+        sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
+      };
+    }),
+    inputs: [
+      { name: "a", dtype: "float32", shape: [-1] },
+      { name: "b", dtype: "float32", shape: [-1] },
+    ],
+    outputs: [
+      { name: "add", dtype: "float32", shape: [-1] },
+      { name: "sub", dtype: "float32", shape: [-1] },
+    ],
+    config: { maxBatchSize: 128, batcher: { maxQueueDelayMicroseconds: 100 } },
+    strict: true,
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * Sends 1 to Multiply2 and Multiply4.
+ *
+ *     deno run -A examples/multiple_models/client.ts [url]
+ *
+ * @module
+ */
+
+import { ModelClient } from "../../src/client/mod.ts";
+import { ndarray } from "../../mod.ts";
+
+/**
+ * Returns the product from each model for the input 1.
+ *
+ * @param url Server URL.
+ * @returns `{ Multiply2, Multiply4 }` results.
+ */
+export async function runClient(url: string): Promise<Record<string, number>> {
+  const results: Record<string, number> = {};
+  for (const model of ["Multiply2", "Multiply4"]) {
+    await using client = new ModelClient(url, model, { initTimeoutS: 30 });
+    const out = await client.inferSample({ x: ndarray(new Float32Array([1])) });
+    results[model] = (out.y!.data as Float32Array)[0]!;
+  }
+  return results;
+}
+
+if (import.meta.main) {
+  console.log(await runClient(Deno.args[0] ?? "http://127.0.0.1:8000"));
+}

@@ -1,0 +1,93 @@
+/**
+ * DenoTriton serves TypeScript inference functions over the KServe v2 protocol (HTTP/REST with
+ * binary tensors, and gRPC), with dynamic batching, statistics and Prometheus metrics — what
+ * NVIDIA PyTriton does for Python.
+ *
+ * Permissions: `--allow-net` (the front ends), `--allow-env` and `--allow-read` (configuration),
+ * `--allow-ffi` for the Triton-core engine.
+ *
+ * ```ts ignore
+ * import { batch, ndarray, Triton } from "jsr:@denotriton/triton";
+ *
+ * await using triton = new Triton({ config: { httpPort: 8000 } });
+ * triton.bind({
+ *   modelName: "AddSub",
+ *   inferFunc: batch(({ a, b }) => {
+ *     const x = a!.data as Float32Array, y = b!.data as Float32Array;
+ *     return {
+ *       add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
+ *       sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
+ *     };
+ *   }),
+ *   inputs: [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
+ *   outputs: [{ name: "add", dtype: "float32", shape: [-1] }, { name: "sub", dtype: "float32", shape: [-1] }],
+ *   config: { maxBatchSize: 8 },
+ * });
+ * await triton.serve(); // until SIGINT/SIGTERM
+ * ```
+ *
+ * @module
+ */
+
+export { type BindOptions, Triton, type TritonOptions, type TritonUrls } from "./src/triton.ts";
+export type { EngineChoice } from "./src/engine/select.ts";
+export type { EngineKind } from "./src/engine/engine.ts";
+
+export {
+  type BytesNDArray,
+  type NDArray,
+  ndarray,
+  type NDArrayData,
+  type NDArrayOptions,
+  type NumericNDArray,
+} from "./src/tensor/ndarray.ts";
+export type {
+  DType,
+  DTypeLike,
+  KServeDType,
+  NumericDType,
+  TypedArray,
+  TypedArrayConstructor,
+  TypedArrayOf,
+} from "./src/tensor/dtype.ts";
+
+export type {
+  InferCallable,
+  InferCallableObject,
+  InferContext,
+  InferFunc,
+  InferResult,
+  InferReturn,
+  ModelInfo,
+  ParameterValue,
+  Request,
+} from "./src/callable/types.ts";
+export * from "./src/callable/decorators/mod.ts";
+
+export type { ResolvedTensorSpec, TensorSpec } from "./src/config/tensor_spec.ts";
+export type {
+  DynamicBatcher,
+  ModelConfig,
+  ModelWarmup,
+  QueuePolicy,
+  ResolvedDynamicBatcher,
+  ResolvedModelConfig,
+  ResolvedQueuePolicy,
+  TimeoutAction,
+  WarmupInput,
+} from "./src/config/model_config.ts";
+export type { ResolvedTritonConfig, TritonConfig } from "./src/config/triton_config.ts";
+export type { InstanceProvider, ModelInstance } from "./src/instances/instance.ts";
+
+export {
+  type ErrorCode,
+  InferenceError,
+  type InferenceErrorOptions,
+  TritonBadParameterError,
+  TritonError,
+  TritonInvalidOperationError,
+  TritonModelConfigError,
+  TritonRuntimeError,
+  TritonUnrecoverableError,
+  TritonValidationError,
+} from "./src/errors.ts";

@@ -1,0 +1,453 @@
+/**
+ * The facade: `Triton` owns the configuration, the engine, the bound models and the front ends.
+ *
+ * @module
+ */
+
+import type { InferCallable } from "./callable/types.ts";
+import { type ModelConfig, resolveModelConfig } from "./config/model_config.ts";
+import { resolveTensorSpecs, type TensorSpec } from "./config/tensor_spec.ts";
+import {
+  type ResolvedTritonConfig,
+  resolveTritonConfig,
+  type TritonConfig,
+} from "./config/triton_config.ts";
+import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
+import { createEngine, type EngineChoice } from "./engine/select.ts";
+import {
+  TritonInvalidOperationError,
+  type TritonUnrecoverableError,
+  TritonValidationError,
+} from "./errors.ts";
+import { GrpcFrontend } from "./frontend/grpc/server.ts";
+import { HttpFrontend } from "./frontend/http/server.ts";
+import { MetricsFrontend } from "./frontend/metrics/server.ts";
+import type { InstanceProvider } from "./instances/instance.ts";
+import { MainThreadInstances } from "./instances/main_thread.ts";
+import { Logger } from "./log.ts";
+
+/** Options of the {@linkcode Triton} constructor. */
+export interface TritonOptions {
+  /**
+   * Server configuration; overrides environment variables and the config file field by field.
+   *
+   * @default {{}}
+   */
+  config?: TritonConfig;
+  /**
+   * A YAML file with `TritonConfig` fields (else `DENOTRITON_CONFIG_FILE`).
+   *
+   * @default {undefined}
+   */
+  configFile?: string;
+  /**
+   * Which engine runs the models: the Triton core when installed (`"auto"`), the core only
+   * (`"triton"`), or the TypeScript engine (`"builtin"`). `DENOTRITON_ENGINE` sets the same.
+   *
+   * @default {"auto"}
+   */
+  engine?: EngineChoice;
+}
+
+/** Options of {@linkcode Triton.bind}. */
+export interface BindOptions {
+  /** Model name: letters, digits, `.`, `_`, `-`. */
+  modelName: string;
+  /**
+   * Model version.
+   *
+   * @default {1}
+   */
+  modelVersion?: number;
+  /**
+   * The inference callable, a list of them (one instance each, served round-robin over idle
+   * instances), or an instance provider such as Workers.
+   */
+  inferFunc: InferCallable | readonly InferCallable[] | InstanceProvider;
+  /** Input tensor specs. */
+  inputs: readonly TensorSpec[];
+  /** Output tensor specs. */
+  outputs: readonly TensorSpec[];
+  /**
+   * Serving configuration of the model.
+   *
+   * @default {{}}
+   */
+  config?: ModelConfig;
+  /**
+   * Validate output names, dtypes, ranks and fixed dims strictly instead of converting.
+   *
+   * @default {false}
+   */
+  strict?: boolean;
+}
+
+/** Where the running server listens; a protocol that is off has no URL. */
+export interface TritonUrls {
+  /** HTTP/REST base URL, e.g. `http://127.0.0.1:8000`. */
+  readonly http?: string;
+  /** gRPC URL, e.g. `grpc://127.0.0.1:8001`. */
+  readonly grpc?: string;
+  /** Metrics base URL (scrape `${metrics}/metrics`). */
+  readonly metrics?: string;
+}
+
+const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
+
+function isInstanceProvider(value: unknown): value is InstanceProvider {
+  return typeof value === "object" && value !== null && "start" in value && "count" in value &&
+    typeof (value as InstanceProvider).start === "function";
+}
+
+/**
+ * Serves inference callables over KServe v2 (HTTP/REST and gRPC) with metrics.
+ *
+ * @example Serve AddSub and call it
+ * ```ts
+ * import { batch, ndarray, Triton } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * await using triton = new Triton({
+ *   engine: "builtin",
+ *   config: { httpPort: 0, allowGrpc: false, allowMetrics: false },
+ * });
+ * triton.bind({
+ *   modelName: "AddSub",
+ *   inferFunc: batch(({ a, b }) => {
+ *     const x = a!.data as Float32Array, y = b!.data as Float32Array;
+ *     return {
+ *       add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
+ *       sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
+ *     };
+ *   }),
+ *   inputs: [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
+ *   outputs: [{ name: "add", dtype: "float32", shape: [-1] }, { name: "sub", dtype: "float32", shape: [-1] }],
+ * });
+ * await triton.run();
+ * const response = await fetch(`${triton.urls.http}/v2/models/AddSub/infer`, {
+ *   method: "POST",
+ *   body: JSON.stringify({ inputs: [
+ *     { name: "a", datatype: "FP32", shape: [1, 2], data: [3, 4] },
+ *     { name: "b", datatype: "FP32", shape: [1, 2], data: [1, 1] },
+ *   ] }),
+ * });
+ * const body = await response.json();
+ * assert.deepEqual(body.outputs[0].data, [4, 5]);
+ * ```
+ */
+export class Triton implements AsyncDisposable {
+  #options: TritonOptions;
+  #models = new Map<string, ModelDefinition>();
+  #config: ResolvedTritonConfig | undefined;
+  #logger: Logger | undefined;
+  #engine: Engine | undefined;
+  #http: HttpFrontend | undefined;
+  #grpc: GrpcFrontend | undefined;
+  #metrics: MetricsFrontend | undefined;
+  #state: "idle" | "starting" | "running" | "stopping" = "idle";
+  #starting: Promise<void> | undefined;
+  #stopping: Promise<boolean> | undefined;
+  #stopped = Promise.withResolvers<void>();
+  #fatal: TritonUnrecoverableError | undefined;
+
+  /**
+   * Creates a server; nothing starts until {@linkcode Triton.run} or {@linkcode Triton.serve}.
+   * The configuration is resolved (and validated) here.
+   *
+   * @param options Configuration, config file and engine choice.
+   * @throws {TritonValidationError} For an invalid configuration from any source.
+   */
+  constructor(options: TritonOptions = {}) {
+    this.#options = options;
+    const resolveOptions: Parameters<typeof resolveTritonConfig>[0] = {};
+    if (options.config !== undefined) resolveOptions.config = options.config;
+    if (options.configFile !== undefined) resolveOptions.configFile = options.configFile;
+    this.#config = resolveTritonConfig(resolveOptions);
+  }
+
+  /** The resolved server configuration. */
+  get config(): ResolvedTritonConfig {
+    return this.#config!;
+  }
+
+  /** Which engine runs the models, once running. */
+  get engineKind(): EngineKind | undefined {
+    return this.#engine?.kind;
+  }
+
+  /** URLs of the running front ends (ephemeral ports resolved). */
+  get urls(): TritonUrls {
+    const urls: { http?: string; grpc?: string; metrics?: string } = {};
+    if (this.#http) urls.http = this.#http.url;
+    if (this.#grpc) urls.grpc = this.#grpc.url;
+    if (this.#metrics) urls.metrics = this.#metrics.url;
+    return urls;
+  }
+
+  /**
+   * Binds an inference callable as a model. Before {@linkcode Triton.run} the model is loaded
+   * at start; while running it is loaded at once, and the returned promise settles when it is
+   * ready.
+   *
+   * @param options The model: name, version, callable(s), tensors, config, strictness.
+   * @returns A promise that settles when the model is loaded (at once when not running).
+   * @throws {TritonValidationError} For an invalid name, tensor spec or callable.
+   * @throws {TritonInvalidOperationError} When the name and version are bound already.
+   * @throws {TritonBadParameterError} For an invalid model config.
+   */
+  bind(options: BindOptions): Promise<void> {
+    const name = options.modelName;
+    if (typeof name !== "string" || name.length === 0) {
+      throw new TritonValidationError("Cannot bind model: name is empty");
+    }
+    if (!MODEL_NAME.test(name)) {
+      throw new TritonValidationError(
+        `Cannot bind model '${name}': the name must match ${MODEL_NAME}`,
+      );
+    }
+    const version = options.modelVersion ?? 1;
+    if (!Number.isInteger(version) || version < 1) {
+      throw new TritonValidationError(
+        `Cannot bind model '${name}': modelVersion must be an integer >= 1, got ${version}`,
+      );
+    }
+    const key = `${name.toLowerCase()}/${version}`;
+    if (this.#models.has(key)) {
+      throw new TritonInvalidOperationError(
+        `Cannot bind model '${name}': version ${version} is bound already`,
+      );
+    }
+    if (this.#state === "stopping") {
+      throw new TritonInvalidOperationError(`Cannot bind model '${name}': the server is stopping`);
+    }
+    const instances = this.#instancesOf(name, options.inferFunc);
+    const config = resolveModelConfig(options.config);
+    const model: ModelDefinition = {
+      name,
+      version,
+      inputs: resolveTensorSpecs(options.inputs, "input"),
+      outputs: resolveTensorSpecs(options.outputs, "output"),
+      config,
+      strict: options.strict ?? false,
+      instances,
+    };
+    this.#models.set(key, model);
+    if (this.#state === "running" || this.#state === "starting") {
+      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).catch(
+        (error) => {
+          this.#models.delete(key);
+          throw error;
+        },
+      );
+    }
+    return Promise.resolve();
+  }
+
+  #instancesOf(
+    name: string,
+    inferFunc: InferCallable | readonly InferCallable[] | InstanceProvider,
+  ): InstanceProvider {
+    if (isInstanceProvider(inferFunc)) return inferFunc;
+    const callables = Array.isArray(inferFunc) ? inferFunc : [inferFunc as InferCallable];
+    if (callables.length === 0) {
+      throw new TritonValidationError(`Cannot bind model '${name}': inferFunc is an empty list`);
+    }
+    callables.forEach((callable, index) => {
+      const ok = typeof callable === "function" ||
+        (typeof callable === "object" && callable !== null &&
+          typeof (callable as { infer?: unknown }).infer === "function");
+      if (!ok) {
+        throw new TritonValidationError(
+          `Cannot bind model '${name}': inferFunc${
+            Array.isArray(inferFunc) ? `[${index}]` : ""
+          } must be a function or an object with an infer method`,
+        );
+      }
+    });
+    return new MainThreadInstances(callables);
+  }
+
+  async #load(model: ModelDefinition): Promise<void> {
+    await this.#engine!.loadModel(model);
+    this.#logger?.info(
+      `Model '${model.name}' version ${model.version} is ready` +
+        (this.#http ? ` at ${this.#http.url}/v2/models/${model.name}` : ""),
+    );
+  }
+
+  /**
+   * Starts the engine, loads the bound models and opens the front ends; returns when serving.
+   * Calling it again while running does nothing; after {@linkcode Triton.stop} it starts afresh
+   * with the models bound so far.
+   *
+   * @returns A promise that resolves once every model is ready and every port listens.
+   * @throws {TritonError} When the engine, a model or a port fails to start (everything started
+   *   is stopped again).
+   */
+  run(): Promise<void> {
+    if (this.#state === "running") return Promise.resolve();
+    if (this.#state === "starting") return this.#starting!;
+    if (this.#state === "stopping") {
+      return Promise.reject(
+        new TritonInvalidOperationError("Cannot run the server: it is stopping"),
+      );
+    }
+    this.#state = "starting";
+    this.#stopping = undefined;
+    this.#fatal = undefined;
+    this.#stopped = Promise.withResolvers<void>();
+    this.#starting = this.#start().then(
+      () => {
+        this.#state = "running";
+      },
+      async (error) => {
+        await this.#shutdown();
+        this.#state = "idle";
+        this.#starting = undefined;
+        this.#stopped.resolve();
+        throw error;
+      },
+    );
+    return this.#starting;
+  }
+
+  async #start(): Promise<void> {
+    const config = this.#config!;
+    const loggerOptions: ConstructorParameters<typeof Logger>[0] = {
+      verbose: config.logVerbose,
+      prefix: config.id,
+    };
+    if (config.logFile !== undefined) loggerOptions.file = config.logFile;
+    const logger = this.#logger = new Logger(loggerOptions);
+    if (config.logVerbose > 0) {
+      logger.warn(
+        `Verbose logging is on (logVerbose=${config.logVerbose}): it costs inference throughput`,
+      );
+    }
+    this.#engine = await createEngine(this.#options.engine ?? "auto", {
+      config,
+      logger,
+      onUnrecoverable: (error) => this.#onUnrecoverable(error),
+    });
+    await this.#engine.start();
+    for (const model of this.#models.values()) await this.#load(model);
+    if (config.allowHttp) {
+      this.#http = await HttpFrontend.start(this.#engine, {
+        hostname: config.httpAddress,
+        port: config.httpPort,
+        maxRequestBytes: config.maxRequestBytes,
+        logger,
+        ...(config.httpHeaderForwardPattern === undefined
+          ? {}
+          : { headerForwardPattern: config.httpHeaderForwardPattern }),
+      });
+      logger.info(`HTTP/REST (KServe v2) listening at ${this.#http.url}`);
+    }
+    if (config.allowGrpc) {
+      this.#grpc = await GrpcFrontend.start(this.#engine, {
+        address: config.grpcAddress,
+        port: config.grpcPort,
+        maxMessageBytes: config.grpcMaxMessageBytes,
+        logger,
+        ...(config.grpcHeaderForwardPattern === undefined
+          ? {}
+          : { headerForwardPattern: config.grpcHeaderForwardPattern }),
+      });
+      logger.info(`gRPC (KServe v2) listening at ${this.#grpc.url}`);
+    }
+    if (config.allowMetrics) {
+      this.#metrics = await MetricsFrontend.start(this.#engine, {
+        hostname: config.metricsAddress,
+        port: config.metricsPort,
+        logger,
+      });
+      logger.info(`Metrics at ${this.#metrics.url}/metrics`);
+    }
+  }
+
+  #onUnrecoverable(error: TritonUnrecoverableError): void {
+    if (this.#fatal) return;
+    this.#fatal = error;
+    this.#logger?.error(`Unrecoverable error in a model, stopping the server: ${error.message}`);
+    // Let the failing batch's responses go out before the front ends close.
+    setTimeout(() => void this.stop(), 0);
+  }
+
+  /**
+   * Runs the server and blocks until SIGINT/SIGTERM, an unrecoverable model error or
+   * {@linkcode Triton.stop}; in-flight requests drain (up to `exitTimeoutSecs`) before it
+   * returns.
+   *
+   * @returns A promise that resolves once the server has stopped.
+   */
+  async serve(): Promise<void> {
+    await this.run();
+    const onSignal = (): void => {
+      this.#logger?.info("Signal received: draining in-flight requests and stopping");
+      void this.stop();
+    };
+    const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+    for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+    try {
+      await this.#stopped.promise;
+    } finally {
+      for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+    }
+  }
+
+  /**
+   * Whether the server is running and its engine is live.
+   *
+   * @returns `false` before {@linkcode Triton.run} and after {@linkcode Triton.stop}.
+   */
+  isAlive(): boolean {
+    return this.#state === "running" && (this.#engine?.isLive() ?? false);
+  }
+
+  /**
+   * Stops the front ends and the engine (draining in-flight requests up to `exitTimeoutSecs`).
+   * Idempotent.
+   *
+   * @returns `true` if this call stopped the server, `false` if it was stopped already.
+   */
+  stop(): Promise<boolean> {
+    if (this.#stopping) return this.#stopping.then(() => false);
+    if (this.#state === "idle") return Promise.resolve(false);
+    this.#stopping = (async () => {
+      await this.#starting?.catch(() => {});
+      if (this.#state !== "running") return false;
+      this.#state = "stopping";
+      await this.#shutdown();
+      this.#state = "idle";
+      this.#starting = undefined;
+      this.#stopped.resolve();
+      return true;
+    })();
+    return this.#stopping;
+  }
+
+  async #shutdown(): Promise<void> {
+    const errors: unknown[] = [];
+    const attempt = async (step: () => Promise<unknown> | undefined): Promise<void> => {
+      try {
+        await step();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    // Engine first: it drains in-flight requests while the front ends can still answer them.
+    await attempt(() => this.#engine?.stop());
+    await attempt(() => this.#http?.shutdown());
+    await attempt(() => this.#grpc?.shutdown());
+    await attempt(() => this.#metrics?.shutdown());
+    this.#engine = this.#http = this.#grpc = this.#metrics = undefined;
+    for (const error of errors) this.#logger?.error(`Error while stopping: ${error}`);
+    this.#logger?.info("Server stopped");
+    this.#logger?.close();
+  }
+
+  /** Same as {@linkcode Triton.stop}. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Shared test helpers: which engines the conformance suite runs on, whether optional peers are
+ * required, and a server factory on ephemeral ports.
+ *
+ * @module
+ */
+
+import { type BindOptions, Triton } from "../mod.ts";
+import type { EngineKind } from "../src/engine/engine.ts";
+import type { TritonConfig } from "../src/config/triton_config.ts";
+
+/**
+ * Whether missing peers (Python clients, perf_analyzer, the Triton core) fail tests instead of
+ * skipping them: in CI (`CI=true`) or with `DENOTRITON_REQUIRE_PEERS=1`.
+ */
+export const PEERS_REQUIRED: boolean = Deno.env.get("CI") === "true" ||
+  Deno.env.get("DENOTRITON_REQUIRE_PEERS") === "1";
+
+async function tritonCoreInstalled(): Promise<boolean> {
+  try {
+    const install = await import("../src/engine/native/install.ts");
+    return (await install.findTritonInstall()) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/** The engines every conformance test runs on. */
+export const ENGINES: readonly EngineKind[] = await (async () => {
+  const engines: EngineKind[] = ["builtin"];
+  if (await tritonCoreInstalled()) engines.push("triton");
+  else if (PEERS_REQUIRED) {
+    throw new Error(
+      "The Triton core is not installed but CI requires it: run `deno task setup:triton` first",
+    );
+  }
+  return engines;
+})();
+
+/** Options of {@linkcode startServer}. */
+export interface StartServerOptions {
+  /** Engine to run. */
+  engine: EngineKind;
+  /** Models to bind before start. */
+  models?: readonly BindOptions[];
+  /** Extra server configuration (ports default to 0 = ephemeral). */
+  config?: TritonConfig;
+}
+
+/**
+ * Starts a server on ephemeral ports with the given models; dispose it with `await using`.
+ *
+ * @param options Engine, models and config.
+ * @returns The running server.
+ */
+export async function startServer(options: StartServerOptions): Promise<Triton> {
+  const triton = new Triton({
+    engine: options.engine,
+    config: { httpPort: 0, grpcPort: 0, metricsPort: 0, httpAddress: "127.0.0.1", grpcAddress: "127.0.0.1", ...options.config },
+  });
+  try {
+    for (const model of options.models ?? []) await triton.bind(model);
+    await triton.run();
+  } catch (error) {
+    await triton.stop();
+    throw error;
+  }
+  return triton;
+}

@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { ENGINES, startServer } from "./_helpers.ts";
+import { bindAddSub } from "../examples/add_sub/model.ts";
+import { runClient as addSubClient } from "../examples/add_sub/client.ts";
+import { bindIdentity } from "../examples/identity/model.ts";
+import { runClient as identityClient } from "../examples/identity/client.ts";
+import { bindAddSubOptional } from "../examples/add_sub_optionals/model.ts";
+import { runClient as optionalsClient } from "../examples/add_sub_optionals/client.ts";
+import { bindMultipliers } from "../examples/multiple_models/model.ts";
+import { runClient as multipliersClient } from "../examples/multiple_models/client.ts";
+import { bindParamsAndHeaders, HEADER_PATTERN } from "../examples/parameters_headers/model.ts";
+import { runClient as paramsClient } from "../examples/parameters_headers/client.ts";
+
+const decoder = new TextDecoder();
+
+for (const engine of ENGINES) {
+  Deno.test(`examples on the ${engine} engine`, async (t) => {
+    await using triton = await startServer({
+      engine,
+      config: { httpHeaderForwardPattern: HEADER_PATTERN, grpcHeaderForwardPattern: HEADER_PATTERN },
+    });
+    await bindAddSub(triton);
+    await bindIdentity(triton);
+    await bindAddSubOptional(triton);
+    await bindMultipliers(triton);
+    await bindParamsAndHeaders(triton);
+    const urls = [triton.urls.http!, ...(triton.urls.grpc ? [triton.urls.grpc] : [])];
+    for (const url of urls) {
+      const protocol = url.split(":")[0];
+      await t.step(`add_sub over ${protocol}`, async () => {
+        const out = await addSubClient(url);
+        assert.deepEqual(out.add!.shape, [2, 2]);
+        assert.deepEqual(Array.from(out.add!.data as Float32Array), [2, 2, 3, 3]);
+        assert.deepEqual(Array.from(out.sub!.data as Float32Array), [0, 0, 1, 1]);
+      });
+      await t.step(`identity over ${protocol}`, async () => {
+        const out = await identityClient(url);
+        assert.deepEqual(Array.from(out.values!.data as Float64Array), [0.5, -1.25, 1e300]);
+        assert.deepEqual(
+          (out.texts!.data as Uint8Array[]).map((b) => decoder.decode(b)),
+          ["hello", "nul\0inside", ""],
+        );
+      });
+      await t.step(`add_sub_optionals over ${protocol}`, async () => {
+        assert.deepEqual(await optionalsClient(url), [[4, 2], [6, 4], [7, 5], [9, 7]]);
+      });
+      await t.step(`multiple_models over ${protocol}`, async () => {
+        assert.deepEqual(await multipliersClient(url), { Multiply2: 2, Multiply4: 4 });
+      });
+      await t.step(`parameters_headers over ${protocol}`, async () => {
+        assert.deepEqual(await paramsClient(url), [3, 1]);
+      });
+    }
+  });
+}
+
+Deno.test("examples/add_sub/server.ts serves and exits 0 on SIGINT", async () => {
+  const command = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../examples/add_sub/server.ts", import.meta.url).pathname],
+    env: {
+      DENOTRITON_ENGINE: "builtin",
+      DENOTRITON_TRITON_CONFIG_HTTP_PORT: "0",
+      DENOTRITON_TRITON_CONFIG_GRPC_PORT: "0",
+      DENOTRITON_TRITON_CONFIG_METRICS_PORT: "0",
+      DENOTRITON_TRITON_CONFIG_HTTP_ADDRESS: "127.0.0.1",
+      DENOTRITON_TRITON_CONFIG_GRPC_ADDRESS: "127.0.0.1",
+    },
+    stdout: "null",
+    stderr: "piped",
+  });
+  const child = command.spawn();
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let log = "";
+  let url: string | undefined;
+  try {
+    while (url === undefined) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      log += value;
+      url = log.match(/HTTP\/REST \(KServe v2\) listening at (http:\/\/\S+)/)?.[1];
+    }
+    assert.ok(url, `the server never said where it listens:\n${log}`);
+    const ready = await fetch(`${url}/v2/models/AddSub/ready`);
+    await ready.body?.cancel();
+    assert.equal(ready.status, 200);
+    child.kill("SIGINT");
+    const drain = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        log += value;
+      }
+    })();
+    const status = await child.status;
+    await drain;
+    assert.equal(status.code, 0, log);
+    assert.match(log, /Server stopped/);
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already exited.
+    }
+    await reader.cancel().catch(() => {});
+  }
+});
