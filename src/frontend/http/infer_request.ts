@@ -1,0 +1,557 @@
+/**
+ * Decoding `POST /v2/models/{m}/infer` bodies into a protocol-neutral `InferenceRequest`: the
+ * JSON request (with JSON `data` or the binary tensor extension's trailing bytes), and the raw
+ * binary request (`Inference-Header-Content-Length: 0`) whose whole body is the single input.
+ *
+ * @module
+ */
+
+import type { ParameterValue } from "../../callable/types.ts";
+import type { InferenceRequest, TritonModelConfigJson } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
+import { deserializeBytes } from "../../tensor/bytes_codec.ts";
+import { type DType, elementSize, fromKServe, toDType } from "../../tensor/dtype.ts";
+import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import { badRequest } from "./errors.ts";
+import { jsonToNDArray, parseJsonExact } from "./json_tensor.ts";
+
+/** How one output is returned. */
+export interface OutputFormat {
+  /** Whether its data follows the JSON as binary. */
+  readonly binary: boolean;
+  /** Top-N classification requested (0 for none). */
+  readonly classification: number;
+}
+
+/** A decoded inference request plus how the client wants its outputs. */
+export interface DecodedInferRequest {
+  /** The protocol-neutral request for the engine. */
+  readonly request: InferenceRequest;
+  /** Formats of the outputs the client named; others use `defaultBinary`. */
+  readonly outputFormats: ReadonlyMap<string, OutputFormat>;
+  /** The request's `binary_data_output` (or `true` for raw binary requests). */
+  readonly defaultBinary: boolean;
+}
+
+/** Options of {@linkcode decodeInferRequest} and {@linkcode decodeRawInferRequest}. */
+export interface DecodeInferOptions {
+  /** The model name from the URL. */
+  modelName: string;
+  /**
+   * The model version from the URL.
+   *
+   * @default {undefined}
+   */
+  modelVersion?: number;
+  /**
+   * The request headers, for header forwarding.
+   *
+   * @default {undefined}
+   */
+  headers?: Headers;
+  /**
+   * Headers whose names match become string parameters.
+   *
+   * @default {undefined}
+   */
+  headerForwardPattern?: RegExp;
+  /**
+   * Aborted when the client disconnects.
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+const decoder = new TextDecoder();
+const RESERVED_PARAMETERS = new Set([
+  "sequence_id",
+  "sequence_start",
+  "sequence_end",
+  "priority",
+  "timeout",
+  "binary_data_output",
+  "headers",
+]);
+
+/**
+ * Parses the `Inference-Header-Content-Length` header.
+ *
+ * @param value The header value (`null` when absent).
+ * @param bodyLength The byte length of the (decompressed) body.
+ * @returns The JSON length, or `undefined` when the header is absent.
+ * @throws {InferenceError} (INVALID_ARG) Unless the value is an integer in `[0, bodyLength]`.
+ *
+ * @example
+ * ```ts
+ * import { parseHeaderLength } from "./infer_request.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(parseHeaderLength("12", 20), 12);
+ * assert.equal(parseHeaderLength(null, 20), undefined);
+ * assert.throws(() => parseHeaderLength("21", 20), /Inference-Header-Content-Length/);
+ * assert.throws(() => parseHeaderLength("-1", 20), /Inference-Header-Content-Length/);
+ * ```
+ */
+export function parseHeaderLength(value: string | null, bodyLength: number): number | undefined {
+  if (value === null) return undefined;
+  const text = value.trim();
+  const length = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+  if (!(length >= 0 && length <= bodyLength)) {
+    throw badRequest(
+      `Invalid 'Inference-Header-Content-Length' header: expected an integer within [0, ${bodyLength}] (the body size), got '${value}'`,
+    );
+  }
+  return length;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function forwardHeaders(
+  options: DecodeInferOptions,
+  parameters: Record<string, ParameterValue>,
+): void {
+  const pattern = options.headerForwardPattern;
+  if (pattern === undefined || options.headers === undefined) return;
+  for (const [name, value] of options.headers) {
+    pattern.lastIndex = 0;
+    if (!pattern.test(name)) continue;
+    if (name.startsWith("triton_") || RESERVED_PARAMETERS.has(name)) {
+      throw badRequest(
+        `Invalid forwarded header '${name}': the name is reserved for Triton parameters`,
+      );
+    }
+    parameters[name] = value;
+  }
+}
+
+function nonNegativeInteger(value: unknown): number | undefined {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === "bigint" && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    return Number(value);
+  }
+  return undefined;
+}
+
+interface RequestParameters {
+  parameters: Record<string, ParameterValue>;
+  priority?: number;
+  timeoutMicroseconds?: number;
+  binaryDataOutput: boolean;
+}
+
+function readRequestParameters(raw: unknown): RequestParameters {
+  const result: RequestParameters = { parameters: {}, binaryDataOutput: false };
+  if (raw === undefined) return result;
+  if (!isObject(raw)) {
+    throw badRequest("Unable to parse 'parameters': expected a JSON object");
+  }
+  for (const [key, value] of Object.entries(raw)) {
+    switch (key) {
+      case "priority":
+      case "timeout": {
+        const number = nonNegativeInteger(value);
+        if (number === undefined) {
+          throw badRequest(
+            `Invalid request parameter '${key}': expected a non-negative integer, got ${
+              JSON.stringify(typeof value === "bigint" ? String(value) : value)
+            }`,
+          );
+        }
+        if (key === "priority") result.priority = number;
+        else result.timeoutMicroseconds = number;
+        break;
+      }
+      case "binary_data_output":
+        if (typeof value !== "boolean") {
+          throw badRequest("Invalid request parameter 'binary_data_output': expected a boolean");
+        }
+        result.binaryDataOutput = value;
+        break;
+      case "sequence_id":
+      case "sequence_start":
+      case "sequence_end":
+        // A zero id or false flag is what clients send by default: harmless without sequences.
+        if (value === 0 || value === 0n || value === "" || value === false) break;
+        throw badRequest(
+          `Sequence batching is not supported: request parameter '${key}' must be absent, 0 or false`,
+        );
+      case "headers":
+        throw badRequest("Invalid request parameter 'headers': the name is reserved");
+      default:
+        if (key.startsWith("triton_")) {
+          throw badRequest(
+            `Invalid request parameter '${key}': names starting with 'triton_' are reserved`,
+          );
+        }
+        if (typeof value === "string" || typeof value === "boolean") {
+          result.parameters[key] = value;
+        } else if (typeof value === "number") {
+          result.parameters[key] = value;
+        } else if (typeof value === "bigint") {
+          result.parameters[key] = Number(value);
+        } else {
+          throw badRequest(
+            `Invalid request parameter '${key}': expected a string, number or boolean, got ${
+              Array.isArray(value) ? "an array" : value === null ? "null" : "an object"
+            }`,
+          );
+        }
+    }
+  }
+  return result;
+}
+
+function readShape(name: string, raw: unknown): number[] {
+  if (!Array.isArray(raw)) {
+    throw badRequest(`Unable to parse 'shape' of input '${name}': expected an array of integers`);
+  }
+  return raw.map((dim) => {
+    const value = nonNegativeInteger(dim);
+    if (value === undefined) {
+      throw badRequest(
+        `Unable to parse 'shape' of input '${name}': dimension ${
+          JSON.stringify(typeof dim === "bigint" ? String(dim) : dim)
+        } is not a non-negative integer`,
+      );
+    }
+    return value;
+  });
+}
+
+interface RequestedOutput {
+  binary: boolean | undefined;
+  classification: number;
+}
+
+function readOutputs(raw: unknown): { names?: string[]; formats: Map<string, RequestedOutput> } {
+  const formats = new Map<string, RequestedOutput>();
+  if (raw === undefined) return { formats };
+  if (!Array.isArray(raw)) throw badRequest("Unable to parse 'outputs': expected an array");
+  const names: string[] = [];
+  raw.forEach((output, index) => {
+    if (!isObject(output) || typeof output.name !== "string") {
+      throw badRequest(`Unable to parse 'outputs[${index}]': expected an object with a 'name'`);
+    }
+    const name = output.name;
+    if (formats.has(name)) throw badRequest(`Duplicate output '${name}' in 'outputs'`);
+    const parameters = output.parameters;
+    let binary: boolean | undefined;
+    let classification = 0;
+    if (parameters !== undefined) {
+      if (!isObject(parameters)) {
+        throw badRequest(`Unable to parse 'parameters' of output '${name}': expected an object`);
+      }
+      if (parameters.shared_memory_region !== undefined) {
+        throw badRequest(
+          `Shared memory is not supported by this server: output '${name}' sets 'shared_memory_region'`,
+        );
+      }
+      if (parameters.binary_data !== undefined) {
+        if (typeof parameters.binary_data !== "boolean") {
+          throw badRequest(`Unable to parse 'binary_data' of output '${name}': expected a boolean`);
+        }
+        binary = parameters.binary_data;
+      }
+      if (parameters.classification !== undefined) {
+        const count = nonNegativeInteger(parameters.classification);
+        if (count === undefined) {
+          throw badRequest(
+            `Unable to parse 'classification' of output '${name}': expected a non-negative integer`,
+          );
+        }
+        classification = count;
+      }
+    }
+    names.push(name);
+    formats.set(name, { binary, classification });
+  });
+  return { names, formats };
+}
+
+/**
+ * Decodes a JSON inference request, with binary tensor data after the JSON when
+ * `headerLength` is given.
+ *
+ * @param body The (decompressed) request body.
+ * @param headerLength The `Inference-Header-Content-Length` value; `undefined` means all JSON.
+ * @param options Model name and version, headers to forward and the abort signal.
+ * @returns The request and the output formats.
+ * @throws {InferenceError} (INVALID_ARG) Naming what is malformed.
+ *
+ * @example Binary input after the JSON
+ * ```ts
+ * import { decodeInferRequest } from "./infer_request.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const json = new TextEncoder().encode(JSON.stringify({
+ *   inputs: [{ name: "x", datatype: "INT16", shape: [2], parameters: { binary_data_size: 4 } }],
+ * }));
+ * const body = new Uint8Array([...json, 1, 0, 0, 1]);
+ * const { request } = decodeInferRequest(body, json.length, { modelName: "m" });
+ * assert.deepEqual([...(request.inputs.get("x")!.data as Int16Array)], [1, 256]);
+ * ```
+ */
+export function decodeInferRequest(
+  body: Uint8Array,
+  headerLength: number | undefined,
+  options: DecodeInferOptions,
+): DecodedInferRequest {
+  const jsonEnd = headerLength ?? body.byteLength;
+  let parsed: unknown;
+  try {
+    parsed = parseJsonExact(decoder.decode(body.subarray(0, jsonEnd)));
+  } catch (error) {
+    throw badRequest(
+      `Unable to parse the request JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  if (!isObject(parsed)) throw badRequest("Unable to parse the request JSON: expected an object");
+  let id: string | undefined;
+  if (parsed.id !== undefined) {
+    if (typeof parsed.id !== "string") throw badRequest("Unable to parse 'id': expected a string");
+    id = parsed.id;
+  }
+  const params = readRequestParameters(parsed.parameters);
+  if (!Array.isArray(parsed.inputs)) {
+    throw badRequest(
+      parsed.inputs === undefined
+        ? "Unable to parse the request JSON: missing 'inputs'"
+        : "Unable to parse 'inputs': expected an array",
+    );
+  }
+  const inputs = new Map<string, NDArray>();
+  let offset = jsonEnd;
+  parsed.inputs.forEach((input: unknown, index: number) => {
+    if (!isObject(input)) {
+      throw badRequest(`Unable to parse 'inputs[${index}]': expected an object`);
+    }
+    if (typeof input.name !== "string") {
+      throw badRequest(`Unable to parse 'inputs[${index}]': missing 'name' string`);
+    }
+    const name = input.name;
+    if (inputs.has(name)) throw badRequest(`Duplicate input '${name}' in 'inputs'`);
+    if (typeof input.datatype !== "string") {
+      throw badRequest(`Unable to parse 'datatype' of input '${name}': missing 'datatype' string`);
+    }
+    const dtype = fromKServe(input.datatype);
+    if (dtype === undefined) {
+      throw badRequest(
+        `Invalid datatype '${input.datatype}' of input '${name}': expected one of BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, FP16, BF16, FP32, FP64, BYTES`,
+      );
+    }
+    const shape = readShape(name, input.shape);
+    const parameters = input.parameters;
+    if (parameters !== undefined && !isObject(parameters)) {
+      throw badRequest(`Unable to parse 'parameters' of input '${name}': expected an object`);
+    }
+    const hasData = input.data !== undefined;
+    const hasBinary = parameters?.binary_data_size !== undefined;
+    if (parameters?.shared_memory_region !== undefined) {
+      throw badRequest(
+        `Shared memory is not supported by this server: input '${name}' sets 'shared_memory_region'`,
+      );
+    }
+    if (hasData === hasBinary) {
+      throw badRequest(
+        `Input '${name}' must set exactly one of 'data' and 'binary_data_size' in 'parameters': ${
+          hasData ? "both are set" : "neither is set"
+        }`,
+      );
+    }
+    if (hasData) {
+      inputs.set(name, jsonToNDArray(name, dtype, shape, input.data));
+      return;
+    }
+    const size = nonNegativeInteger(parameters!.binary_data_size);
+    if (size === undefined) {
+      throw badRequest(
+        `Unable to parse 'binary_data_size' of input '${name}': expected a non-negative integer`,
+      );
+    }
+    if (headerLength === undefined) {
+      throw badRequest(
+        `Input '${name}' has binary data but the request has no 'Inference-Header-Content-Length' header`,
+      );
+    }
+    if (offset + size > body.byteLength) {
+      throw badRequest(
+        `Unexpected size for input '${name}': expecting ${size} bytes but only ${
+          body.byteLength - offset
+        } remain in the request body for model '${options.modelName}'`,
+      );
+    }
+    inputs.set(name, binaryToNDArray(name, dtype, shape, body.subarray(offset, offset + size)));
+    offset += size;
+  });
+  if (offset !== body.byteLength) {
+    throw badRequest(
+      `Unexpected additional input data for model '${options.modelName}': ${
+        body.byteLength - offset
+      } bytes after the last input`,
+    );
+  }
+  const { names, formats } = readOutputs(parsed.outputs);
+  const outputFormats = new Map<string, OutputFormat>();
+  for (const [name, format] of formats) {
+    outputFormats.set(name, {
+      binary: format.binary ?? params.binaryDataOutput,
+      classification: format.classification,
+    });
+  }
+  const parameters: Record<string, ParameterValue> = {};
+  forwardHeaders(options, parameters);
+  Object.assign(parameters, params.parameters);
+  const request: InferenceRequest = {
+    modelName: options.modelName,
+    ...(options.modelVersion !== undefined ? { modelVersion: options.modelVersion } : {}),
+    ...(id !== undefined ? { id } : {}),
+    inputs,
+    ...(names !== undefined ? { outputs: names } : {}),
+    parameters,
+    ...(params.priority !== undefined ? { priority: params.priority } : {}),
+    ...(params.timeoutMicroseconds !== undefined
+      ? { timeoutMicroseconds: params.timeoutMicroseconds }
+      : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  };
+  return { request, outputFormats, defaultBinary: params.binaryDataOutput };
+}
+
+function binaryToNDArray(
+  name: string,
+  dtype: DType,
+  shape: readonly number[],
+  bytes: Uint8Array,
+): NDArray {
+  let count = 1;
+  for (const dim of shape) count *= dim;
+  if (dtype === "bytes") {
+    try {
+      return { dtype, shape, data: deserializeBytes(bytes, count) };
+    } catch (error) {
+      throw badRequest(`Invalid binary data of input '${name}': ${(error as Error).message}`);
+    }
+  }
+  const expected = count * elementSize(dtype);
+  if (bytes.byteLength !== expected) {
+    throw badRequest(
+      `Unexpected size for input '${name}': shape [${shape}] of ${
+        dtype === "bool" ? "BOOL" : dtype
+      } needs ${expected} bytes, 'binary_data_size' is ${bytes.byteLength}`,
+    );
+  }
+  return fromRawBytes(dtype, shape, bytes);
+}
+
+function configDims(value: unknown): number[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const dims = value.map(Number);
+  return dims.every((dim) => Number.isInteger(dim) && dim >= -1) ? dims : undefined;
+}
+
+/**
+ * Decodes a raw binary request (`Inference-Header-Content-Length: 0`): the whole body is the
+ * only input of a one-input model. Its shape comes from the model config, with batch size 1
+ * for batching models and one `-1` dimension resolved from the byte size. All outputs are
+ * returned binary.
+ *
+ * @param body The (decompressed) request body.
+ * @param config Triton's model-config JSON of the target model.
+ * @param options Model name and version, headers to forward and the abort signal.
+ * @returns The request.
+ * @throws {InferenceError} (INVALID_ARG) For models without exactly one input, or sizes that do not fit.
+ *
+ * @example FP32 vector
+ * ```ts
+ * import { decodeRawInferRequest } from "./infer_request.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const config = { max_batch_size: 8, input: [{ name: "x", data_type: "TYPE_FP32", dims: [-1] }] };
+ * const body = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
+ * const { request, defaultBinary } = decodeRawInferRequest(body, config, { modelName: "m" });
+ * assert.deepEqual(request.inputs.get("x")!.shape, [1, 3]);
+ * assert.equal(defaultBinary, true);
+ * ```
+ */
+export function decodeRawInferRequest(
+  body: Uint8Array,
+  config: TritonModelConfigJson,
+  options: DecodeInferOptions,
+): DecodedInferRequest {
+  const configInputs = Array.isArray(config.input) ? config.input as unknown[] : [];
+  const input = configInputs[0];
+  if (configInputs.length !== 1 || !isObject(input) || typeof input.name !== "string") {
+    throw badRequest(
+      `Raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input: model '${options.modelName}' has ${configInputs.length}`,
+    );
+  }
+  const name = input.name;
+  let dtype: DType;
+  try {
+    dtype = toDType(String(input.data_type));
+  } catch {
+    throw new InferenceError(
+      `Model '${options.modelName}' input '${name}' has an unknown data type`,
+    );
+  }
+  const dims = configDims(input.dims);
+  if (dims === undefined) {
+    throw new InferenceError(`Model '${options.modelName}' input '${name}' has invalid dims`);
+  }
+  const batching = Number(config.max_batch_size ?? 0) > 0;
+  const shape = batching ? [1, ...dims] : [...dims];
+  const dynamic = shape.filter((dim) => dim === -1).length;
+  let elements: Uint8Array[] | undefined;
+  let count: number;
+  if (dtype === "bytes") {
+    try {
+      elements = deserializeBytes(body);
+    } catch (error) {
+      throw badRequest(`Invalid raw binary data of input '${name}': ${(error as Error).message}`);
+    }
+    count = elements.length;
+  } else {
+    const size = elementSize(dtype);
+    if (body.byteLength % size !== 0) {
+      throw badRequest(
+        `Unexpected size for raw input '${name}': ${body.byteLength} bytes is not a multiple of the ${dtype} element size ${size}`,
+      );
+    }
+    count = body.byteLength / size;
+  }
+  const known = shape.reduce((product, dim) => dim === -1 ? product : product * dim, 1);
+  if (dynamic > 1) {
+    throw badRequest(
+      `Cannot infer the shape of raw input '${name}': shape [${shape}] has more than one -1 dimension`,
+    );
+  }
+  if (dynamic === 1) {
+    if (known === 0 ? count !== 0 : count % known !== 0) {
+      throw badRequest(
+        `Unexpected size for raw input '${name}': ${count} elements do not fill shape [${shape}]`,
+      );
+    }
+    const resolved = known === 0 ? 0 : count / known;
+    shape.splice(shape.indexOf(-1), 1, resolved);
+  } else if (count !== known) {
+    throw badRequest(
+      `Unexpected size for raw input '${name}': shape [${shape}] needs ${known} elements, the body holds ${count}`,
+    );
+  }
+  const array: NDArray = elements !== undefined
+    ? { dtype: "bytes", shape, data: elements }
+    : fromRawBytes(dtype, shape, body);
+  const parameters: Record<string, ParameterValue> = {};
+  forwardHeaders(options, parameters);
+  const request: InferenceRequest = {
+    modelName: options.modelName,
+    ...(options.modelVersion !== undefined ? { modelVersion: options.modelVersion } : {}),
+    inputs: new Map([[name, array]]),
+    parameters,
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  };
+  return { request, outputFormats: new Map(), defaultBinary: true };
+}

@@ -1,0 +1,201 @@
+/**
+ * Encoding an `InferenceResponse` as Triton's HTTP reply: JSON only (`application/json`), or,
+ * when any output is binary, the JSON followed by each binary output's bytes in order
+ * (`application/octet-stream` + `Inference-Header-Content-Length`). Also the `classification`
+ * output parameter (top-N as BYTES `"<value>:<index>"`).
+ *
+ * @module
+ */
+
+import type { InferenceResponse } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
+import { kserveName } from "../../tensor/dtype.ts";
+import { type BytesNDArray, type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import type { OutputFormat } from "./infer_request.ts";
+import { ndarrayToJson } from "./json_tensor.ts";
+
+const encoder = new TextEncoder();
+
+/** Options of {@linkcode encodeInferResponse}. */
+export interface EncodeInferOptions {
+  /**
+   * Formats of the outputs the client named.
+   *
+   * @default {new Map()}
+   */
+  outputFormats?: ReadonlyMap<string, OutputFormat>;
+  /**
+   * Whether outputs the client did not name are binary.
+   *
+   * @default {false}
+   */
+  defaultBinary?: boolean;
+  /**
+   * Whether the model batches (axis 0 is the batch), for classification.
+   *
+   * @default {false}
+   */
+  batching?: boolean;
+}
+
+/** An encoded HTTP reply body and its headers. */
+export interface EncodedInferResponse {
+  /** The body: JSON, then binary outputs. */
+  readonly body: Uint8Array<ArrayBuffer>;
+  /** `content-type`, and `inference-header-content-length` when binary data follows. */
+  readonly headers: Record<string, string>;
+}
+
+function formatClassValue(value: number | bigint, integral: boolean): string {
+  // Triton formats with std::to_string: integers plainly, floats with six decimals.
+  if (typeof value === "bigint" || integral) return value.toString();
+  if (Number.isNaN(value)) return "nan";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  return value.toFixed(6);
+}
+
+/**
+ * Top-N classification of an output, as Triton computes it: per batch row (for batching models)
+ * the N largest values, each `"<value>:<index>"`.
+ *
+ * @param name The output name, for messages.
+ * @param array The output tensor.
+ * @param count N.
+ * @param batching Whether axis 0 is the batch.
+ * @returns A BYTES tensor of shape `[batch, min(N, row size)]` (or `[min(N, size)]`).
+ * @throws {InferenceError} (INVALID_ARG) For BOOL, BYTES, FP16 and BF16 outputs.
+ *
+ * @example Top 2
+ * ```ts
+ * import { classify } from "./infer_response.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const out = classify("p", { dtype: "float32", shape: [1, 3], data: new Float32Array([0.25, 0.5, 0.125]) }, 2, true);
+ * assert.deepEqual(out.shape, [1, 2]);
+ * assert.deepEqual(out.data.map((b) => new TextDecoder().decode(b)), ["0.500000:1", "0.250000:0"]);
+ * ```
+ */
+export function classify(
+  name: string,
+  array: NDArray,
+  count: number,
+  batching: boolean,
+): BytesNDArray {
+  const dtype = array.dtype;
+  if (dtype === "bytes" || dtype === "bool" || dtype === "float16" || dtype === "bfloat16") {
+    throw new InferenceError(
+      `Class result not available for output '${name}' due to unsupported type '${
+        kserveName(dtype)
+      }'`,
+      { code: "INVALID_ARG" },
+    );
+  }
+  const data = array.data as ArrayLike<number | bigint>;
+  const rows = batching && array.shape.length > 0 ? array.shape[0]! : 1;
+  const rowSize = rows === 0 ? 0 : data.length / rows;
+  const k = Math.min(count, rowSize);
+  const integral = dtype !== "float32" && dtype !== "float64";
+  const out: Uint8Array[] = [];
+  for (let row = 0; row < rows; row++) {
+    const start = row * rowSize;
+    const indices = Array.from({ length: rowSize }, (_, i) => i);
+    indices.sort((a, b) => {
+      const x = data[start + a]!;
+      const y = data[start + b]!;
+      return x > y ? -1 : x < y ? 1 : 0;
+    });
+    for (let i = 0; i < k; i++) {
+      const index = indices[i]!;
+      out.push(encoder.encode(`${formatClassValue(data[start + index]!, integral)}:${index}`));
+    }
+  }
+  const shape = batching && array.shape.length > 0 ? [rows, k] : [k];
+  return { dtype: "bytes", shape, data: out };
+}
+
+/**
+ * Encodes an inference response for HTTP.
+ *
+ * @param response The engine's response.
+ * @param options Output formats and whether the model batches.
+ * @returns The body and headers.
+ * @throws {InferenceError} (INVALID_ARG) For FP16/BF16 outputs requested as JSON, or a bad classification.
+ *
+ * @example Mixed JSON and binary outputs
+ * ```ts
+ * import { encodeInferResponse } from "./infer_response.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const { body, headers } = encodeInferResponse({
+ *   modelName: "m", modelVersion: "1",
+ *   outputs: new Map([
+ *     ["a", { dtype: "int32", shape: [1], data: new Int32Array([7]) }],
+ *     ["b", { dtype: "uint8", shape: [2], data: new Uint8Array([1, 2]) }],
+ *   ]),
+ * }, { outputFormats: new Map([["b", { binary: true, classification: 0 }]]) });
+ * const json = '{"model_name":"m","model_version":"1","outputs":[' +
+ *   '{"name":"a","datatype":"INT32","shape":[1],"data":[7]},' +
+ *   '{"name":"b","datatype":"UINT8","shape":[2],"parameters":{"binary_data_size":2}}]}';
+ * assert.equal(headers["inference-header-content-length"], String(json.length));
+ * assert.equal(new TextDecoder().decode(body.subarray(0, json.length)), json);
+ * assert.deepEqual([...body.subarray(json.length)], [1, 2]);
+ * ```
+ */
+export function encodeInferResponse(
+  response: InferenceResponse,
+  options: EncodeInferOptions = {},
+): EncodedInferResponse {
+  const formats = options.outputFormats ?? new Map<string, OutputFormat>();
+  const defaultBinary = options.defaultBinary ?? false;
+  const outputs: Record<string, unknown>[] = [];
+  const binaries: Uint8Array[] = [];
+  let binarySize = 0;
+  for (const [name, value] of response.outputs) {
+    const format = formats.get(name);
+    const binary = format?.binary ?? defaultBinary;
+    const array = format !== undefined && format.classification > 0
+      ? classify(name, value, format.classification, options.batching ?? false)
+      : value;
+    const entry: Record<string, unknown> = {
+      name,
+      datatype: kserveName(array.dtype),
+      shape: [...array.shape],
+    };
+    if (binary) {
+      const bytes = toRawBytes(array);
+      entry.parameters = { binary_data_size: bytes.byteLength };
+      binaries.push(bytes);
+      binarySize += bytes.byteLength;
+    } else {
+      entry.data = ndarrayToJson(name, array);
+    }
+    outputs.push(entry);
+  }
+  const json: Record<string, unknown> = {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+  };
+  if (response.id !== undefined && response.id !== "") json.id = response.id;
+  if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
+    json.parameters = response.parameters;
+  }
+  json.outputs = outputs;
+  const header = encoder.encode(JSON.stringify(json));
+  if (binaries.length === 0) {
+    return { body: header, headers: { "content-type": "application/json" } };
+  }
+  const body = new Uint8Array(header.byteLength + binarySize);
+  body.set(header, 0);
+  let offset = header.byteLength;
+  for (const bytes of binaries) {
+    body.set(bytes, offset);
+    offset += bytes.byteLength;
+  }
+  return {
+    body,
+    headers: {
+      "content-type": "application/octet-stream",
+      "inference-header-content-length": String(header.byteLength),
+    },
+  };
+}

@@ -1,0 +1,254 @@
+/**
+ * Tensors in KServe JSON: request `data` (nested or flat, row-major) to an {@linkcode NDArray},
+ * and an `NDArray` back to the flat `data` array of a response. BOOL is JSON `true`/`false`,
+ * BYTES are JSON strings (UTF-8), 64-bit integers keep every digit (as `bigint` in, as raw JSON
+ * numbers out). FP16 and BF16 cannot travel as JSON, as in Triton.
+ *
+ * @module
+ */
+
+import { InferenceError } from "../../errors.ts";
+import { arrayConstructorOf, type DType, kserveName } from "../../tensor/dtype.ts";
+import type { NDArray, NumericNDArray } from "../../tensor/ndarray.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+// Integers longer than 15 digits may exceed 2^53; only then pay for the source-text reviver.
+const LONG_INTEGER = /\d{16,}/;
+const INTEGER_SOURCE = /^-?\d+$/;
+
+interface ReviverContext {
+  source?: string;
+}
+
+function bigIntReviver(_key: string, value: unknown, context?: ReviverContext): unknown {
+  if (
+    typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined &&
+    INTEGER_SOURCE.test(context.source)
+  ) {
+    return BigInt(context.source);
+  }
+  return value;
+}
+
+/**
+ * Parses JSON, keeping integers beyond 2^53 exact as `bigint`s.
+ *
+ * @param text The JSON text.
+ * @returns The parsed value.
+ * @throws {SyntaxError} For invalid JSON.
+ *
+ * @example INT64 beyond 2^53
+ * ```ts
+ * import { parseJsonExact } from "./json_tensor.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const value = parseJsonExact('{"data":[9007199254740993,1]}') as { data: unknown[] };
+ * assert.deepEqual(value.data, [9007199254740993n, 1]);
+ * ```
+ */
+export function parseJsonExact(text: string): unknown {
+  return LONG_INTEGER.test(text)
+    ? JSON.parse(text, bigIntReviver as (key: string, value: unknown) => unknown)
+    : JSON.parse(text);
+}
+
+const INT_RANGE: Partial<Record<DType, readonly [number, number]>> = {
+  int8: [-128, 127],
+  int16: [-32768, 32767],
+  int32: [-2147483648, 2147483647],
+  uint8: [0, 255],
+  uint16: [0, 65535],
+  uint32: [0, 4294967295],
+};
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT64_MAX = 2n ** 64n - 1n;
+
+function describe(value: unknown): string {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string") {
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  }
+  if (Array.isArray(value)) return "an array";
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object";
+  return String(value);
+}
+
+/**
+ * Decodes the JSON `data` of a request input.
+ *
+ * @param name The input name, for messages.
+ * @param dtype The input dtype.
+ * @param shape The input shape.
+ * @param data The `data` field: nested or flat arrays (or a single scalar for a scalar shape).
+ * @returns The tensor.
+ * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, wrong element types, out-of-range values,
+ *   or an element count that does not match the shape.
+ *
+ * @example Nested INT32 and BYTES
+ * ```ts
+ * import { jsonToNDArray } from "./json_tensor.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const a = jsonToNDArray("a", "int32", [2, 2], [[1, 2], [3, 4]]);
+ * assert.deepEqual([...(a.data as Int32Array)], [1, 2, 3, 4]);
+ * const s = jsonToNDArray("s", "bytes", [1], ["a\u0000b"]);
+ * assert.deepEqual([...(s.data[0] as Uint8Array)], [97, 0, 98]);
+ * assert.throws(() => jsonToNDArray("h", "float16", [1], [1]), /FP16 data via JSON/);
+ * ```
+ */
+export function jsonToNDArray(
+  name: string,
+  dtype: DType,
+  shape: readonly number[],
+  data: unknown,
+): NDArray {
+  if (dtype === "float16" || dtype === "bfloat16") {
+    throw new InferenceError(
+      `Receiving ${
+        kserveName(dtype)
+      } data via JSON is not supported: use the binary data format for input '${name}'`,
+      { code: "INVALID_ARG" },
+    );
+  }
+  let count = 1;
+  for (const dim of shape) count *= dim;
+  const flat: unknown[] = [];
+  flattenInto(data, flat);
+  if (flat.length !== count) {
+    throw new InferenceError(
+      `Unable to parse 'data' of input '${name}': shape [${shape}] needs ${count} elements but 'data' has ${flat.length}`,
+      { code: "INVALID_ARG" },
+    );
+  }
+  const fail = (index: number, expected: string): never => {
+    throw new InferenceError(
+      `Unable to parse 'data' of input '${name}': element ${index} is ${
+        describe(flat[index])
+      }, expected ${expected} for ${kserveName(dtype)}`,
+      { code: "INVALID_ARG" },
+    );
+  };
+  if (dtype === "bytes") {
+    const elements = new Array<Uint8Array>(count);
+    for (let i = 0; i < count; i++) {
+      const value = flat[i];
+      if (typeof value !== "string") fail(i, "a string");
+      elements[i] = encoder.encode(value as string);
+    }
+    return { dtype, shape, data: elements };
+  }
+  if (dtype === "bool") {
+    const out = new Uint8Array(count);
+    for (let i = 0; i < count; i++) {
+      const value = flat[i];
+      if (typeof value !== "boolean") fail(i, "true or false");
+      out[i] = value ? 1 : 0;
+    }
+    return { dtype, shape, data: out };
+  }
+  if (dtype === "int64" || dtype === "uint64") {
+    const out = dtype === "int64" ? new BigInt64Array(count) : new BigUint64Array(count);
+    const [min, max] = dtype === "int64" ? [INT64_MIN, INT64_MAX] : [0n, UINT64_MAX];
+    const what = dtype === "int64" ? "a 64-bit integer" : "a non-negative 64-bit integer";
+    for (let i = 0; i < count; i++) {
+      const value = flat[i];
+      let big: bigint;
+      if (typeof value === "bigint") big = value;
+      else if (typeof value === "number" && Number.isInteger(value)) big = BigInt(value);
+      else big = fail(i, what);
+      if (big < min || big > max) fail(i, what);
+      out[i] = big;
+    }
+    return { dtype, shape, data: out } as NumericNDArray;
+  }
+  const Ctor = arrayConstructorOf(dtype) as Float64ArrayConstructor;
+  const out = new Ctor(count);
+  const range = INT_RANGE[dtype];
+  if (range === undefined) {
+    for (let i = 0; i < count; i++) {
+      const value = flat[i];
+      if (typeof value === "number") out[i] = value;
+      else if (typeof value === "bigint") out[i] = Number(value);
+      else fail(i, "a number");
+    }
+  } else {
+    const [min, max] = range;
+    const what = min === 0 ? `an integer in [0, ${max}]` : `an integer in [${min}, ${max}]`;
+    for (let i = 0; i < count; i++) {
+      const value = flat[i];
+      if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+        fail(i, what);
+      }
+      out[i] = value as number;
+    }
+  }
+  return { dtype, shape, data: out } as unknown as NumericNDArray;
+}
+
+function flattenInto(data: unknown, out: unknown[]): void {
+  if (!Array.isArray(data)) {
+    out.push(data);
+    return;
+  }
+  for (const element of data) {
+    if (Array.isArray(element)) flattenInto(element, out);
+    else out.push(element);
+  }
+}
+
+/**
+ * Encodes a tensor as the flat `data` array of a JSON response: numbers, booleans, strings for
+ * BYTES (UTF-8 decoded), and exact raw JSON numbers for 64-bit integers beyond 2^53.
+ *
+ * @param name The output name, for messages.
+ * @param array The tensor.
+ * @returns A value for `JSON.stringify`.
+ * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, which must be requested as binary.
+ *
+ * @example
+ * ```ts
+ * import { ndarrayToJson } from "./json_tensor.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const json = ndarrayToJson("o", {
+ *   dtype: "int64", shape: [2], data: new BigInt64Array([1n, 2n ** 62n]),
+ * });
+ * assert.equal(JSON.stringify(json), "[1,4611686018427387904]");
+ * const flags = ndarrayToJson("b", { dtype: "bool", shape: [2], data: new Uint8Array([1, 0]) });
+ * assert.deepEqual(flags, [true, false]);
+ * ```
+ */
+export function ndarrayToJson(name: string, array: NDArray): unknown[] {
+  switch (array.dtype) {
+    case "float16":
+    case "bfloat16":
+      throw new InferenceError(
+        `Sending ${
+          kserveName(array.dtype)
+        } data via JSON is not supported: request output '${name}' with parameters.binary_data set to true`,
+        { code: "INVALID_ARG" },
+      );
+    case "bytes":
+      return array.data.map((element) => decoder.decode(element));
+    case "bool":
+      return Array.from(array.data as Uint8Array, (value) => value !== 0);
+    case "int64":
+    case "uint64":
+      return Array.from(
+        array.data as BigInt64Array | BigUint64Array,
+        (value) => {
+          const number = Number(value);
+          return Number.isSafeInteger(number) ? number : rawJson(value.toString());
+        },
+      );
+    default:
+      return Array.from(array.data as Float64Array);
+  }
+}
+
+// JSON.rawJSON keeps all digits of 64-bit integers in JSON.stringify output.
+const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;

@@ -1,0 +1,129 @@
+/**
+ * A tiny route table for the KServe v2 paths: each route has a method, an anchored path pattern
+ * with named groups, and the endpoint group it belongs to (the unit Triton's restricted-API
+ * settings and access tokens work on).
+ *
+ * @module
+ */
+
+/** Triton's restrictable endpoint groups (`--http-restricted-api`). */
+export type EndpointGroup =
+  | "health"
+  | "metadata"
+  | "inference"
+  | "shared-memory"
+  | "model-config"
+  | "model-repository"
+  | "statistics"
+  | "trace"
+  | "logging";
+
+/** Every endpoint group. */
+export const ENDPOINT_GROUPS: readonly EndpointGroup[] = [
+  "health",
+  "metadata",
+  "inference",
+  "shared-memory",
+  "model-config",
+  "model-repository",
+  "statistics",
+  "trace",
+  "logging",
+];
+
+/** An HTTP method the routes use. */
+export type Method = "GET" | "POST";
+
+/** One route. */
+export interface Route<H> {
+  /** The method it answers. */
+  readonly method: Method;
+  /** An anchored pattern over the URL path; named groups become parameters. */
+  readonly pattern: RegExp;
+  /** The endpoint group, for access control. */
+  readonly group: EndpointGroup;
+  /** What runs it. */
+  readonly handler: H;
+}
+
+/** The outcome of {@linkcode Router.match}. */
+export type RouteMatch<H> =
+  | { readonly kind: "found"; readonly route: Route<H>; readonly params: Record<string, string> }
+  | { readonly kind: "method-not-allowed"; readonly allowed: readonly Method[] }
+  | { readonly kind: "not-found" };
+
+/**
+ * Matches paths against routes, first match wins; a path that only matches under another method
+ * gives `method-not-allowed`.
+ *
+ * @typeParam H The handler type.
+ *
+ * @example
+ * ```ts
+ * import { Router } from "./router.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const router = new Router<string>();
+ * router.add("GET", /^\/v2\/models\/(?<model>[^/]+)$/, "metadata", "meta");
+ * const found = router.match("GET", "/v2/models/m%20x");
+ * assert.equal(found.kind, "found");
+ * if (found.kind === "found") assert.equal(found.params.model, "m x");
+ * assert.equal(router.match("POST", "/v2/models/m").kind, "method-not-allowed");
+ * assert.equal(router.match("GET", "/v3").kind, "not-found");
+ * ```
+ */
+export class Router<H> {
+  #routes: Route<H>[] = [];
+
+  /** The routes, in match order. */
+  get routes(): readonly Route<H>[] {
+    return this.#routes;
+  }
+
+  /**
+   * Adds a route.
+   *
+   * @param method The method.
+   * @param pattern An anchored pattern (`^...$`) with named groups.
+   * @param group The endpoint group.
+   * @param handler The handler.
+   * @returns This router.
+   */
+  add(method: Method, pattern: RegExp, group: EndpointGroup, handler: H): this {
+    this.#routes.push({ method, pattern, group, handler });
+    return this;
+  }
+
+  /**
+   * Finds the route of a request.
+   *
+   * @param method The request method (`HEAD` matches `GET` routes).
+   * @param path The URL path, still percent-encoded.
+   * @returns The route and its decoded parameters, or why there is none.
+   */
+  match(method: string, path: string): RouteMatch<H> {
+    const wanted = method === "HEAD" ? "GET" : method;
+    const allowed: Method[] = [];
+    for (const route of this.#routes) {
+      const found = route.pattern.exec(path);
+      if (found === null) continue;
+      if (route.method !== wanted) {
+        if (!allowed.includes(route.method)) allowed.push(route.method);
+        continue;
+      }
+      const params: Record<string, string> = {};
+      let valid = true;
+      for (const [key, value] of Object.entries(found.groups ?? {})) {
+        if (value === undefined) continue;
+        try {
+          params[key] = decodeURIComponent(value);
+        } catch {
+          valid = false;
+        }
+      }
+      if (!valid) continue;
+      return { kind: "found", route, params };
+    }
+    return allowed.length > 0 ? { kind: "method-not-allowed", allowed } : { kind: "not-found" };
+  }
+}

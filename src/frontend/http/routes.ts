@@ -1,0 +1,454 @@
+/**
+ * The KServe v2 route table of the HTTP front end and the handler of each route, speaking only
+ * to the `Engine` contract. Triton 2.51's `http_server.cc` is the reference for paths, bodies
+ * and statuses.
+ *
+ * @module
+ */
+
+import type { Engine } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import { compress, readRequestBody, responseEncoding } from "./compression.ts";
+import { badRequest, errorResponse, jsonResponse } from "./errors.ts";
+import {
+  type DecodedInferRequest,
+  decodeInferRequest,
+  decodeRawInferRequest,
+  parseHeaderLength,
+} from "./infer_request.ts";
+import { encodeInferResponse } from "./infer_response.ts";
+import { Router } from "./router.ts";
+
+/** What a route handler receives. */
+export interface RouteContext {
+  /** The request. */
+  readonly request: Request;
+  /** Decoded path parameters (`model`, `version`, `repo`, `region`, ...). */
+  readonly params: Readonly<Record<string, string>>;
+}
+
+/** A route handler. */
+export type RouteHandler = (context: RouteContext) => Promise<Response>;
+
+/** Settings the handlers need. */
+export interface RouteSettings {
+  /** Body limit in bytes (after decompression too). */
+  readonly maxRequestBytes: number;
+  /** Headers to forward as parameters, or `undefined`. */
+  readonly headerForwardPattern: RegExp | undefined;
+  /** The logger (its verbosity is what `/v2/logging` reads and sets). */
+  readonly logger: Logger;
+}
+
+const MODEL = String.raw`/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
+const REPO_ACTION = String.raw`(?<action>load|unload)`;
+
+function empty(status: number): Response {
+  return new Response(null, { status });
+}
+
+function versionOf(params: Readonly<Record<string, string>>): number | undefined {
+  return params.version === undefined ? undefined : Number(params.version);
+}
+
+async function readJsonBody(
+  request: Request,
+  settings: RouteSettings,
+): Promise<Record<string, unknown> | undefined> {
+  const body = await readRequestBody(request, settings.maxRequestBytes);
+  if (body.byteLength === 0) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(body));
+  } catch (error) {
+    throw badRequest(`Unable to parse the request JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw badRequest("Unable to parse the request JSON: expected an object");
+  }
+  return parsed as Record<string, unknown>;
+}
+
+async function infer(
+  engine: Engine,
+  settings: RouteSettings,
+  { request, params }: RouteContext,
+): Promise<Response> {
+  const modelName = params.model!;
+  const modelVersion = versionOf(params);
+  if (await engine.isDecoupled(modelName, modelVersion)) {
+    throw new InferenceError(
+      "HTTP end point doesn't support models with decoupled transaction policy",
+      { code: "UNSUPPORTED" },
+    );
+  }
+  const body = await readRequestBody(request, settings.maxRequestBytes);
+  const headerLength = parseHeaderLength(
+    request.headers.get("inference-header-content-length"),
+    body.byteLength,
+  );
+  const options = {
+    modelName,
+    ...(modelVersion !== undefined ? { modelVersion } : {}),
+    headers: request.headers,
+    ...(settings.headerForwardPattern !== undefined
+      ? { headerForwardPattern: settings.headerForwardPattern }
+      : {}),
+    signal: request.signal,
+  };
+  let decoded: DecodedInferRequest;
+  if (headerLength === 0) {
+    decoded = decodeRawInferRequest(
+      body,
+      await engine.modelConfig(modelName, modelVersion),
+      options,
+    );
+  } else {
+    decoded = decodeInferRequest(body, headerLength, options);
+  }
+  let batching = false;
+  if ([...decoded.outputFormats.values()].some((format) => format.classification > 0)) {
+    const config = await engine.modelConfig(modelName, modelVersion);
+    batching = Number(config.max_batch_size ?? 0) > 0;
+  }
+  const result = await engine.infer(decoded.request);
+  const encoded = encodeInferResponse(result, {
+    outputFormats: decoded.outputFormats,
+    defaultBinary: decoded.defaultBinary,
+    batching,
+  });
+  const encoding = responseEncoding(request.headers.get("accept-encoding"));
+  if (encoding === undefined) return new Response(encoded.body, { headers: encoded.headers });
+  return new Response(await compress(encoded.body, encoding), {
+    headers: { ...encoded.headers, "content-encoding": encoding },
+  });
+}
+
+async function loadModel(
+  engine: Engine,
+  settings: RouteSettings,
+  context: RouteContext,
+): Promise<Response> {
+  const model = context.params.model!;
+  const body = await readJsonBody(context.request, settings);
+  const parameters = body?.parameters;
+  if (
+    typeof parameters === "object" && parameters !== null &&
+    Object.keys(parameters).some((key) => key === "config" || key.startsWith("file:"))
+  ) {
+    throw new InferenceError(
+      `Cannot load model '${model}' with a new configuration: models are bound in code, not loaded from a repository`,
+      { code: "UNSUPPORTED" },
+    );
+  }
+  if (await engine.modelReady(model)) return empty(200);
+  throw badRequest(
+    `Cannot load model '${model}': models are bound in code with Triton.bind(), not loaded from a repository`,
+  );
+}
+
+function traceSettings(): Record<string, unknown> {
+  return {
+    trace_level: ["OFF"],
+    trace_rate: "1000",
+    trace_count: "-1",
+    log_frequency: "0",
+    trace_file: "",
+    trace_mode: "triton",
+  };
+}
+
+async function traceSetting(settings: RouteSettings, context: RouteContext): Promise<Response> {
+  if (context.request.method === "POST") {
+    const body = await readJsonBody(context.request, settings) ?? {};
+    const level = body.trace_level;
+    const off = level === undefined || level === null ||
+      (Array.isArray(level) && level.every((entry) => entry === "OFF"));
+    const others = Object.keys(body).filter((key) => key !== "trace_level");
+    if (!off || others.some((key) => body[key] !== null)) {
+      throw new InferenceError("Tracing is not supported by this server: trace level stays OFF", {
+        code: "UNSUPPORTED",
+      });
+    }
+  }
+  return jsonResponse(traceSettings());
+}
+
+interface LogSettings {
+  log_file: string;
+  log_info: boolean;
+  log_warning: boolean;
+  log_error: boolean;
+  log_verbose_level: number;
+  log_format: string;
+}
+
+async function logging(
+  settings: RouteSettings,
+  state: LogSettings,
+  context: RouteContext,
+): Promise<Response> {
+  if (context.request.method === "POST") {
+    const body = await readJsonBody(context.request, settings) ?? {};
+    if (body.log_file !== undefined && body.log_file !== state.log_file) {
+      throw new InferenceError("Changing the log file is not supported: 'log_file' is fixed", {
+        code: "UNSUPPORTED",
+      });
+    }
+    for (const key of ["log_info", "log_warning", "log_error"] as const) {
+      const value = body[key];
+      if (value === undefined) continue;
+      if (typeof value !== "boolean") throw badRequest(`Invalid '${key}': expected a boolean`);
+      state[key] = value;
+    }
+    const level = body.log_verbose_level;
+    if (level !== undefined) {
+      if (typeof level !== "number" || !Number.isInteger(level) || level < 0) {
+        throw badRequest("Invalid 'log_verbose_level': expected a non-negative integer");
+      }
+      settings.logger.verbose = level;
+    }
+    const format = body.log_format;
+    if (format !== undefined) {
+      if (format !== "default" && format !== "ISO8601") {
+        throw badRequest(
+          `Invalid 'log_format' ${JSON.stringify(format)}: expected "default" or "ISO8601"`,
+        );
+      }
+      state.log_format = format;
+    }
+  }
+  return jsonResponse({ ...state, log_verbose_level: settings.logger.verbose });
+}
+
+function sharedMemoryUnsupported(kind: string): never {
+  throw new InferenceError(
+    `${kind} shared memory is not supported by this server: send tensors in the request body`,
+    { code: "UNSUPPORTED" },
+  );
+}
+
+/**
+ * Builds the route table of the KServe v2 HTTP API over an engine.
+ *
+ * @param engine The engine.
+ * @param settings Body limit, header forwarding and logger.
+ * @returns The router.
+ *
+ * @example Every route has an endpoint group
+ * ```ts
+ * import { buildRoutes } from "./routes.ts";
+ * import { Logger } from "../../log.ts";
+ * import type { Engine } from "../../engine/engine.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const router = buildRoutes({} as Engine, {
+ *   maxRequestBytes: 1024, headerForwardPattern: undefined, logger: new Logger(),
+ * });
+ * const found = router.match("POST", "/v2/models/m/versions/2/infer");
+ * assert.equal(found.kind, "found");
+ * if (found.kind === "found") {
+ *   assert.equal(found.route.group, "inference");
+ *   assert.deepEqual(found.params, { model: "m", version: "2" });
+ * }
+ * ```
+ */
+export function buildRoutes(engine: Engine, settings: RouteSettings): Router<RouteHandler> {
+  const router = new Router<RouteHandler>();
+  const logState: LogSettings = {
+    log_file: "",
+    log_info: true,
+    log_warning: true,
+    log_error: true,
+    log_verbose_level: 0,
+    log_format: "default",
+  };
+  const route = (path: string): RegExp => new RegExp(`^${path}$`);
+
+  router
+    .add(
+      "GET",
+      route("/v2/health/live"),
+      "health",
+      () => Promise.resolve(empty(engine.isLive() ? 200 : 400)),
+    )
+    .add(
+      "GET",
+      route("/v2/health/ready"),
+      "health",
+      async () => empty(await engine.isReady() ? 200 : 400),
+    )
+    .add(
+      "GET",
+      route("/v2"),
+      "metadata",
+      () => Promise.resolve(jsonResponse(engine.serverMetadata())),
+    )
+    .add(
+      "GET",
+      route("/v2/models/stats"),
+      "statistics",
+      async () => jsonResponse(await engine.modelStatistics()),
+    )
+    .add(
+      "GET",
+      route(MODEL),
+      "metadata",
+      async ({ params }) =>
+        jsonResponse(await engine.modelMetadata(params.model!, versionOf(params))),
+    )
+    .add(
+      "GET",
+      route(`${MODEL}/ready`),
+      "health",
+      async ({ params }) =>
+        await engine.modelReady(params.model!, versionOf(params))
+          ? empty(200)
+          : errorResponse(400, "Model version not ready"),
+    )
+    .add(
+      "GET",
+      route(`${MODEL}/config`),
+      "model-config",
+      async ({ params }) =>
+        jsonResponse(await engine.modelConfig(params.model!, versionOf(params))),
+    )
+    .add(
+      "POST",
+      route(`${MODEL}/infer`),
+      "inference",
+      (context) => infer(engine, settings, context),
+    )
+    .add(
+      "GET",
+      route(`${MODEL}/stats`),
+      "statistics",
+      async ({ params }) =>
+        jsonResponse(await engine.modelStatistics(params.model!, versionOf(params))),
+    )
+    .add(
+      "GET",
+      route(`${MODEL}/trace/setting`),
+      "trace",
+      (context) => traceSetting(settings, context),
+    )
+    .add(
+      "POST",
+      route(`${MODEL}/trace/setting`),
+      "trace",
+      (context) => traceSetting(settings, context),
+    )
+    .add("GET", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
+    .add("POST", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
+    .add("GET", route("/v2/logging"), "logging", (context) => logging(settings, logState, context))
+    .add(
+      "POST",
+      route("/v2/logging"),
+      "logging",
+      (context) => logging(settings, logState, context),
+    );
+
+  const index = async ({ request }: RouteContext): Promise<Response> => {
+    const body = await readJsonBody(request, settings);
+    const ready = body?.ready ?? false;
+    if (typeof ready !== "boolean") {
+      throw badRequest("Invalid 'ready' in the request: expected a boolean");
+    }
+    return jsonResponse(await engine.repositoryIndex(ready));
+  };
+  router
+    .add("POST", route("/v2/repository/index"), "model-repository", index)
+    .add(
+      "POST",
+      route(`/v2/repository/models/(?<model>[^/]+)/${REPO_ACTION}`),
+      "model-repository",
+      (
+        context,
+      ) => {
+        if (context.params.action === "load") return loadModel(engine, settings, context);
+        throw new InferenceError(
+          `Cannot unload model '${context.params.model}': models are bound in code and stay loaded until the server stops`,
+          { code: "UNSUPPORTED" },
+        );
+      },
+    )
+    // Triton ignores a repository name on the index, and refuses it on load/unload.
+    .add("POST", route("/v2/repository/(?<repo>[^/]+)/index"), "model-repository", index)
+    .add(
+      "POST",
+      route(`/v2/repository/(?<repo>[^/]+)/models/(?<model>[^/]+)/${REPO_ACTION}`),
+      "model-repository",
+      () => {
+        throw new InferenceError("'repository_name' specification is not supported", {
+          code: "UNSUPPORTED",
+        });
+      },
+    );
+
+  for (const [prefix, kind] of [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]]) {
+    router
+      .add(
+        "GET",
+        route(`/v2/${prefix}/status`),
+        "shared-memory",
+        () => Promise.resolve(jsonResponse([])),
+      )
+      .add(
+        "GET",
+        route(`/v2/${prefix}/region/(?<region>[^/]+)/status`),
+        "shared-memory",
+        ({ params }) => {
+          throw badRequest(
+            `Unable to find ${kind!.toLowerCase()} shared memory region: '${params.region}'`,
+          );
+        },
+      )
+      .add(
+        "POST",
+        route(`/v2/${prefix}/region/(?<region>[^/]+)/register`),
+        "shared-memory",
+        () => sharedMemoryUnsupported(kind!),
+      )
+      // Nothing can be registered, so unregistering always succeeds.
+      .add(
+        "POST",
+        route(`/v2/${prefix}/unregister`),
+        "shared-memory",
+        () => Promise.resolve(empty(200)),
+      )
+      .add(
+        "POST",
+        route(`/v2/${prefix}/region/(?<region>[^/]+)/unregister`),
+        "shared-memory",
+        () => Promise.resolve(empty(200)),
+      );
+  }
+  return router;
+}
+
+/**
+ * Wraps a synchronous throw of a handler into a rejected promise (handlers that throw before
+ * their first `await`).
+ *
+ * @param handler A route handler.
+ * @param context Its context.
+ * @returns The handler's response promise.
+ *
+ * @example
+ * ```ts
+ * import { runHandler } from "./routes.ts";
+ * import assert from "node:assert/strict";
+ *
+ * await assert.rejects(runHandler(() => { throw new Error("x"); }, {
+ *   request: new Request("http://x/"), params: {},
+ * }), /x/);
+ * ```
+ */
+export function runHandler(handler: RouteHandler, context: RouteContext): Promise<Response> {
+  try {
+    return handler(context);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * The KServe v2 HTTP front end on `Deno.serve`, wire-compatible with Triton 2.51's: health,
+ * metadata, model config, statistics, repository, inference (JSON and the binary tensor
+ * extension, gzip/deflate), plus answers for shared memory, trace and logging.
+ *
+ * @module
+ */
+
+import type { Engine } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
+import { Logger } from "../../log.ts";
+import { errorResponse, errorToResponse } from "./errors.ts";
+import type { EndpointGroup } from "./router.ts";
+import { buildRoutes, runHandler } from "./routes.ts";
+
+export type { EndpointGroup } from "./router.ts";
+
+/**
+ * Decides whether a request may use an endpoint group: return a `Response` (e.g. 401/403) to
+ * refuse it, or `undefined` to let it through.
+ */
+export type AccessCheck = (
+  request: Request,
+  group: EndpointGroup,
+) => Response | undefined | Promise<Response | undefined>;
+
+/** Options of the HTTP front end. */
+export interface HttpFrontendOptions {
+  /**
+   * The address to bind.
+   *
+   * @default {"0.0.0.0"}
+   */
+  hostname?: string;
+  /**
+   * The port; 0 picks a free one.
+   *
+   * @default {8000}
+   */
+  port?: number;
+  /**
+   * Headers whose names match (case-insensitively) are added to the request parameters as
+   * strings.
+   *
+   * @default {undefined}
+   */
+  headerForwardPattern?: string | RegExp;
+  /**
+   * The largest request body, compressed or decompressed; bigger bodies get 413.
+   *
+   * @default {67108864}
+   */
+  maxRequestBytes?: number;
+  /**
+   * The logger.
+   *
+   * @default {new Logger()}
+   */
+  logger?: Logger;
+  /**
+   * Access control per endpoint group (restricted APIs, access tokens).
+   *
+   * @default {undefined}
+   */
+  accessCheck?: AccessCheck;
+}
+
+const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+
+function forwardPattern(pattern: string | RegExp | undefined): RegExp | undefined {
+  if (pattern === undefined || pattern === "") return undefined;
+  const source = typeof pattern === "string" ? pattern : pattern.source;
+  const flags = typeof pattern === "string" ? "" : pattern.flags.replace(/[gy]/g, "");
+  try {
+    return new RegExp(source, flags.includes("i") ? flags : `${flags}i`);
+  } catch (error) {
+    throw new InferenceError(
+      `Invalid header forward pattern ${JSON.stringify(source)}: ${(error as Error).message}`,
+      { code: "INVALID_ARG", cause: error },
+    );
+  }
+}
+
+/**
+ * Builds the request handler of the KServe v2 HTTP API over an engine, usable with any
+ * `Deno.serve` (or called directly in tests).
+ *
+ * @param engine The engine.
+ * @param options Header forwarding, body limit, logger and access control.
+ * @returns The handler.
+ *
+ * @example Unknown paths
+ * ```ts
+ * import { createHttpHandler } from "./server.ts";
+ * import type { Engine } from "../../engine/engine.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const handler = createHttpHandler({} as Engine);
+ * const response = await handler(new Request("http://localhost/v3/nothing"));
+ * assert.equal(response.status, 404);
+ * assert.deepEqual(await response.json(), { error: "Not Found" });
+ * ```
+ */
+export function createHttpHandler(
+  engine: Engine,
+  options: HttpFrontendOptions = {},
+): (request: Request) => Promise<Response> {
+  const logger = options.logger ?? new Logger();
+  const router = buildRoutes(engine, {
+    maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+    headerForwardPattern: forwardPattern(options.headerForwardPattern),
+    logger,
+  });
+  const accessCheck = options.accessCheck;
+  return async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    logger.debug(1, () => `HTTP request: ${request.method} ${url.pathname}`);
+    const found = router.match(request.method, url.pathname);
+    if (found.kind === "not-found") return errorResponse(404, "Not Found");
+    if (found.kind === "method-not-allowed") {
+      return errorResponse(405, "Method Not Allowed", { allow: found.allowed.join(", ") });
+    }
+    try {
+      if (accessCheck !== undefined) {
+        const refused = await accessCheck(request, found.route.group);
+        if (refused !== undefined) return refused;
+      }
+      return await runHandler(found.route.handler, { request, params: found.params });
+    } catch (error) {
+      if (!(error instanceof InferenceError)) {
+        logger.error(
+          `HTTP ${request.method} ${url.pathname} failed: ${
+            error instanceof Error ? error.stack ?? error.message : String(error)
+          }`,
+        );
+      } else {
+        logger.debug(1, () => `HTTP ${request.method} ${url.pathname}: ${error.message}`);
+      }
+      return errorToResponse(error);
+    }
+  };
+}
+
+/**
+ * The HTTP front end: `Deno.serve` running {@linkcode createHttpHandler}.
+ *
+ * @example Serve on a free port
+ * ```ts
+ * import { HttpFrontend } from "./server.ts";
+ * import type { Engine } from "../../engine/engine.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const engine = { isLive: () => true } as unknown as Engine;
+ * await using frontend = await HttpFrontend.start(engine, { port: 0, hostname: "127.0.0.1" });
+ * const response = await fetch(`${frontend.url}/v2/health/live`);
+ * assert.equal(response.status, 200);
+ * await response.body?.cancel();
+ * ```
+ */
+export class HttpFrontend implements AsyncDisposable {
+  #server: Deno.HttpServer<Deno.NetAddr>;
+  #logger: Logger;
+  #stopping: Promise<void> | undefined;
+
+  private constructor(server: Deno.HttpServer<Deno.NetAddr>, logger: Logger) {
+    this.#server = server;
+    this.#logger = logger;
+  }
+
+  /**
+   * Starts serving.
+   *
+   * @param engine The engine to serve.
+   * @param options Address, port and handler options.
+   * @returns The running front end.
+   * @throws {InferenceError} (UNAVAILABLE) When the address is in use or cannot be bound.
+   */
+  static start(engine: Engine, options: HttpFrontendOptions = {}): Promise<HttpFrontend> {
+    const logger = options.logger ?? new Logger();
+    const hostname = options.hostname ?? "0.0.0.0";
+    const port = options.port ?? 8000;
+    const handler = createHttpHandler(engine, { ...options, logger });
+    let server: Deno.HttpServer<Deno.NetAddr>;
+    try {
+      server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
+    } catch (error) {
+      return Promise.reject(
+        new InferenceError(
+          `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
+            (error as Error).message
+          }`,
+          { code: "UNAVAILABLE", cause: error },
+        ),
+      );
+    }
+    const frontend = new HttpFrontend(server, logger);
+    logger.info(`Started HTTPService at ${hostname}:${frontend.port}`);
+    return Promise.resolve(frontend);
+  }
+
+  /** The bound port. */
+  get port(): number {
+    return this.#server.addr.port;
+  }
+
+  /** A URL clients on this host can use, e.g. `http://127.0.0.1:8000`. */
+  get url(): string {
+    let host = this.#server.addr.hostname;
+    if (host === "0.0.0.0") host = "127.0.0.1";
+    else if (host === "::") host = "[::1]";
+    else if (host.includes(":")) host = `[${host}]`;
+    return `http://${host}:${this.port}`;
+  }
+
+  /** Stops accepting connections and waits for in-flight requests. Idempotent. */
+  shutdown(): Promise<void> {
+    this.#stopping ??= this.#server.shutdown().then(() => {
+      this.#logger.debug(1, "HTTP front end stopped");
+    });
+    return this.#stopping;
+  }
+
+  /** Same as {@linkcode HttpFrontend.shutdown}. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.shutdown();
+  }
+}
