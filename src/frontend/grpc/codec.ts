@@ -1,0 +1,416 @@
+/**
+ * Protobuf encoding and decoding of the KServe v2 gRPC messages (`proto/grpc_service.proto`,
+ * `proto/model_config.proto`, `proto/health.proto`), shared by the gRPC front end and client.
+ * The schema is parsed once with protobufjs from the embedded proto text; messages are plain
+ * objects with the proto field names (snake_case).
+ *
+ * Decoded 64-bit integers are decimal strings (exact); encoders accept numbers, strings or
+ * bigints. Decoded `bytes` fields are views into the received buffer (no copy).
+ *
+ * @module
+ */
+
+import protobuf from "protobufjs";
+import { PROTO_FILES } from "./_proto_text.ts";
+
+/** A 64-bit integer as the codec accepts it; decoding yields decimal strings. */
+export type Int64 = number | string | bigint;
+
+/** Encodes and decodes one message type. */
+export interface MessageCodec<T> {
+  /** The fully qualified message name, e.g. `inference.ModelInferRequest`. */
+  readonly name: string;
+  /**
+   * Encodes a plain object (proto field names; unknown fields are ignored).
+   *
+   * @param value The message.
+   * @returns The wire bytes.
+   */
+  encode(value: T): Uint8Array;
+  /**
+   * Decodes wire bytes to a plain object with every field present (defaults filled in).
+   *
+   * @param bytes The wire bytes.
+   * @returns The message.
+   * @throws {Error} When the bytes are not a valid message.
+   */
+  decode(bytes: Uint8Array): T;
+}
+
+// ---- Message shapes (proto field names) ---------------------------------------------------
+
+/** `inference.InferParameter`: exactly one field is set. */
+export interface InferParameter {
+  /** A bool value. */
+  bool_param?: boolean;
+  /** A signed 64-bit value. */
+  int64_param?: Int64;
+  /** A string value. */
+  string_param?: string;
+  /** A double value. */
+  double_param?: number;
+  /** An unsigned 64-bit value. */
+  uint64_param?: Int64;
+  /** The name of the field set, present on decoded messages. */
+  parameter_choice?:
+    | "bool_param"
+    | "int64_param"
+    | "string_param"
+    | "double_param"
+    | "uint64_param";
+}
+
+/** `inference.InferTensorContents`: typed tensor elements. */
+export interface InferTensorContents {
+  /** BOOL elements. */
+  bool_contents?: boolean[];
+  /** INT8, INT16 and INT32 elements. */
+  int_contents?: number[];
+  /** INT64 elements. */
+  int64_contents?: Int64[];
+  /** UINT8, UINT16 and UINT32 elements. */
+  uint_contents?: number[];
+  /** UINT64 elements. */
+  uint64_contents?: Int64[];
+  /** FP32 elements. */
+  fp32_contents?: number[];
+  /** FP64 elements. */
+  fp64_contents?: number[];
+  /** BYTES elements, without length prefixes. */
+  bytes_contents?: Uint8Array[];
+}
+
+/** `inference.ModelInferRequest.InferInputTensor`. */
+export interface InferInputTensor {
+  /** Input name. */
+  name: string;
+  /** KServe datatype, e.g. `FP32`. */
+  datatype: string;
+  /** Shape, batch axis included. */
+  shape: Int64[];
+  /** Input parameters. */
+  parameters?: Record<string, InferParameter>;
+  /** Typed elements, when `raw_input_contents` is not used. */
+  contents?: InferTensorContents | null;
+}
+
+/** `inference.ModelInferRequest.InferRequestedOutputTensor`. */
+export interface InferRequestedOutputTensor {
+  /** Output name. */
+  name: string;
+  /** Output parameters. */
+  parameters?: Record<string, InferParameter>;
+}
+
+/** `inference.ModelInferRequest`. */
+export interface ModelInferRequest {
+  /** Model name. */
+  model_name: string;
+  /** Model version; empty for the default. */
+  model_version?: string;
+  /** Request id, echoed in responses. */
+  id?: string;
+  /** Request parameters. */
+  parameters?: Record<string, InferParameter>;
+  /** Input tensors. */
+  inputs?: InferInputTensor[];
+  /** Requested outputs; empty means all. */
+  outputs?: InferRequestedOutputTensor[];
+  /** Raw tensor data, one entry per input. */
+  raw_input_contents?: Uint8Array[];
+}
+
+/** `inference.ModelInferResponse.InferOutputTensor`. */
+export interface InferOutputTensor {
+  /** Output name. */
+  name: string;
+  /** KServe datatype. */
+  datatype: string;
+  /** Shape. */
+  shape: Int64[];
+  /** Output parameters. */
+  parameters?: Record<string, InferParameter>;
+  /** Typed elements (unused by Triton's server, which answers raw). */
+  contents?: InferTensorContents | null;
+}
+
+/** `inference.ModelInferResponse`. */
+export interface ModelInferResponse {
+  /** Model name. */
+  model_name: string;
+  /** Model version. */
+  model_version: string;
+  /** Request id. */
+  id?: string;
+  /** Response parameters. */
+  parameters?: Record<string, InferParameter>;
+  /** Output tensors. */
+  outputs?: InferOutputTensor[];
+  /** Raw tensor data, one entry per output, in `outputs` order. */
+  raw_output_contents?: Uint8Array[];
+}
+
+/** `inference.ModelStreamInferResponse`. */
+export interface ModelStreamInferResponse {
+  /** Set when the request failed. */
+  error_message?: string;
+  /** The response (with only id, model name and version on errors). */
+  infer_response?: ModelInferResponse | null;
+}
+
+/** A `{name, version}` request (ModelReady, ModelMetadata, ModelConfig, ModelStatistics). */
+export interface ModelRef {
+  /** Model name. */
+  name?: string;
+  /** Model version; empty for the default. */
+  version?: string;
+}
+
+/** An empty message. */
+export type Empty = Record<string, never>;
+
+/** `inference.ServerLiveResponse`. */
+export interface ServerLiveResponse {
+  /** Whether the server is live. */
+  live: boolean;
+}
+
+/** `inference.ServerReadyResponse` and `inference.ModelReadyResponse`. */
+export interface ReadyResponse {
+  /** Whether the server or model is ready. */
+  ready: boolean;
+}
+
+/** `inference.ServerMetadataResponse`. */
+export interface ServerMetadataResponse {
+  /** Server name. */
+  name: string;
+  /** Server version. */
+  version: string;
+  /** Supported extensions. */
+  extensions: string[];
+}
+
+/** `inference.ModelMetadataResponse.TensorMetadata`. */
+export interface TensorMetadataMessage {
+  /** Tensor name. */
+  name: string;
+  /** KServe datatype. */
+  datatype: string;
+  /** Shape; -1 for dynamic dimensions. */
+  shape: Int64[];
+}
+
+/** `inference.ModelMetadataResponse`. */
+export interface ModelMetadataResponse {
+  /** Model name. */
+  name: string;
+  /** Versions. */
+  versions: string[];
+  /** Platform. */
+  platform: string;
+  /** Inputs. */
+  inputs: TensorMetadataMessage[];
+  /** Outputs. */
+  outputs: TensorMetadataMessage[];
+}
+
+/** `inference.ModelConfigResponse`; `config` is the `inference.ModelConfig` object tree. */
+export interface ModelConfigResponse {
+  /** The configuration, proto field names. */
+  config: Record<string, unknown> | null;
+}
+
+/** `inference.StatisticDuration`. */
+export interface StatisticDurationMessage {
+  /** Number of events. */
+  count: Int64;
+  /** Cumulative nanoseconds. */
+  ns: Int64;
+}
+
+/** `inference.ModelStatisticsResponse`; entries follow `inference.ModelStatistics`. */
+export interface ModelStatisticsResponse {
+  /** Per model version. */
+  model_stats: Record<string, unknown>[];
+}
+
+/** `inference.RepositoryIndexRequest`. */
+export interface RepositoryIndexRequest {
+  /** Repository name; must be empty. */
+  repository_name?: string;
+  /** Only list ready models. */
+  ready?: boolean;
+}
+
+/** `inference.RepositoryIndexResponse.ModelIndex`. */
+export interface ModelIndexMessage {
+  /** Model name. */
+  name: string;
+  /** Version. */
+  version: string;
+  /** State, e.g. `READY`. */
+  state: string;
+  /** Why it is in that state. */
+  reason: string;
+}
+
+/** `inference.RepositoryIndexResponse`. */
+export interface RepositoryIndexResponse {
+  /** The models. */
+  models: ModelIndexMessage[];
+}
+
+/** `inference.ModelRepositoryParameter`: exactly one field is set. */
+export interface ModelRepositoryParameter {
+  /** A bool value. */
+  bool_param?: boolean;
+  /** An int64 value. */
+  int64_param?: Int64;
+  /** A string value. */
+  string_param?: string;
+  /** A bytes value. */
+  bytes_param?: Uint8Array;
+}
+
+/** `inference.RepositoryModelLoadRequest` and `inference.RepositoryModelUnloadRequest`. */
+export interface RepositoryModelRequest {
+  /** Repository name; must be empty. */
+  repository_name?: string;
+  /** Model name. */
+  model_name: string;
+  /** Load or unload parameters. */
+  parameters?: Record<string, ModelRepositoryParameter>;
+}
+
+/** `grpc.health.v1.HealthCheckRequest`. */
+export interface HealthCheckRequest {
+  /** Service name; empty for the whole server. */
+  service?: string;
+}
+
+/** `grpc.health.v1.HealthCheckResponse`. */
+export interface HealthCheckResponse {
+  /** `UNKNOWN`, `SERVING`, `NOT_SERVING` or `SERVICE_UNKNOWN` (numbers accepted on encode). */
+  status: string | number;
+}
+
+// ---- Schema ------------------------------------------------------------------------------
+
+let root: protobuf.Root | undefined;
+
+/**
+ * The protobufjs root holding every DenoTriton message type, parsed once from the embedded
+ * proto text with the proto field names kept.
+ *
+ * @returns The resolved root.
+ *
+ * @example Look up a type
+ * ```ts
+ * import { protoRoot } from "./codec.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const type = protoRoot().lookupType("inference.ModelInferRequest");
+ * assert.equal(type.fields.raw_input_contents?.id, 7);
+ * ```
+ */
+export function protoRoot(): protobuf.Root {
+  if (root !== undefined) return root;
+  const parsed = new protobuf.Root();
+  for (const text of Object.values(PROTO_FILES)) {
+    protobuf.parse(text, parsed, { keepCase: true });
+  }
+  // Resolving applies proto3 defaults such as packed repeated scalars.
+  parsed.resolveAll();
+  root = parsed;
+  return parsed;
+}
+
+const DECODE_OPTIONS: protobuf.IConversionOptions = {
+  longs: String,
+  enums: String,
+  defaults: true,
+  arrays: true,
+  objects: true,
+  oneofs: true,
+};
+
+/**
+ * Builds the codec of one message type.
+ *
+ * @param name The fully qualified message name.
+ * @returns Its codec.
+ * @throws {Error} When the schema has no such message.
+ *
+ * @example Encode a ServerLiveResponse
+ * ```ts
+ * import { messageCodec, type ServerLiveResponse } from "./codec.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const codec = messageCodec<ServerLiveResponse>("inference.ServerLiveResponse");
+ * assert.deepEqual([...codec.encode({ live: true })], [8, 1]);
+ * assert.deepEqual(codec.decode(new Uint8Array([8, 1])), { live: true });
+ * ```
+ */
+export function messageCodec<T>(name: string): MessageCodec<T> {
+  const type = protoRoot().lookupType(name);
+  return {
+    name,
+    encode(value: T): Uint8Array {
+      return type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+    },
+    decode(bytes: Uint8Array): T {
+      return type.toObject(type.decode(bytes), DECODE_OPTIONS) as T;
+    },
+  };
+}
+
+/** The codecs of every message the front end and client exchange. */
+export const codecs: {
+  readonly Empty: MessageCodec<Empty>;
+  readonly ServerLiveResponse: MessageCodec<ServerLiveResponse>;
+  readonly ReadyResponse: MessageCodec<ReadyResponse>;
+  readonly ModelRef: MessageCodec<ModelRef>;
+  readonly ServerMetadataResponse: MessageCodec<ServerMetadataResponse>;
+  readonly ModelMetadataResponse: MessageCodec<ModelMetadataResponse>;
+  readonly ModelInferRequest: MessageCodec<ModelInferRequest>;
+  readonly ModelInferResponse: MessageCodec<ModelInferResponse>;
+  readonly ModelStreamInferResponse: MessageCodec<ModelStreamInferResponse>;
+  readonly ModelConfigResponse: MessageCodec<ModelConfigResponse>;
+  readonly ModelStatisticsResponse: MessageCodec<ModelStatisticsResponse>;
+  readonly RepositoryIndexRequest: MessageCodec<RepositoryIndexRequest>;
+  readonly RepositoryIndexResponse: MessageCodec<RepositoryIndexResponse>;
+  readonly RepositoryModelRequest: MessageCodec<RepositoryModelRequest>;
+  readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
+  readonly HealthCheckResponse: MessageCodec<HealthCheckResponse>;
+} = {
+  // Every empty request and response shares one wire form.
+  Empty: lazyCodec("inference.ServerLiveRequest"),
+  ServerLiveResponse: lazyCodec("inference.ServerLiveResponse"),
+  ReadyResponse: lazyCodec("inference.ServerReadyResponse"),
+  // ModelReady/ModelMetadata/ModelConfig/ModelStatistics requests share fields 1 and 2.
+  ModelRef: lazyCodec("inference.ModelReadyRequest"),
+  ServerMetadataResponse: lazyCodec("inference.ServerMetadataResponse"),
+  ModelMetadataResponse: lazyCodec("inference.ModelMetadataResponse"),
+  ModelInferRequest: lazyCodec("inference.ModelInferRequest"),
+  ModelInferResponse: lazyCodec("inference.ModelInferResponse"),
+  ModelStreamInferResponse: lazyCodec("inference.ModelStreamInferResponse"),
+  ModelConfigResponse: lazyCodec("inference.ModelConfigResponse"),
+  ModelStatisticsResponse: lazyCodec("inference.ModelStatisticsResponse"),
+  RepositoryIndexRequest: lazyCodec("inference.RepositoryIndexRequest"),
+  RepositoryIndexResponse: lazyCodec("inference.RepositoryIndexResponse"),
+  RepositoryModelRequest: lazyCodec("inference.RepositoryModelLoadRequest"),
+  HealthCheckRequest: lazyCodec("grpc.health.v1.HealthCheckRequest"),
+  HealthCheckResponse: lazyCodec("grpc.health.v1.HealthCheckResponse"),
+};
+
+// Parsing the schema is deferred to first use so importing the module stays cheap.
+function lazyCodec<T>(name: string): MessageCodec<T> {
+  let codec: MessageCodec<T> | undefined;
+  const get = (): MessageCodec<T> => codec ??= messageCodec<T>(name);
+  return {
+    name,
+    encode: (value: T): Uint8Array => get().encode(value),
+    decode: (bytes: Uint8Array): T => get().decode(bytes),
+  };
+}
