@@ -1,0 +1,128 @@
+/**
+ * Helpers for writing decorators: the batch size of a request and the mapping of positional
+ * outputs onto the model's declared outputs.
+ *
+ * @module
+ */
+
+import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
+import { isNDArray, type NDArray } from "../../tensor/ndarray.ts";
+import type { ModelInfo, Request } from "../types.ts";
+import type { Inputs } from "./types.ts";
+
+function isRequest(value: Request | Readonly<Inputs>): value is Request {
+  const candidate = value as { data?: unknown; signal?: unknown };
+  return candidate.signal instanceof AbortSignal && typeof candidate.data === "object" &&
+    candidate.data !== null && !isNDArray(candidate.data);
+}
+
+/**
+ * The batch size of a request: the axis-0 length of its first input.
+ *
+ * @param request A request, or its inputs by name.
+ * @returns The length of axis 0 of the first input.
+ * @throws {TritonRuntimeError} When the request has no inputs, or its first input has no axis.
+ *
+ * @example Batch size of a request
+ * ```ts
+ * import { getInferenceRequestBatchSize } from "./helpers.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const request = {
+ *   data: { x: ndarray(new Float32Array(6), [3, 2]) },
+ *   parameters: {},
+ *   requestedOutputNames: [],
+ *   signal: new AbortController().signal,
+ * };
+ * assert.equal(getInferenceRequestBatchSize(request), 3);
+ * assert.equal(getInferenceRequestBatchSize({ x: ndarray(new Int32Array(2), [2, 1]) }), 2);
+ * ```
+ */
+export function getInferenceRequestBatchSize(request: Request | Readonly<Inputs>): number {
+  const inputs: Readonly<Record<string, unknown>> = isRequest(request) ? request.data : request;
+  for (const value of Object.values(inputs)) {
+    if (!isNDArray(value)) continue;
+    const size = value.shape[0];
+    if (size === undefined) {
+      throw new TritonRuntimeError(
+        "Cannot get the batch size of a request: its first input is a scalar without a batch axis",
+      );
+    }
+    return size;
+  }
+  throw new TritonRuntimeError("Cannot get the batch size of a request: it has no inputs");
+}
+
+/**
+ * Converts what a batch-level function returned into outputs by name: an object passes through, an
+ * array is mapped positionally onto the model's declared outputs (PyTriton's `convert_output`).
+ *
+ * @param outputs Outputs by name, or an array of tensors in the order of the declared outputs.
+ * @param model The bound model, whose declared outputs name positional results.
+ * @returns The outputs by name.
+ * @throws {TritonValidationError} When an array's length differs from the number of declared
+ *   outputs, or the value is neither an object nor an array.
+ *
+ * @example Positional outputs
+ * ```ts
+ * import { convertOutput } from "./helpers.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = {
+ *   name: "AddSub",
+ *   version: 1,
+ *   inputs: resolveTensorSpecs([{ name: "a", dtype: "float32", shape: [1] }], "input"),
+ *   outputs: resolveTensorSpecs([
+ *     { name: "add", dtype: "float32", shape: [1] },
+ *     { name: "sub", dtype: "float32", shape: [1] },
+ *   ], "output"),
+ *   config: resolveModelConfig({}),
+ *   strict: false,
+ * };
+ * const add = ndarray(new Float32Array([3]), [1, 1]);
+ * const sub = ndarray(new Float32Array([1]), [1, 1]);
+ * assert.deepEqual(Object.keys(convertOutput([add, sub], model)), ["add", "sub"]);
+ * assert.throws(() => convertOutput([add], model), /2 outputs/);
+ * ```
+ */
+export function convertOutput(
+  outputs: unknown,
+  model: Pick<ModelInfo, "outputs"> | undefined,
+): Record<string, NDArray> {
+  if (Array.isArray(outputs)) {
+    if (model === undefined) {
+      throw new TritonValidationError(
+        "Cannot map positional outputs: the callable is not bound to a model (no context was given)",
+      );
+    }
+    if (outputs.length !== model.outputs.length) {
+      throw new TritonValidationError(
+        `Cannot map positional outputs: got ${outputs.length} tensors but the model declares ${model.outputs.length} outputs (${
+          model.outputs.map((spec) => spec.name).join(", ")
+        })`,
+      );
+    }
+    const named: Record<string, NDArray> = {};
+    model.outputs.forEach((spec, index) => {
+      named[spec.name] = outputs[index] as NDArray;
+    });
+    return named;
+  }
+  if (isNDArray(outputs)) {
+    throw new TritonValidationError(
+      "Unsupported output type: a single NDArray; return outputs by name ({ name: array }) or an array of them",
+    );
+  }
+  if (typeof outputs !== "object" || outputs === null) {
+    throw new TritonValidationError(
+      `Unsupported output type: ${
+        outputs === null ? "null" : typeof outputs
+      }; return outputs by name ({ name: array }) or an array of them`,
+    );
+  }
+  return outputs as Record<string, NDArray>;
+}
