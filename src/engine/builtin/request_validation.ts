@@ -1,0 +1,164 @@
+/**
+ * Validation of an inference request against its model before it is queued: input names,
+ * dtypes, shapes, batch size and requested outputs.
+ *
+ * @module
+ */
+
+import type { ModelInfo } from "../../callable/types.ts";
+import { InferenceError } from "../../errors.ts";
+import { kserveName } from "../../tensor/dtype.ts";
+import { shapeSize } from "../../tensor/ndarray.ts";
+import type { InferenceRequest } from "../engine.ts";
+
+/** What validation learned about a request. */
+export interface ValidatedRequest {
+  /** The request's batch size (1 for non-batching models). */
+  readonly batchSize: number;
+  /** The outputs to answer, in declared order. */
+  readonly outputs: readonly string[];
+  /** Equal for requests whose inputs may share a batch (names, dtypes, non-batch dims). */
+  readonly shapeKey: string;
+}
+
+function invalid(model: ModelInfo, detail: string): InferenceError {
+  return new InferenceError(`Invalid request for model '${model.name}': ${detail}`, {
+    code: "INVALID_ARG",
+  });
+}
+
+function shown(shape: readonly number[]): string {
+  return `[${shape.join(",")}]`;
+}
+
+/**
+ * Checks a request against a model.
+ *
+ * @param model The model.
+ * @param request The request.
+ * @returns Its batch size, the outputs to answer and its batching key.
+ * @throws {InferenceError} (INVALID_ARG) Naming the model, the tensor and the problem.
+ *
+ * @example A dtype mismatch
+ * ```ts
+ * import { validateInferenceRequest } from "./request_validation.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = {
+ *   name: "m", version: 1, strict: false,
+ *   inputs: [{ name: "a", dtype: "float32" as const, shape: [-1], optional: false }],
+ *   outputs: [{ name: "y", dtype: "float32" as const, shape: [-1], optional: false }],
+ *   config: resolveModelConfig({ maxBatchSize: 4 }),
+ * };
+ * const ok = validateInferenceRequest(model, {
+ *   modelName: "m", parameters: {},
+ *   inputs: new Map([["a", ndarray(new Float32Array(6), [2, 3])]]),
+ * });
+ * assert.equal(ok.batchSize, 2);
+ * assert.throws(() => validateInferenceRequest(model, {
+ *   modelName: "m", parameters: {},
+ *   inputs: new Map([["a", ndarray(new Float64Array(3), [1, 3])]]),
+ * }), /unexpected datatype FP64 for input 'a', expecting FP32/);
+ * ```
+ */
+export function validateInferenceRequest(
+  model: ModelInfo,
+  request: InferenceRequest,
+): ValidatedRequest {
+  const batching = model.config.maxBatchSize > 0;
+  const declared = new Map(model.inputs.map((spec) => [spec.name, spec]));
+  let batchSize: number | undefined;
+  let batchFrom = "";
+  const keyParts: string[] = [];
+  for (const [name, array] of request.inputs) {
+    const spec = declared.get(name);
+    if (spec === undefined) {
+      throw invalid(
+        model,
+        `unexpected input '${name}' (model inputs: ${[...declared.keys()].join(", ") || "none"})`,
+      );
+    }
+    if (array.dtype !== spec.dtype) {
+      throw invalid(
+        model,
+        `unexpected datatype ${kserveName(array.dtype)} for input '${name}', expecting ${
+          kserveName(spec.dtype)
+        }`,
+      );
+    }
+    const shape = array.shape;
+    if (shape.some((dim) => !Number.isInteger(dim) || dim < 0)) {
+      throw invalid(model, `input '${name}' has an invalid shape ${shown(shape)}`);
+    }
+    if (shapeSize(shape) !== array.data.length) {
+      throw invalid(
+        model,
+        `input '${name}' has shape ${shown(shape)} (${
+          shapeSize(shape)
+        } elements) but ${array.data.length} data elements`,
+      );
+    }
+    const expected = batching ? [-1, ...spec.shape] : spec.shape;
+    if (
+      shape.length !== expected.length ||
+      shape.some((dim, i) => i >= (batching ? 1 : 0) && expected[i] !== -1 && expected[i] !== dim)
+    ) {
+      throw invalid(
+        model,
+        `unexpected shape for input '${name}': expected ${shown(expected)}, got ${shown(shape)}${
+          batching && shape.length === spec.shape.length
+            ? " (the first dimension is the batch size)"
+            : ""
+        }`,
+      );
+    }
+    if (batching) {
+      const rows = shape[0]!;
+      if (rows < 1 || rows > model.config.maxBatchSize) {
+        throw invalid(
+          model,
+          `batch size ${rows} of input '${name}' must be within [1, ${model.config.maxBatchSize}]`,
+        );
+      }
+      if (batchSize === undefined) {
+        batchSize = rows;
+        batchFrom = name;
+      } else if (rows !== batchSize) {
+        throw invalid(
+          model,
+          `inputs '${batchFrom}' and '${name}' have different batch sizes (${batchSize} and ${rows})`,
+        );
+      }
+    }
+    keyParts.push(`${name}:${array.dtype}:${shape.slice(batching ? 1 : 0).join(",")}`);
+  }
+  const missing = model.inputs.filter((spec) => !spec.optional && !request.inputs.has(spec.name));
+  if (missing.length > 0) {
+    throw invalid(
+      model,
+      `missing required input${missing.length > 1 ? "s" : ""} ${
+        missing.map((spec) => `'${spec.name}'`).join(", ")
+      }`,
+    );
+  }
+  let outputs: string[];
+  if (request.outputs === undefined || request.outputs.length === 0) {
+    outputs = model.outputs.map((spec) => spec.name);
+  } else {
+    const asked = new Set(request.outputs);
+    for (const name of asked) {
+      if (!model.outputs.some((spec) => spec.name === name)) {
+        throw invalid(
+          model,
+          `unexpected requested output '${name}' (model outputs: ${
+            model.outputs.map((spec) => spec.name).join(", ") || "none"
+          })`,
+        );
+      }
+    }
+    outputs = model.outputs.filter((spec) => asked.has(spec.name)).map((spec) => spec.name);
+  }
+  return { batchSize: batchSize ?? 1, outputs, shapeKey: keyParts.sort().join(";") };
+}

@@ -1,0 +1,539 @@
+/**
+ * The built-in engine's per-model scheduler, modelled on Triton's dynamic batcher: priority
+ * levels with queue policies, batches of equal-shaped requests up to `maxBatchSize` (preferring
+ * the preferred sizes, waiting up to the queue delay), one batch per idle instance, optional
+ * in-order delivery, cancellation and draining.
+ *
+ * @module
+ */
+
+import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
+import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
+import { InferenceError, toInferenceError } from "../../errors.ts";
+import type { ModelInstance } from "../../instances/instance.ts";
+import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
+
+/** Where the scheduler delivers a request's outcome. */
+export interface SchedulerSink {
+  /** A validated result: the only one of a coupled request, one step of a decoupled one. */
+  result(result: InferResult): void;
+  /** The decoupled request is done (after its last step); not called for coupled requests. */
+  end(): void;
+  /** The request failed; nothing follows. */
+  error(error: InferenceError): void;
+}
+
+/** One request handed to the scheduler. */
+export interface ScheduledRequest {
+  /** What the callable sees; its `signal` must be `controller.signal`. */
+  readonly request: Request;
+  /** Aborts the request as the callable sees it. */
+  readonly controller: AbortController;
+  /** The request's batch size (1 without batching). */
+  readonly batchSize: number;
+  /** Requests batch together only when their keys are equal. */
+  readonly shapeKey: string;
+  /** Priority level; 0 or out of range means the default level. */
+  readonly priority?: number;
+  /** Requested queue timeout in microseconds (only shortens an allowed default). */
+  readonly timeoutMicroseconds?: number;
+  /** The client's signal: aborting it cancels the request. */
+  readonly signal?: AbortSignal;
+  /** `performance.now()` when the request arrived. */
+  readonly arrival: number;
+  /** Receives the outcome. */
+  readonly sink: SchedulerSink;
+}
+
+/** Options of {@linkcode ModelScheduler}. */
+export interface ModelSchedulerOptions {
+  /**
+   * Called after a batch failed with a `TritonUnrecoverableError`.
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: Error) => void;
+}
+
+type State = "queued" | "running" | "done";
+
+interface Entry {
+  readonly item: ScheduledRequest;
+  readonly level: number;
+  readonly enqueued: number;
+  delayed: boolean;
+  state: State;
+  dispatched: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  held: (() => void) | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+interface Level {
+  readonly policy: ResolvedQueuePolicy;
+  readonly queue: Entry[];
+  readonly delayed: Entry[];
+}
+
+const NO_POLICY: ResolvedQueuePolicy = {
+  timeoutAction: "REJECT",
+  defaultTimeoutMicroseconds: 0,
+  allowTimeoutOverride: false,
+  maxQueueSize: 0,
+};
+
+function isUnrecoverable(error: unknown): error is Error {
+  return error instanceof Error && error.name === "TritonUnrecoverableError";
+}
+
+function remove<T>(list: T[], value: T): boolean {
+  const index = list.indexOf(value);
+  if (index < 0) return false;
+  list.splice(index, 1);
+  return true;
+}
+
+/**
+ * Queues, batches and runs the requests of one model version on its instances.
+ *
+ * @example Run one request
+ * ```ts
+ * import { ModelScheduler } from "./scheduler.ts";
+ * import { ModelStatsRecorder } from "./statistics.ts";
+ * import { MainThreadInstances } from "../../instances/main_thread.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = {
+ *   name: "m", version: 1, strict: false, inputs: [],
+ *   outputs: [{ name: "y", dtype: "float64" as const, shape: [1], optional: false }],
+ *   config: resolveModelConfig({ batching: false }),
+ * };
+ * const instances = await new MainThreadInstances([(rs) => rs.map(() => ({ y: ndarray([7]) }))])
+ *   .start(model);
+ * const scheduler = new ModelScheduler(model, instances, new ModelStatsRecorder("m", 1));
+ * const controller = new AbortController();
+ * const result = await new Promise((resolve, reject) => {
+ *   scheduler.submit({
+ *     request: { data: {}, parameters: {}, requestedOutputNames: ["y"], signal: controller.signal },
+ *     controller, batchSize: 1, shapeKey: "", arrival: performance.now(),
+ *     sink: { result: resolve, end() {}, error: reject },
+ *   });
+ * });
+ * assert.deepEqual(Object.keys(result as object), ["y"]);
+ * ```
+ */
+export class ModelScheduler {
+  #model: ModelInfo;
+  #instances: readonly ModelInstance[];
+  #stats: ModelStatsRecorder;
+  #options: ModelSchedulerOptions;
+  #levels = new Map<number, Level>();
+  #levelOrder: number[];
+  #defaultLevel: number;
+  #maxBatchSize: number;
+  #preferred: Set<number>;
+  #maxPreferred: number;
+  #delayMs: number;
+  #preserveOrdering: boolean;
+  #busy = new Set<ModelInstance>();
+  #cursor = 0;
+  #pumpQueued = false;
+  #delayTimer: ReturnType<typeof setTimeout> | undefined;
+  #active = new Set<Entry>();
+  #order: Entry[] = [];
+  #closed = false;
+  #idleWaiters: (() => void)[] = [];
+
+  /**
+   * Creates the scheduler of a loaded model.
+   *
+   * @param model The model.
+   * @param instances Its started instances.
+   * @param stats Where to record statistics.
+   * @param options The unrecoverable-error hook.
+   */
+  constructor(
+    model: ModelInfo,
+    instances: readonly ModelInstance[],
+    stats: ModelStatsRecorder,
+    options: ModelSchedulerOptions = {},
+  ) {
+    this.#model = model;
+    this.#instances = instances;
+    this.#stats = stats;
+    this.#options = options;
+    const { config } = model;
+    const batcher = config.batcher;
+    // Without batching Triton uses its default scheduler: no queue policy, no delay.
+    const batching = config.batching && config.maxBatchSize > 0;
+    this.#maxBatchSize = batching ? config.maxBatchSize : 1;
+    const preferred = batching && batcher.preferredBatchSize.length > 0
+      ? batcher.preferredBatchSize
+      : [this.#maxBatchSize];
+    this.#preferred = new Set(preferred);
+    this.#maxPreferred = Math.max(...preferred);
+    this.#delayMs = batching ? batcher.maxQueueDelayMicroseconds / 1000 : 0;
+    this.#preserveOrdering = batching && batcher.preserveOrdering && !config.decoupled;
+    const levels = batching ? batcher.priorityLevels : 0;
+    if (levels === 0) {
+      this.#levels.set(0, {
+        policy: batching ? batcher.defaultQueuePolicy : NO_POLICY,
+        queue: [],
+        delayed: [],
+      });
+      this.#defaultLevel = 0;
+    } else {
+      for (let level = 1; level <= levels; level++) {
+        this.#levels.set(level, {
+          policy: batcher.priorityQueuePolicy.get(level) ?? batcher.defaultQueuePolicy,
+          queue: [],
+          delayed: [],
+        });
+      }
+      this.#defaultLevel = batcher.defaultPriorityLevel;
+    }
+    this.#levelOrder = [...this.#levels.keys()].sort((a, b) => a - b);
+  }
+
+  /** Requests waiting in the queues. */
+  get queued(): number {
+    let count = 0;
+    for (const level of this.#levels.values()) count += level.queue.length + level.delayed.length;
+    return count;
+  }
+
+  /** Requests queued or running. */
+  get inFlight(): number {
+    return this.#active.size;
+  }
+
+  /**
+   * Queues a request.
+   *
+   * @param item The request and where its outcome goes.
+   * @throws {InferenceError} UNAVAILABLE when closed or the queue is full, CANCELLED when its
+   *   signal is already aborted.
+   */
+  submit(item: ScheduledRequest): void {
+    const name = this.#model.name;
+    if (this.#closed) {
+      throw new InferenceError(`Cannot infer with model '${name}': the model is being unloaded`, {
+        code: "UNAVAILABLE",
+      });
+    }
+    if (item.signal?.aborted) throw this.#cancelled();
+    const priority = item.priority ?? 0;
+    const levelNumber = this.#levels.has(priority) && priority > 0 ? priority : this.#defaultLevel;
+    const level = this.#levels.get(levelNumber)!;
+    const policy = level.policy;
+    if (
+      policy.maxQueueSize > 0 && level.queue.length + level.delayed.length >= policy.maxQueueSize
+    ) {
+      throw new InferenceError("Exceeds maximum queue size", { code: "UNAVAILABLE" });
+    }
+    const entry: Entry = {
+      item,
+      level: levelNumber,
+      enqueued: performance.now(),
+      delayed: false,
+      state: "queued",
+      dispatched: 0,
+      timer: undefined,
+      held: undefined,
+      onAbort: undefined,
+    };
+    let timeoutUs = policy.defaultTimeoutMicroseconds;
+    const asked = item.timeoutMicroseconds ?? 0;
+    if (timeoutUs > 0 && policy.allowTimeoutOverride && asked > 0 && asked < timeoutUs) {
+      timeoutUs = asked;
+    }
+    if (timeoutUs > 0) {
+      entry.timer = setTimeout(() => this.#expire(entry), timeoutUs / 1000);
+    }
+    if (item.signal !== undefined) {
+      const onAbort = (): void => this.#cancel(entry);
+      entry.onAbort = onAbort;
+      item.signal.addEventListener("abort", onAbort, { once: true });
+    }
+    level.queue.push(entry);
+    this.#active.add(entry);
+    if (this.#preserveOrdering) this.#order.push(entry);
+    this.#schedulePump();
+  }
+
+  /** Refuses new requests from now on. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /**
+   * Resolves once no request is queued or running.
+   *
+   * @returns A promise of the idle scheduler.
+   */
+  drain(): Promise<void> {
+    if (this.#active.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /**
+   * Fails every queued and running request with `error` and stops timers.
+   *
+   * @param error What the requests fail with.
+   */
+  abort(error: InferenceError): void {
+    this.#closed = true;
+    clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    for (const entry of [...this.#active]) {
+      if (entry.state === "queued") this.#dequeue(entry);
+      entry.item.controller.abort(error);
+      this.#finish(entry, false, () => entry.item.sink.error(error));
+      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+    }
+    // Held (ordered) results of finished requests still go out, in order.
+    for (const entry of this.#order.splice(0)) entry.held?.();
+  }
+
+  #cancelled(): InferenceError {
+    return new InferenceError(`Request for model '${this.#model.name}' was cancelled`, {
+      code: "CANCELLED",
+    });
+  }
+
+  #cancel(entry: Entry): void {
+    if (entry.state === "queued") {
+      this.#dequeue(entry);
+      const error = this.#cancelled();
+      entry.item.controller.abort(error);
+      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+      this.#finish(entry, false, () => entry.item.sink.error(error));
+      this.#schedulePump();
+    } else if (entry.state === "running") {
+      entry.item.controller.abort(this.#cancelled());
+    }
+  }
+
+  #expire(entry: Entry): void {
+    entry.timer = undefined;
+    if (entry.state !== "queued" || entry.delayed) return;
+    const level = this.#levels.get(entry.level)!;
+    if (level.policy.timeoutAction === "DELAY") {
+      remove(level.queue, entry);
+      entry.delayed = true;
+      level.delayed.push(entry);
+      return;
+    }
+    this.#dequeue(entry);
+    this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+    const error = new InferenceError("Request timeout expired", { code: "UNAVAILABLE" });
+    this.#finish(entry, false, () => entry.item.sink.error(error));
+    this.#schedulePump();
+  }
+
+  #dequeue(entry: Entry): void {
+    const level = this.#levels.get(entry.level)!;
+    if (!remove(level.queue, entry)) remove(level.delayed, entry);
+  }
+
+  /**
+   * Marks an entry done and delivers its outcome, in arrival order when ordering is preserved.
+   */
+  #finish(entry: Entry, ordered: boolean, deliver: () => void): void {
+    if (entry.state === "done") return;
+    entry.state = "done";
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    if (entry.onAbort !== undefined) {
+      entry.item.signal?.removeEventListener("abort", entry.onAbort);
+      entry.onAbort = undefined;
+    }
+    this.#active.delete(entry);
+    if (this.#preserveOrdering && ordered) {
+      entry.held = deliver;
+      while (this.#order.length > 0 && this.#order[0]!.held !== undefined) {
+        this.#order.shift()!.held!();
+      }
+    } else {
+      if (this.#preserveOrdering) {
+        remove(this.#order, entry);
+        while (this.#order.length > 0 && this.#order[0]!.held !== undefined) {
+          this.#order.shift()!.held!();
+        }
+      }
+      deliver();
+    }
+    if (this.#active.size === 0) {
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    }
+  }
+
+  #schedulePump(): void {
+    if (this.#pumpQueued) return;
+    this.#pumpQueued = true;
+    // A microtask lets requests submitted in the same tick join one batch.
+    queueMicrotask(() => {
+      this.#pumpQueued = false;
+      this.#pump();
+    });
+  }
+
+  #idleInstance(): ModelInstance | undefined {
+    const count = this.#instances.length;
+    for (let step = 0; step < count; step++) {
+      const index = (this.#cursor + step) % count;
+      const instance = this.#instances[index]!;
+      if (instance.alive && !this.#busy.has(instance)) {
+        this.#cursor = (index + 1) % count;
+        return instance;
+      }
+    }
+    return undefined;
+  }
+
+  *#queuedInOrder(): Generator<Entry> {
+    for (const number of this.#levelOrder) {
+      const level = this.#levels.get(number)!;
+      yield* level.queue;
+      yield* level.delayed;
+    }
+  }
+
+  /** Picks the next batch, or how long to wait for a better one. */
+  #formBatch(now: number): { batch: Entry[]; wait?: number } {
+    const batch: Entry[] = [];
+    let size = 0;
+    let best = 0;
+    let full = false;
+    for (const entry of this.#queuedInOrder()) {
+      if (
+        batch.length > 0 &&
+        (entry.item.shapeKey !== batch[0]!.item.shapeKey ||
+          size + entry.item.batchSize > this.#maxBatchSize)
+      ) {
+        full = true;
+        break;
+      }
+      batch.push(entry);
+      size += entry.item.batchSize;
+      if (this.#preferred.has(size)) best = batch.length;
+      if (size >= this.#maxBatchSize) {
+        full = true;
+        break;
+      }
+    }
+    if (batch.length === 0) return { batch };
+    const oldest = Math.min(...batch.map((entry) => entry.enqueued));
+    const waited = now - oldest;
+    const delayExceeded = waited >= this.#delayMs;
+    if (best > 0 && !delayExceeded) return { batch: batch.slice(0, best) };
+    if (full || delayExceeded || size >= this.#maxPreferred) return { batch };
+    return { batch: [], wait: this.#delayMs - waited };
+  }
+
+  #pump(): void {
+    clearTimeout(this.#delayTimer);
+    this.#delayTimer = undefined;
+    while (true) {
+      if (this.queued === 0) return;
+      const instance = this.#idleInstance();
+      if (instance === undefined) return;
+      const { batch, wait } = this.#formBatch(performance.now());
+      if (wait !== undefined) {
+        this.#delayTimer = setTimeout(() => this.#pump(), Math.max(0, wait));
+        return;
+      }
+      const now = performance.now();
+      for (const entry of batch) {
+        this.#dequeue(entry);
+        clearTimeout(entry.timer);
+        entry.timer = undefined;
+        entry.state = "running";
+        entry.dispatched = now;
+      }
+      this.#busy.add(instance);
+      this.#run(instance, batch).finally(() => {
+        this.#busy.delete(instance);
+        this.#schedulePump();
+      });
+    }
+  }
+
+  async #run(instance: ModelInstance, batch: Entry[]): Promise<void> {
+    const started = performance.now();
+    const requests = batch.map((entry) => entry.item.request);
+    const batchSize = batch.reduce((sum, entry) => sum + entry.item.batchSize, 0);
+    try {
+      if (this.#model.config.decoupled) {
+        await this.#runStream(instance, batch, requests, batchSize, started);
+        return;
+      }
+      const inferStart = performance.now();
+      const results = await instance.execute(requests);
+      const inferEnd = performance.now();
+      const timings = {
+        computeInput: nsBetween(started, inferStart),
+        computeInfer: nsBetween(inferStart, inferEnd),
+        computeOutput: 0,
+      };
+      this.#stats.recordExecution(batchSize, timings);
+      batch.forEach((entry, index) => {
+        if (entry.state === "done") return;
+        if (entry.item.signal?.aborted) {
+          const error = this.#cancelled();
+          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#finish(entry, true, () => entry.item.sink.error(error));
+          return;
+        }
+        const result = results[index]!;
+        this.#stats.recordSuccess({
+          total: nsBetween(entry.item.arrival, performance.now()),
+          queue: nsBetween(entry.enqueued, entry.dispatched),
+          ...timings,
+        });
+        this.#finish(entry, true, () => entry.item.sink.result(result));
+      });
+    } catch (error) {
+      const failure = toInferenceError(error);
+      for (const entry of batch) {
+        if (entry.state === "done") continue;
+        this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+        this.#finish(entry, true, () => entry.item.sink.error(failure));
+      }
+      if (isUnrecoverable(error)) this.#options.onUnrecoverable?.(error);
+    }
+  }
+
+  async #runStream(
+    instance: ModelInstance,
+    batch: Entry[],
+    requests: Request[],
+    batchSize: number,
+    started: number,
+  ): Promise<void> {
+    let index = 0;
+    let last = started;
+    for await (const step of instance.stream(requests)) {
+      const now = performance.now();
+      batch.forEach((entry, at) => {
+        if (entry.state !== "done") entry.item.sink.result(step[at]!);
+      });
+      this.#stats.recordResponse(index++, "success", nsBetween(last, now));
+      last = now;
+    }
+    const end = performance.now();
+    const timings = { computeInput: 0, computeInfer: nsBetween(started, end), computeOutput: 0 };
+    this.#stats.recordExecution(batchSize, timings);
+    for (const entry of batch) {
+      if (entry.state === "done") continue;
+      this.#stats.recordSuccess({
+        total: nsBetween(entry.item.arrival, end),
+        queue: nsBetween(entry.enqueued, entry.dispatched),
+        ...timings,
+      });
+      this.#finish(entry, false, () => entry.item.sink.end());
+    }
+  }
+}
