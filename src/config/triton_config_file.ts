@@ -11,6 +11,8 @@
 import { CORE_SCHEMA, load, YAMLException } from "js-yaml";
 import { TritonValidationError } from "../errors.ts";
 
+const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
+
 /**
  * Reads and parses a YAML file holding a mapping of `TritonConfig` fields. Keys may be camelCase
  * (`httpPort`) or snake_case (`http_port`); a `null` value leaves the field unset.
@@ -66,7 +68,9 @@ export function readTritonConfigFile(path: string): Record<string, unknown> {
   }
   const fields = new Map<string, [string, unknown]>();
   for (const [key, value] of Object.entries(document)) {
-    const field = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    const field = SNAKE_CASE.test(key)
+      ? key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+      : key;
     const previous = fields.get(field);
     if (previous !== undefined) {
       throw new TritonValidationError(
