@@ -10,7 +10,7 @@ function post(body: BodyInit, headers: Record<string, string> = {}): Request {
 
 function streamOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
   return new ReadableStream({
-    start(controller) {
+    start(controller): void {
       controller.enqueue(bytes.slice(0, 3));
       controller.enqueue(bytes.slice(3));
       controller.close();
