@@ -1,0 +1,182 @@
+/**
+ * The client's error hierarchy, independent of the server's (`src/errors.ts`) so the client
+ * loads without server code. {@linkcode ClientError} is the base of everything the client throws
+ * on purpose.
+ *
+ * @module
+ */
+
+/**
+ * Base class of every error the client throws on purpose.
+ *
+ * @example Catch any client error
+ * ```ts
+ * import { ClientError, ClientTimeoutError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error: unknown = new ClientTimeoutError("Timed out after 1 s waiting for server");
+ * assert.ok(error instanceof ClientError);
+ * assert.equal((error as Error).name, "ClientTimeoutError");
+ * ```
+ */
+export class ClientError extends Error {
+  /**
+   * Creates an error.
+   *
+   * @param message What went wrong, starting with a capital letter and without a final period.
+   * @param options Standard error options, e.g. a `cause`.
+   */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * An argument given to the client is invalid (inputs, parameters, options).
+ *
+ * @example
+ * ```ts
+ * import { ClientValueError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientValueError("Cannot infer: input 'a' is not an NDArray");
+ * assert.equal(error.name, "ClientValueError");
+ * ```
+ */
+export class ClientValueError extends ClientError {}
+
+/**
+ * A server URL cannot be parsed or uses an unsupported scheme.
+ *
+ * @example
+ * ```ts
+ * import { ClientInvalidUrlError, ClientValueError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientInvalidUrlError("Invalid URL 'ftp://x': scheme must be http or grpc");
+ * assert.ok(error instanceof ClientValueError);
+ * ```
+ */
+export class ClientInvalidUrlError extends ClientValueError {}
+
+/**
+ * A call did not finish in time: readiness was not reached within the init timeout, an
+ * inference took longer than the inference timeout, or the server could not be reached.
+ *
+ * @example
+ * ```ts
+ * import { ClientTimeoutError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new ClientTimeoutError("Timed out").name, "ClientTimeoutError");
+ * ```
+ */
+export class ClientTimeoutError extends ClientError {}
+
+/**
+ * The model is not available on the server (unknown, or not loaded).
+ *
+ * @example
+ * ```ts
+ * import { ClientModelUnavailableError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new ClientModelUnavailableError("Model 'm' is unavailable").name, "ClientModelUnavailableError");
+ * ```
+ */
+export class ClientModelUnavailableError extends ClientError {}
+
+/**
+ * The client was used after `close()`.
+ *
+ * @example
+ * ```ts
+ * import { ClientClosedError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(new ClientClosedError("Client is closed").name, "ClientClosedError");
+ * ```
+ */
+export class ClientClosedError extends ClientError {}
+
+/**
+ * `inferBatch` was called for a model that does not batch (`max_batch_size` 0).
+ *
+ * @example
+ * ```ts
+ * import { ClientModelDoesntSupportBatchingError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientModelDoesntSupportBatchingError("Model 'm' does not support batching");
+ * assert.equal(error.name, "ClientModelDoesntSupportBatchingError");
+ * ```
+ */
+export class ClientModelDoesntSupportBatchingError extends ClientError {}
+
+/** Options of {@linkcode ClientInferenceServerError}. */
+export interface ClientInferenceServerErrorOptions extends ErrorOptions {
+  /**
+   * The HTTP status or the gRPC status code of the answer, when the server answered one.
+   *
+   * @default {undefined}
+   */
+  status?: number;
+  /**
+   * The message the server sent, without the client's prefix.
+   *
+   * @default {undefined}
+   */
+  serverMessage?: string;
+}
+
+/**
+ * The server answered with an error (or the model's kind does not fit the call); carries the
+ * server's message and status.
+ *
+ * @example HTTP 400
+ * ```ts
+ * import { ClientInferenceServerError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientInferenceServerError("Inference failed: bad input", {
+ *   status: 400,
+ *   serverMessage: "bad input",
+ * });
+ * assert.equal(error.status, 400);
+ * assert.equal(error.serverMessage, "bad input");
+ * ```
+ */
+export class ClientInferenceServerError extends ClientError {
+  /** The HTTP status or gRPC status code, when the server answered. */
+  readonly status: number | undefined;
+  /** The server's own message, when it sent one. */
+  readonly serverMessage: string | undefined;
+
+  /**
+   * Creates an error.
+   *
+   * @param message What went wrong, including the server's message.
+   * @param options The status, the server's message and a cause.
+   */
+  constructor(message: string, options: ClientInferenceServerErrorOptions = {}) {
+    super(message, options);
+    this.status = options.status;
+    this.serverMessage = options.serverMessage;
+  }
+}
+
+/**
+ * The server refused a request because the model's queue is full (HTTP 503 / gRPC UNAVAILABLE
+ * "Exceeds maximum queue size").
+ *
+ * @example
+ * ```ts
+ * import { ClientInferenceServerError, ClientQueueFullError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientQueueFullError("Inference failed: Exceeds maximum queue size", { status: 503 });
+ * assert.ok(error instanceof ClientInferenceServerError);
+ * ```
+ */
+export class ClientQueueFullError extends ClientInferenceServerError {}

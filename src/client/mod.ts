@@ -1,0 +1,58 @@
+/**
+ * The DenoTriton client: call a model on a Triton-compatible server (DenoTriton, PyTriton,
+ * Triton) over HTTP/REST (binary tensors) or gRPC, the way PyTriton's `ModelClient` does.
+ *
+ * Permissions: `--allow-net` for the server's address.
+ *
+ * ```ts ignore
+ * import { ModelClient, ndarray } from "jsr:@denotriton/triton/client";
+ *
+ * await using client = new ModelClient("localhost:8000", "AddSub");
+ * const { add, sub } = await client.inferSample({
+ *   a: ndarray(new Float32Array([1, 2])),
+ *   b: ndarray(new Float32Array([3, 4])),
+ * });
+ * console.log(add!.data, sub!.data);
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type ClientInputs,
+  type ClientOutputs,
+  type InferOptions,
+  type InferStreamOptions,
+  type LoadModelOptions,
+  ModelClient,
+  type ModelClientOptions,
+} from "./model_client.ts";
+export {
+  type ClientDynamicBatcher,
+  type ClientModelConfig,
+  type ClientTensorSpec,
+  parseModelConfig,
+} from "./model_config.ts";
+export { type ClientProtocol, parseTritonUrl, type TritonUrl } from "./url.ts";
+export type { ClientParameterValue } from "./transport.ts";
+export {
+  ClientClosedError,
+  ClientError,
+  ClientInferenceServerError,
+  type ClientInferenceServerErrorOptions,
+  ClientInvalidUrlError,
+  ClientModelDoesntSupportBatchingError,
+  ClientModelUnavailableError,
+  ClientQueueFullError,
+  ClientTimeoutError,
+  ClientValueError,
+} from "./errors.ts";
+export {
+  type BytesNDArray,
+  type NDArray,
+  ndarray,
+  type NDArrayData,
+  type NDArrayOptions,
+  type NumericNDArray,
+} from "../tensor/ndarray.ts";
+export type { DType, DTypeLike, KServeDType, NumericDType, TypedArray } from "../tensor/dtype.ts";

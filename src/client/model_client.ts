@@ -1,0 +1,773 @@
+/**
+ * `ModelClient`: calls one model of a Triton-compatible server over HTTP or gRPC, the way
+ * PyTriton's `ModelClient` does — lazy readiness wait and config fetch, batch-axis handling,
+ * timeouts on every call, and clear errors.
+ *
+ * @module
+ */
+
+import { isNDArray, type NDArray } from "../tensor/ndarray.ts";
+import {
+  ClientClosedError,
+  ClientError,
+  ClientInferenceServerError,
+  ClientModelDoesntSupportBatchingError,
+  ClientTimeoutError,
+  ClientValueError,
+} from "./errors.ts";
+import { type ClientModelConfig, parseModelConfig } from "./model_config.ts";
+import type {
+  ClientParameterValue,
+  Transport,
+  TransportCallOptions,
+  TransportInferRequest,
+  TransportInferResponse,
+} from "./transport.ts";
+import { parseTritonUrl, type TritonUrl } from "./url.ts";
+
+/** Inputs of an inference: positional (declared input order) or by name. */
+export type ClientInputs = readonly NDArray[] | Readonly<Record<string, NDArray>>;
+
+/** Outputs of an inference, by name. */
+export type ClientOutputs = Record<string, NDArray>;
+
+/** Options of the {@linkcode ModelClient} constructor. */
+export interface ModelClientOptions {
+  /**
+   * The model version; the server's choice (latest) when omitted.
+   *
+   * @default {undefined}
+   */
+  modelVersion?: string | number;
+  /**
+   * Wait for readiness and fetch the config on first use; `false` starts at once (errors surface
+   * on the first call).
+   *
+   * @default {true}
+   */
+  lazyInit?: boolean;
+  /**
+   * How long initialisation (readiness wait + config fetch) may take, in seconds.
+   *
+   * @default {300}
+   */
+  initTimeoutS?: number;
+  /**
+   * How long each call (inference, readiness probe, config fetch, each streamed message) may take,
+   * in seconds.
+   *
+   * @default {60}
+   */
+  inferenceTimeoutS?: number;
+  /**
+   * A token sent on every call: HTTP header `triton-access-token`, gRPC metadata
+   * `triton-grpc-protocol-triton-access-token`.
+   *
+   * @default {undefined}
+   */
+  accessToken?: string;
+  /**
+   * Headers (HTTP) or metadata (gRPC) sent on every call.
+   *
+   * @default {{}}
+   */
+  headers?: Readonly<Record<string, string>>;
+  /**
+   * The model config, parsed or as Triton's JSON; skips the config fetch.
+   *
+   * @default {undefined}
+   */
+  modelConfig?: ClientModelConfig | Readonly<Record<string, unknown>>;
+  /**
+   * Wait until the server and the model are ready before the first call.
+   *
+   * @default {true}
+   */
+  ensureModelIsReady?: boolean;
+}
+
+/** Options of {@linkcode ModelClient.inferSample} and {@linkcode ModelClient.inferBatch}. */
+export interface InferOptions {
+  /**
+   * Request parameters (KServe `parameters`), string, number or boolean values.
+   *
+   * @default {{}}
+   */
+  parameters?: Readonly<Record<string, ClientParameterValue>>;
+  /**
+   * Headers (HTTP) or metadata (gRPC) for this call; reach the model when they match the
+   * server's header forward pattern.
+   *
+   * @default {{}}
+   */
+  headers?: Readonly<Record<string, ClientParameterValue>>;
+  /**
+   * The outputs to ask for.
+   *
+   * @default {all outputs of the model config}
+   */
+  outputs?: readonly string[];
+  /**
+   * Aborts the call (the waiting for readiness included); the call rejects with the signal's
+   * reason.
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+/** Options of {@linkcode ModelClient.inferStream}. */
+export interface InferStreamOptions extends InferOptions {
+  /**
+   * Send the inputs as a batch (like `inferBatch`) instead of one sample (like `inferSample`,
+   * which adds and strips the batch axis when the model batches).
+   *
+   * @default {false}
+   */
+  batch?: boolean;
+}
+
+/** Options of {@linkcode ModelClient.loadModel}. */
+export interface LoadModelOptions {
+  /**
+   * A model config to load the model with: Triton's JSON as an object or a string.
+   *
+   * @default {undefined}
+   */
+  config?: string | Readonly<Record<string, unknown>>;
+  /**
+   * Model files keyed `file:<version>/<name>`.
+   *
+   * @default {{}}
+   */
+  files?: Readonly<Record<string, Uint8Array>>;
+  /**
+   * Aborts the call.
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+const HTTP_TOKEN_HEADER = "triton-access-token";
+const GRPC_TOKEN_HEADER = "triton-grpc-protocol-triton-access-token";
+
+function isParsedConfig(
+  value: ClientModelConfig | Readonly<Record<string, unknown>>,
+): value is ClientModelConfig {
+  return typeof value.maxBatchSize === "number" && Array.isArray(value.inputs) &&
+    Array.isArray(value.outputs) && typeof value.batching === "boolean";
+}
+
+function positiveSeconds(value: number | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !(value > 0) || !Number.isFinite(value)) {
+    throw new ClientValueError(
+      `Invalid ${what}: expected a positive number of seconds, got ${value}`,
+    );
+  }
+  return value;
+}
+
+function checkValues(
+  values: Readonly<Record<string, unknown>> | undefined,
+  what: string,
+): Record<string, ClientParameterValue> {
+  if (values === undefined) return {};
+  if (typeof values !== "object" || values === null || Array.isArray(values)) {
+    throw new ClientValueError(`Invalid ${what}: expected an object`);
+  }
+  for (const [key, value] of Object.entries(values)) {
+    if (key === "") throw new ClientValueError(`Invalid ${what}: a key is empty`);
+    const type = typeof value;
+    if (type !== "string" && type !== "boolean" && !(type === "number" && Number.isFinite(value))) {
+      throw new ClientValueError(
+        `Invalid ${what} '${key}': expected a string, finite number or boolean, got ${
+          value === null ? "null" : type
+        }`,
+      );
+    }
+  }
+  return values as Record<string, ClientParameterValue>;
+}
+
+function stringHeaders(
+  values: Readonly<Record<string, ClientParameterValue>>,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, String(value)]));
+}
+
+/**
+ * A client of one model on a Triton-compatible server (DenoTriton, PyTriton, Triton).
+ *
+ * @example Refuses bad URLs at once
+ * ```ts
+ * import { ModelClient } from "./model_client.ts";
+ * import { ClientInvalidUrlError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(() => new ModelClient("ftp://localhost", "AddSub"), ClientInvalidUrlError);
+ * ```
+ *
+ * @example Calls after close fail
+ * ```ts
+ * import { ModelClient } from "./model_client.ts";
+ * import { ClientClosedError } from "./errors.ts";
+ * import { ndarray } from "../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const client = new ModelClient("localhost:8000", "AddSub");
+ * await client.close();
+ * await assert.rejects(client.inferSample([ndarray([1])]), ClientClosedError);
+ * ```
+ */
+export class ModelClient implements AsyncDisposable {
+  #url: TritonUrl;
+  #modelName: string;
+  #modelVersion: string | undefined;
+  #initTimeoutMs: number;
+  #inferenceTimeoutMs: number;
+  #headers: Record<string, string>;
+  #givenConfig: ClientModelConfig | undefined;
+  #ensureReady: boolean;
+  #transport: Promise<Transport> | undefined;
+  #init: Promise<ClientModelConfig> | undefined;
+  #closer = new AbortController();
+  #closed = false;
+  #nextId = 1;
+
+  /**
+   * Creates a client. Nothing connects until the first call unless `lazyInit` is `false`.
+   *
+   * @param url `host`, `host:port`, `http://host:port` or `grpc://host:port`.
+   * @param modelName The model to call.
+   * @param options Version, timeouts, token, headers, a known config.
+   * @throws {ClientInvalidUrlError} When the URL cannot be used.
+   * @throws {ClientValueError} When an option is invalid.
+   */
+  constructor(url: string, modelName: string, options: ModelClientOptions = {}) {
+    this.#url = parseTritonUrl(url);
+    if (typeof modelName !== "string" || modelName === "") {
+      throw new ClientValueError("Invalid model name: it is empty");
+    }
+    this.#modelName = modelName;
+    if (options.modelVersion !== undefined) {
+      const version = String(options.modelVersion);
+      if (!/^[0-9]+$/.test(version)) {
+        throw new ClientValueError(
+          `Invalid model version ${JSON.stringify(version)}: expected digits`,
+        );
+      }
+      this.#modelVersion = version;
+    }
+    this.#initTimeoutMs = positiveSeconds(options.initTimeoutS, 300, "initTimeoutS") * 1000;
+    this.#inferenceTimeoutMs = positiveSeconds(options.inferenceTimeoutS, 60, "inferenceTimeoutS") *
+      1000;
+    this.#headers = stringHeaders(checkValues(options.headers, "header"));
+    if (options.accessToken !== undefined) {
+      const key = this.#url.scheme === "grpc" ? GRPC_TOKEN_HEADER : HTTP_TOKEN_HEADER;
+      this.#headers[key] = options.accessToken;
+    }
+    if (options.modelConfig !== undefined) {
+      this.#givenConfig = isParsedConfig(options.modelConfig)
+        ? options.modelConfig
+        : parseModelConfig(options.modelConfig);
+    }
+    this.#ensureReady = options.ensureModelIsReady ?? true;
+    if (options.lazyInit === false) {
+      // Errors surface on the first call; this only starts the work.
+      this.#initialize().catch(() => {});
+    }
+  }
+
+  /** The parsed server URL. */
+  get url(): TritonUrl {
+    return this.#url;
+  }
+
+  /** The model name. */
+  get modelName(): string {
+    return this.#modelName;
+  }
+
+  /** The model version asked for, `undefined` for the server's choice. */
+  get modelVersion(): string | undefined {
+    return this.#modelVersion;
+  }
+
+  /** Whether {@linkcode ModelClient.close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #checkOpen(what: string): void {
+    if (this.#closed) throw new ClientClosedError(`Cannot ${what}: the client is closed`);
+  }
+
+  #getTransport(): Promise<Transport> {
+    // Loaded on demand so HTTP users never load gRPC.
+    const url = this.#url;
+    this.#transport ??= url.scheme === "grpc"
+      ? import("./grpc_transport.ts").then(({ GrpcTransport }): Transport => new GrpcTransport(url))
+      : import("./http_transport.ts").then(({ HttpTransport }): Transport =>
+        new HttpTransport(url)
+      );
+    return this.#transport;
+  }
+
+  /**
+   * Runs one transport call under the client's timeout, the close signal and the caller's signal,
+   * and turns aborts into client errors.
+   */
+  async #call<T>(
+    what: string,
+    run: (transport: Transport, options: TransportCallOptions) => Promise<T>,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    headers?: Readonly<Record<string, string>>,
+  ): Promise<T> {
+    this.#checkOpen(what);
+    signal?.throwIfAborted();
+    const timer = new AbortController();
+    const id = setTimeout(() => timer.abort(), timeoutMs);
+    const signals = [timer.signal, this.#closer.signal];
+    if (signal !== undefined) signals.push(signal);
+    try {
+      const transport = await this.#getTransport();
+      return await run(transport, {
+        signal: AbortSignal.any(signals),
+        headers: { ...this.#headers, ...headers },
+      });
+    } catch (error) {
+      throw this.#abortError(what, error, timer.signal, timeoutMs, signal);
+    } finally {
+      clearTimeout(id);
+    }
+  }
+
+  #abortError(
+    what: string,
+    error: unknown,
+    timer: AbortSignal,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): unknown {
+    if (this.#closer.signal.aborted) {
+      return new ClientClosedError(`Cannot ${what}: the client was closed`, { cause: error });
+    }
+    if (signal?.aborted) return signal.reason;
+    if (timer.aborted && !(error instanceof ClientError)) {
+      return new ClientTimeoutError(
+        `Cannot ${what}: timed out after ${timeoutMs / 1000} s`,
+        { cause: error },
+      );
+    }
+    return error;
+  }
+
+  async #sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    const signals = [this.#closer.signal];
+    if (signal !== undefined) signals.push(signal);
+    const any = AbortSignal.any(signals);
+    await new Promise<void>((resolve) => {
+      const id = setTimeout(done, ms);
+      any.addEventListener("abort", done, { once: true });
+      function done(): void {
+        clearTimeout(id);
+        any.removeEventListener("abort", done);
+        resolve();
+      }
+    });
+  }
+
+  /** Polls `check` until it answers `true`; unreachable servers and errors are retried. */
+  async #poll(
+    what: string,
+    deadline: number,
+    timeoutS: number,
+    check: (transport: Transport, options: TransportCallOptions) => Promise<boolean>,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    let delay = 250;
+    let last: unknown;
+    while (true) {
+      this.#checkOpen(`wait for ${what}`);
+      signal?.throwIfAborted();
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
+        const why = last instanceof Error ? `: ${last.message}` : "";
+        throw new ClientTimeoutError(
+          `Timed out after ${timeoutS} s waiting for ${what} to be ready${why}`,
+          last === undefined ? {} : { cause: last },
+        );
+      }
+      try {
+        const attempt = Math.min(remaining, this.#inferenceTimeoutMs);
+        if (await this.#call(`wait for ${what}`, check, attempt, signal)) return;
+        last = undefined;
+      } catch (error) {
+        if (this.#closed || signal?.aborted) throw error;
+        last = error;
+      }
+      await this.#sleep(Math.min(delay, Math.max(0, deadline - Date.now())), signal);
+      delay = Math.min(delay * 2, 1000);
+    }
+  }
+
+  #serverCheck = (transport: Transport, options: TransportCallOptions): Promise<boolean> =>
+    transport.serverReady(options);
+
+  #modelCheck = async (transport: Transport, options: TransportCallOptions): Promise<boolean> =>
+    await transport.serverReady(options) &&
+    await transport.modelReady(this.#modelName, this.#modelVersion, options);
+
+  #modelLabel(): string {
+    return this.#modelVersion === undefined
+      ? `model '${this.#modelName}'`
+      : `model '${this.#modelName}' version ${this.#modelVersion}`;
+  }
+
+  /**
+   * Waits until the server answers ready.
+   *
+   * @param timeoutS How long to wait, in seconds.
+   * @returns When the server is ready.
+   * @throws {ClientTimeoutError} When it is not ready in time (also when nothing listens).
+   * @throws {ClientClosedError} When the client is closed.
+   */
+  async waitForServer(timeoutS: number): Promise<void> {
+    const seconds = positiveSeconds(timeoutS, 0, "timeoutS");
+    await this.#poll("server", Date.now() + seconds * 1000, seconds, this.#serverCheck);
+  }
+
+  /**
+   * Waits until the server and the model answer ready.
+   *
+   * @param timeoutS How long to wait, in seconds.
+   * @returns When the model is ready.
+   * @throws {ClientTimeoutError} When it is not ready in time (unknown models never are).
+   * @throws {ClientClosedError} When the client is closed.
+   */
+  async waitForModel(timeoutS: number): Promise<void> {
+    const seconds = positiveSeconds(timeoutS, 0, "timeoutS");
+    await this.#poll(this.#modelLabel(), Date.now() + seconds * 1000, seconds, this.#modelCheck);
+  }
+
+  #initialize(): Promise<ClientModelConfig> {
+    if (this.#init === undefined) {
+      const init = this.#runInit();
+      this.#init = init;
+      // A failed init is retried by the next call.
+      init.catch(() => {
+        if (this.#init === init) this.#init = undefined;
+      });
+    }
+    return this.#init;
+  }
+
+  async #runInit(): Promise<ClientModelConfig> {
+    const deadline = Date.now() + this.#initTimeoutMs;
+    const seconds = this.#initTimeoutMs / 1000;
+    if (this.#ensureReady) {
+      await this.#poll(this.#modelLabel(), deadline, seconds, this.#modelCheck);
+    }
+    if (this.#givenConfig !== undefined) return this.#givenConfig;
+    const remaining = Math.max(1, Math.min(deadline - Date.now(), this.#inferenceTimeoutMs));
+    const json = await this.#call(
+      `get config of ${this.#modelLabel()}`,
+      (transport, options) => transport.modelConfig(this.#modelName, this.#modelVersion, options),
+      remaining,
+    );
+    return parseModelConfig(json);
+  }
+
+  async #ready(signal: AbortSignal | undefined): Promise<ClientModelConfig> {
+    this.#checkOpen("infer");
+    const init = this.#initialize();
+    if (signal === undefined) return await init;
+    signal.throwIfAborted();
+    return await new Promise<ClientModelConfig>((resolve, reject) => {
+      const abort = (): void => reject(signal.reason);
+      signal.addEventListener("abort", abort, { once: true });
+      init.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+    });
+  }
+
+  /**
+   * The model's config (waits for readiness and fetches it on first use).
+   *
+   * @returns The parsed config.
+   * @throws {ClientTimeoutError} When the model does not get ready within `initTimeoutS`.
+   */
+  modelConfig(): Promise<ClientModelConfig> {
+    return this.#ready(undefined);
+  }
+
+  /**
+   * Whether the model batches (`max_batch_size > 0`).
+   *
+   * @returns `true` when `inferBatch` may be used.
+   */
+  async isBatchingSupported(): Promise<boolean> {
+    return (await this.#ready(undefined)).batching;
+  }
+
+  #buildRequest(
+    inputs: ClientInputs,
+    options: InferOptions,
+    config: ClientModelConfig,
+    addBatchAxis: boolean,
+  ): TransportInferRequest {
+    const pairs: [string, NDArray][] = [];
+    if (Array.isArray(inputs)) {
+      const positional = inputs as readonly NDArray[];
+      if (positional.length > config.inputs.length) {
+        throw new ClientValueError(
+          `Cannot infer: ${positional.length} positional inputs given but ${this.#modelLabel()} declares ${config.inputs.length}`,
+        );
+      }
+      positional.forEach((tensor, i) => pairs.push([config.inputs[i]!.name, tensor]));
+    } else if (typeof inputs === "object" && inputs !== null && !isNDArray(inputs)) {
+      pairs.push(...Object.entries(inputs as Readonly<Record<string, NDArray>>));
+    } else {
+      throw new ClientValueError(
+        "Cannot infer: inputs must be an array of NDArrays (declared order) or an object of them by name",
+      );
+    }
+    for (const [name, tensor] of pairs) {
+      if (!isNDArray(tensor)) {
+        throw new ClientValueError(`Cannot infer: input '${name}' is not an NDArray`);
+      }
+    }
+    const parameters = checkValues(options.parameters, "parameter");
+    const wire = pairs.map(([name, tensor]) =>
+      [
+        name,
+        addBatchAxis ? { ...tensor, shape: [1, ...tensor.shape] } as NDArray : tensor,
+      ] as const
+    );
+    return {
+      modelName: this.#modelName,
+      modelVersion: this.#modelVersion,
+      id: String(this.#nextId++),
+      inputs: wire,
+      outputs: options.outputs ?? config.outputs.map((spec) => spec.name),
+      parameters,
+    };
+  }
+
+  #outputsOf(response: TransportInferResponse, stripBatchAxis: boolean): ClientOutputs {
+    if (!stripBatchAxis) return response.outputs;
+    const outputs: ClientOutputs = {};
+    for (const [name, tensor] of Object.entries(response.outputs)) {
+      outputs[name] = tensor.shape.length === 0
+        ? tensor
+        : { ...tensor, shape: tensor.shape.slice(1) } as NDArray;
+    }
+    return outputs;
+  }
+
+  async #infer(
+    inputs: ClientInputs,
+    options: InferOptions,
+    sample: boolean,
+  ): Promise<ClientOutputs> {
+    const config = await this.#ready(options.signal);
+    if (config.decoupled) {
+      throw new ClientInferenceServerError(
+        `Cannot infer with ${this.#modelLabel()}: it is decoupled; use inferStream()`,
+      );
+    }
+    if (!sample && !config.batching) {
+      throw new ClientModelDoesntSupportBatchingError(
+        `Cannot infer a batch with ${this.#modelLabel()}: it does not support batching (max_batch_size is 0); use inferSample()`,
+      );
+    }
+    const batchAxis = sample && config.batching;
+    const request = this.#buildRequest(inputs, options, config, batchAxis);
+    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const response = await this.#call(
+      `infer with ${this.#modelLabel()}`,
+      (transport, call) => transport.infer(request, call),
+      this.#inferenceTimeoutMs,
+      options.signal,
+      headers,
+    );
+    return this.#outputsOf(response, batchAxis);
+  }
+
+  /**
+   * Runs one sample: adds a batch axis of 1 to every input when the model batches and strips it
+   * from every output.
+   *
+   * @param inputs Positional (declared input order) or named tensors.
+   * @param options Parameters, headers, outputs, a signal.
+   * @returns The outputs by name.
+   * @throws {ClientTimeoutError} When readiness or the inference takes too long.
+   * @throws {ClientInferenceServerError} When the server answers an error (or the model is decoupled).
+   * @throws {ClientQueueFullError} When the model's queue is full.
+   * @throws {ClientClosedError} When the client is closed.
+   */
+  inferSample(inputs: ClientInputs, options: InferOptions = {}): Promise<ClientOutputs> {
+    return this.#infer(inputs, options, true);
+  }
+
+  /**
+   * Runs a batch: inputs are sent as they are, with their batch axis.
+   *
+   * @param inputs Positional (declared input order) or named tensors.
+   * @param options Parameters, headers, outputs, a signal.
+   * @returns The outputs by name.
+   * @throws {ClientModelDoesntSupportBatchingError} When the model does not batch.
+   * @throws {ClientTimeoutError} When readiness or the inference takes too long.
+   * @throws {ClientInferenceServerError} When the server answers an error (or the model is decoupled).
+   * @throws {ClientClosedError} When the client is closed.
+   */
+  inferBatch(inputs: ClientInputs, options: InferOptions = {}): Promise<ClientOutputs> {
+    return this.#infer(inputs, options, false);
+  }
+
+  /**
+   * Streams the responses of a decoupled model (gRPC). Each message must arrive within
+   * `inferenceTimeoutS`. Breaking out of the loop cancels the stream.
+   *
+   * @param inputs Positional (declared input order) or named tensors.
+   * @param options Parameters, headers, outputs, a signal, and `batch` to send a batch.
+   * @returns The responses' outputs, one object per response.
+   * @throws {ClientInferenceServerError} When the model is not decoupled, or a response is an error.
+   * @throws {ClientTimeoutError} When a message takes longer than `inferenceTimeoutS`.
+   */
+  async *inferStream(
+    inputs: ClientInputs,
+    options: InferStreamOptions = {},
+  ): AsyncGenerator<ClientOutputs, void, undefined> {
+    const what = `stream from ${this.#modelLabel()}`;
+    const config = await this.#ready(options.signal);
+    if (!config.decoupled) {
+      throw new ClientInferenceServerError(
+        `Cannot stream from ${this.#modelLabel()}: it is not decoupled; use inferSample() or inferBatch()`,
+      );
+    }
+    const batch = options.batch ?? false;
+    if (batch && !config.batching) {
+      throw new ClientModelDoesntSupportBatchingError(
+        `Cannot stream a batch with ${this.#modelLabel()}: it does not support batching (max_batch_size is 0)`,
+      );
+    }
+    const batchAxis = !batch && config.batching;
+    const request = this.#buildRequest(inputs, options, config, batchAxis);
+    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const transport = await this.#getTransport();
+    this.#checkOpen(what);
+    const stop = new AbortController();
+    const signals = [stop.signal, this.#closer.signal];
+    if (options.signal !== undefined) signals.push(options.signal);
+    const iterator = transport.inferStream(request, {
+      signal: AbortSignal.any(signals),
+      headers: { ...this.#headers, ...headers },
+    })[Symbol.asyncIterator]();
+    try {
+      while (true) {
+        const timer = new AbortController();
+        const id = setTimeout(() => {
+          timer.abort();
+          stop.abort();
+        }, this.#inferenceTimeoutMs);
+        let step: IteratorResult<TransportInferResponse>;
+        try {
+          step = await iterator.next();
+        } catch (error) {
+          throw this.#abortError(
+            what,
+            error,
+            timer.signal,
+            this.#inferenceTimeoutMs,
+            options.signal,
+          );
+        } finally {
+          clearTimeout(id);
+        }
+        if (step.done) return;
+        yield this.#outputsOf(step.value, batchAxis);
+      }
+    } finally {
+      stop.abort();
+      await iterator.return?.();
+    }
+  }
+
+  /**
+   * Asks the server to load the model (repository API); the next call waits for it again.
+   *
+   * @param options A config and files to load it with.
+   * @returns When the server has loaded it.
+   * @throws {ClientInferenceServerError} When the server refuses, with its message.
+   */
+  async loadModel(options: LoadModelOptions = {}): Promise<void> {
+    const config = typeof options.config === "object"
+      ? JSON.stringify(options.config)
+      : options.config;
+    await this.#call(
+      `load ${this.#modelLabel()}`,
+      (transport, call) =>
+        transport.loadModel(
+          this.#modelName,
+          {
+            ...(config === undefined ? {} : { config }),
+            ...(options.files ? { files: options.files } : {}),
+          },
+          call,
+        ),
+      this.#inferenceTimeoutMs,
+      options.signal,
+    );
+    this.#init = undefined;
+  }
+
+  /**
+   * Asks the server to unload the model (repository API).
+   *
+   * @param options A signal.
+   * @returns When the server has unloaded it.
+   * @throws {ClientInferenceServerError} When the server refuses, with its message.
+   */
+  async unloadModel(options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.#call(
+      `unload ${this.#modelLabel()}`,
+      (transport, call) => transport.unloadModel(this.#modelName, call),
+      this.#inferenceTimeoutMs,
+      options.signal,
+    );
+    this.#init = undefined;
+  }
+
+  /**
+   * Closes the client: pending calls reject with {@linkcode ClientClosedError}, and so do later
+   * ones. Closing twice is fine.
+   *
+   * @returns When connections are released.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closer.abort();
+    const transport = this.#transport;
+    this.#transport = undefined;
+    if (transport !== undefined) {
+      try {
+        await (await transport).close();
+      } catch {
+        // Closing must not fail: the connections are gone either way.
+      }
+    }
+  }
+
+  /**
+   * Closes the client (`await using`).
+   *
+   * @returns When connections are released.
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
