@@ -1,0 +1,206 @@
+/**
+ * The one place DenoTriton calls `Deno.dlopen`: the Triton core (`libtritonserver-<hash>.so`,
+ * after its bundled dependencies, leaves first), and DenoTriton's own backend/bridge library.
+ * Libraries are opened once per process and never closed: Triton's threads may run code in them
+ * until the process ends.
+ *
+ * Functions that block while Triton waits for backend code (`ServerNew`, model load/unload,
+ * `ServerStop`, `ServerDelete`) and the bridge's waits are declared `nonblocking`, so the event
+ * loop stays free to serve the batches those calls wait for.
+ *
+ * @module
+ */
+
+import { TritonError } from "../../errors.ts";
+import type { TritonInstall } from "./install.ts";
+
+const P = "pointer" as const;
+const B = "buffer" as const;
+
+/** The core symbols DenoTriton calls (TRITONSERVER API 1.34). */
+export const CORE_SYMBOLS = {
+  TRITONSERVER_ApiVersion: { parameters: [B, B], result: P },
+  TRITONSERVER_ErrorCode: { parameters: [P], result: "i32" },
+  TRITONSERVER_ErrorMessage: { parameters: [P], result: P },
+  TRITONSERVER_ErrorDelete: { parameters: [P], result: "void" },
+  TRITONSERVER_MessageSerializeToJson: { parameters: [P, B, B], result: P },
+  TRITONSERVER_MessageDelete: { parameters: [P], result: P },
+  TRITONSERVER_ParameterNew: { parameters: [B, "i32", B], result: P },
+  TRITONSERVER_ParameterDelete: { parameters: [P], result: "void" },
+  TRITONSERVER_ServerOptionsNew: { parameters: [B], result: P },
+  TRITONSERVER_ServerOptionsDelete: { parameters: [P], result: P },
+  TRITONSERVER_ServerOptionsSetServerId: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetModelRepositoryPath: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetModelControlMode: { parameters: [P, "i32"], result: P },
+  TRITONSERVER_ServerOptionsSetStrictModelConfig: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetBackendDirectory: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetRepoAgentDirectory: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetCacheConfig: { parameters: [P, B, B], result: P },
+  TRITONSERVER_ServerOptionsSetCacheDirectory: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize: { parameters: [P, "u64"], result: P },
+  TRITONSERVER_ServerOptionsSetExitOnError: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetStrictReadiness: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetExitTimeout: { parameters: [P, "u32"], result: P },
+  TRITONSERVER_ServerOptionsSetLogFile: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerOptionsSetLogInfo: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetLogWarn: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetLogError: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetLogVerbose: { parameters: [P, "i32"], result: P },
+  TRITONSERVER_ServerOptionsSetMetrics: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetGpuMetrics: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetCpuMetrics: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerNew: { parameters: [B, P], result: P, nonblocking: true },
+  TRITONSERVER_ServerDelete: { parameters: [P], result: P, nonblocking: true },
+  TRITONSERVER_ServerStop: { parameters: [P], result: P, nonblocking: true },
+  TRITONSERVER_ServerSetExitTimeout: { parameters: [P, "u32"], result: P },
+  TRITONSERVER_ServerIsLive: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerIsReady: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerModelIsReady: { parameters: [P, B, "i64", B], result: P },
+  TRITONSERVER_ServerModelTransactionProperties: { parameters: [P, B, "i64", B, B], result: P },
+  TRITONSERVER_ServerMetadata: { parameters: [P, B], result: P },
+  TRITONSERVER_ServerModelMetadata: { parameters: [P, B, "i64", B], result: P },
+  TRITONSERVER_ServerModelConfig: { parameters: [P, B, "i64", "u32", B], result: P },
+  TRITONSERVER_ServerModelStatistics: { parameters: [P, B, "i64", B], result: P },
+  TRITONSERVER_ServerModelIndex: { parameters: [P, "u32", B], result: P },
+  TRITONSERVER_ServerLoadModelWithParameters: {
+    parameters: [P, B, B, "u64"],
+    result: P,
+    nonblocking: true,
+  },
+  TRITONSERVER_ServerUnloadModel: { parameters: [P, B], result: P, nonblocking: true },
+  TRITONSERVER_ServerMetrics: { parameters: [P, B], result: P },
+  TRITONSERVER_MetricsFormatted: { parameters: [P, "i32", B, B], result: P },
+  TRITONSERVER_MetricsDelete: { parameters: [P], result: P },
+  TRITONSERVER_InferenceRequestNew: { parameters: [B, P, B, "i64"], result: P },
+  TRITONSERVER_InferenceRequestDelete: { parameters: [P], result: P },
+  TRITONSERVER_InferenceRequestSetId: { parameters: [P, B], result: P },
+  TRITONSERVER_InferenceRequestSetPriorityUInt64: { parameters: [P, "u64"], result: P },
+  TRITONSERVER_InferenceRequestSetTimeoutMicroseconds: { parameters: [P, "u64"], result: P },
+  TRITONSERVER_InferenceRequestAddInput: { parameters: [P, B, "i32", B, "u64"], result: P },
+  TRITONSERVER_InferenceRequestAppendInputData: {
+    parameters: [P, B, B, "usize", "i32", "i64"],
+    result: P,
+  },
+  TRITONSERVER_InferenceRequestAddRequestedOutput: { parameters: [P, B], result: P },
+  TRITONSERVER_InferenceRequestSetStringParameter: { parameters: [P, B, B], result: P },
+  TRITONSERVER_InferenceRequestSetIntParameter: { parameters: [P, B, "i64"], result: P },
+  TRITONSERVER_InferenceRequestSetBoolParameter: { parameters: [P, B, "bool"], result: P },
+  TRITONSERVER_InferenceRequestSetDoubleParameter: { parameters: [P, B, "f64"], result: P },
+  TRITONSERVER_InferenceRequestCancel: { parameters: [P], result: P },
+  TRITONSERVER_InferenceResponseDelete: { parameters: [P], result: P },
+  TRITONSERVER_ServerInferAsync: { parameters: [P, P, P], result: P },
+} as const;
+
+/** DenoTriton's bridge symbols (`ffi/denotriton_backend.c`). */
+export const BRIDGE_SYMBOLS = {
+  dt_bridge_version: { parameters: [], result: "u32" },
+  dt_channel_open: { parameters: ["u32", "i32"], result: "u64" },
+  dt_channel_close: { parameters: ["u64"], result: "void" },
+  dt_channel_attached: { parameters: ["u64"], result: "u32" },
+  dt_next_batch: { parameters: ["u64", "u32", "i32"], result: "i32", nonblocking: true },
+  dt_batch_describe: { parameters: ["u64", "u32"], result: P },
+  dt_slot_error: { parameters: ["u64", "u32"], result: P },
+  dt_output: {
+    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", "u64", B],
+    result: "i32",
+  },
+  dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
+  dt_batch_done: { parameters: ["u64", "u32"], result: "i32" },
+  dt_wait_events: { parameters: [B, "i32", "i32"], result: "i32", nonblocking: true },
+  dt_wake_events: { parameters: [], result: "void" },
+  dt_request_bind: { parameters: [P, "u64"], result: P },
+  dt_response_describe: { parameters: [P], result: P },
+  dt_free: { parameters: [P], result: "void" },
+} as const;
+
+/** The opened core library. */
+export type CoreLibrary = Deno.DynamicLibrary<typeof CORE_SYMBOLS>["symbols"];
+/** The opened bridge library. */
+export type BridgeLibrary = Deno.DynamicLibrary<typeof BRIDGE_SYMBOLS>["symbols"];
+
+/** Both libraries, opened. */
+export interface NativeLibraries {
+  /** The install they came from. */
+  readonly install: TritonInstall;
+  /** Triton's C API. */
+  readonly core: CoreLibrary;
+  /** DenoTriton's bridge. */
+  readonly bridge: BridgeLibrary;
+  /** `[major, minor]` of `TRITONSERVER_ApiVersion`. */
+  readonly apiVersion: readonly [number, number];
+}
+
+/** The bridge version this TypeScript code speaks. */
+export const BRIDGE_VERSION = 1;
+
+let opened: NativeLibraries | undefined;
+// Kept so the preloaded dependencies are never unloaded.
+const keepAlive: Deno.DynamicLibrary<Record<string, never>>[] = [];
+
+/**
+ * Opens the core (after its dependencies) and the bridge, once per process.
+ *
+ * @param install The install to open.
+ * @returns The libraries.
+ * @throws {TritonError} When a library cannot be opened, the API version is too old, or another
+ *   install was opened before in this process.
+ */
+export function openNative(install: TritonInstall): NativeLibraries {
+  if (opened) {
+    if (opened.install.coreLibrary !== install.coreLibrary) {
+      throw new TritonError(
+        `Cannot open Triton core ${install.coreLibrary}: ${opened.install.coreLibrary} is already loaded in this process`,
+      );
+    }
+    return opened;
+  }
+  try {
+    for (const path of install.preload) keepAlive.push(Deno.dlopen(path, {}));
+  } catch (error) {
+    throw new TritonError(
+      `Cannot load Triton's bundled libraries from ${install.libDirectory}: ${
+        (error as Error).message
+      } (run: deno task setup:triton)`,
+      { cause: error },
+    );
+  }
+  let core: CoreLibrary;
+  try {
+    core = Deno.dlopen(install.coreLibrary, CORE_SYMBOLS).symbols;
+  } catch (error) {
+    throw new TritonError(
+      `Cannot load the Triton core ${install.coreLibrary}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const major = new Uint32Array(1);
+  const minor = new Uint32Array(1);
+  const failure = core.TRITONSERVER_ApiVersion(major, minor);
+  if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+  if (major[0] !== 1 || minor[0]! < 34) {
+    throw new TritonError(
+      `Cannot use the Triton core ${install.coreLibrary}: API version ${major[0]}.${
+        minor[0]
+      } is not 1.34 or a later 1.x`,
+    );
+  }
+  let bridge: BridgeLibrary;
+  try {
+    bridge = Deno.dlopen(install.backendLibrary, BRIDGE_SYMBOLS).symbols;
+  } catch (error) {
+    throw new TritonError(
+      `Cannot load the DenoTriton backend ${install.backendLibrary}: ${
+        (error as Error).message
+      } (run: deno task setup:triton)`,
+      { cause: error },
+    );
+  }
+  const version = bridge.dt_bridge_version();
+  if (version !== BRIDGE_VERSION) {
+    throw new TritonError(
+      `Cannot use the DenoTriton backend ${install.backendLibrary}: bridge version ${version}, expected ${BRIDGE_VERSION} (run: deno task setup:triton)`,
+    );
+  }
+  opened = { install, core, bridge, apiVersion: [major[0]!, minor[0]!] };
+  return opened;
+}

@@ -1,0 +1,180 @@
+/**
+ * Where the Triton core lives on disk: the versioned home directory that
+ * `deno task setup:triton` fills, and its manifest (`install.json`). The layout mirrors the
+ * `nvidia-pytriton` wheel so the bundled libraries' relative run paths stay valid:
+ *
+ * ```
+ * <home>/install.json
+ * <home>/nvidia_pytriton.libs/libtritonserver-<hash>.so (+ its bundled dependencies)
+ * <home>/pytriton/tritonserver/caches/local/libtritoncache_local.so
+ * <home>/backends/denotriton/libtriton_denotriton.so   (compiled from ffi/denotriton_backend.c)
+ * ```
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+
+/** The Triton release the setup installs (from `nvidia-pytriton==0.7.0`). */
+export const TRITON_VERSION = "2.51.0";
+
+/** The wheel that carries it. */
+export const PYTRITON_WHEEL = { name: "nvidia-pytriton", version: "0.7.0" } as const;
+
+/** An installed Triton core, as recorded in `<home>/install.json`. */
+export interface TritonInstall {
+  /** The home directory. */
+  readonly home: string;
+  /** Triton's version, e.g. `"2.51.0"`. */
+  readonly version: string;
+  /** Directory of the core and its bundled dependencies. */
+  readonly libDirectory: string;
+  /** Absolute path of `libtritonserver-<hash>.so`. */
+  readonly coreLibrary: string;
+  /** Absolute paths of the core's bundled dependencies, leaves first (loaded before the core). */
+  readonly preload: readonly string[];
+  /** Cache directory (`SetCacheDirectory`), holding `local/libtritoncache_local.so`. */
+  readonly cacheDirectory: string;
+  /** Backend directory (`SetBackendDirectory`), holding `denotriton/libtriton_denotriton.so`. */
+  readonly backendDirectory: string;
+  /** Absolute path of the compiled backend and bridge. */
+  readonly backendLibrary: string;
+  /** SHA-256 of the C source and core file name the backend was built from. */
+  readonly backendSourceHash: string;
+}
+
+interface Manifest {
+  version: string;
+  coreLibrary: string;
+  preload: string[];
+  backendSourceHash: string;
+}
+
+/** The backend name used in model configs (`backend` field). */
+export const BACKEND_NAME = "denotriton";
+
+/**
+ * The default home directory: `$DENOTRITON_HOME`, else `~/.cache/denotriton/triton-2.51.0`.
+ *
+ * @returns An absolute path.
+ *
+ * @example
+ * ```ts
+ * import { defaultTritonHome } from "./install.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(defaultTritonHome(), /triton|DENOTRITON/i);
+ * ```
+ */
+export function defaultTritonHome(): string {
+  const explicit = Deno.env.get("DENOTRITON_HOME");
+  if (explicit) return explicit;
+  const base = Deno.env.get("XDG_CACHE_HOME") ??
+    join(Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE") ?? ".", ".cache");
+  return join(base, "denotriton", `triton-${TRITON_VERSION}`);
+}
+
+/**
+ * The install in `home` described by the given manifest fields.
+ *
+ * @param home The home directory.
+ * @param manifest What `install.json` records (paths relative to `home`).
+ * @returns The absolute install description.
+ */
+function fromManifest(home: string, manifest: Manifest): TritonInstall {
+  const libDirectory = join(home, "nvidia_pytriton.libs");
+  const backendDirectory = join(home, "backends");
+  return {
+    home,
+    version: manifest.version,
+    libDirectory,
+    coreLibrary: join(libDirectory, manifest.coreLibrary),
+    preload: manifest.preload.map((name) => join(libDirectory, name)),
+    cacheDirectory: join(home, "pytriton", "tritonserver", "caches"),
+    backendDirectory,
+    backendLibrary: join(backendDirectory, BACKEND_NAME, `libtriton_${BACKEND_NAME}.so`),
+    backendSourceHash: manifest.backendSourceHash,
+  };
+}
+
+/**
+ * Writes the manifest of an install.
+ *
+ * @param home The home directory.
+ * @param manifest Version, core file name, preload names (relative), backend source hash.
+ * @returns The install description.
+ */
+export async function writeManifest(home: string, manifest: Manifest): Promise<TritonInstall> {
+  const path = join(home, "install.json");
+  await Deno.writeTextFile(`${path}.tmp`, JSON.stringify(manifest, null, 2) + "\n");
+  await Deno.rename(`${path}.tmp`, path);
+  return fromManifest(home, manifest);
+}
+
+/** Options of {@linkcode findTritonInstall}. */
+export interface FindTritonInstallOptions {
+  /**
+   * The home directory to look in.
+   *
+   * @default {defaultTritonHome()}
+   */
+  home?: string;
+  /**
+   * Whether the compiled backend must be present too.
+   *
+   * @default {true}
+   */
+  requireBackend?: boolean;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
+/**
+ * Finds a complete install (manifest, core, dependencies and, by default, the backend).
+ *
+ * @param options Where to look.
+ * @returns The install, or `undefined` when setup has not run (or is incomplete).
+ *
+ * @example Nothing installed in an empty directory
+ * ```ts
+ * import { findTritonInstall } from "./install.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const home = await Deno.makeTempDir();
+ * assert.equal(await findTritonInstall({ home }), undefined);
+ * await Deno.remove(home);
+ * ```
+ */
+export async function findTritonInstall(
+  options: FindTritonInstallOptions = {},
+): Promise<TritonInstall | undefined> {
+  const home = options.home ?? defaultTritonHome();
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(await Deno.readTextFile(join(home, "install.json")));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound || error instanceof SyntaxError) return undefined;
+    throw error;
+  }
+  if (
+    typeof manifest?.coreLibrary !== "string" || !Array.isArray(manifest.preload) ||
+    typeof manifest.version !== "string"
+  ) {
+    return undefined;
+  }
+  const install = fromManifest(home, manifest);
+  const files = [install.coreLibrary, ...install.preload];
+  if (options.requireBackend ?? true) files.push(install.backendLibrary);
+  for (const file of files) {
+    if (!await exists(file)) return undefined;
+  }
+  return install;
+}
