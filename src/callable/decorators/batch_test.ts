@@ -3,7 +3,7 @@ import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
 import type { InferContext, InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
-import type { Inputs } from "./types.ts";
+import type { BatchOutput, Inputs } from "./types.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
 
 const context = makeContext({
@@ -124,7 +124,7 @@ Deno.test("batch() resolves a promise from an async function", async () => {
 
 Deno.test("batch() splits every step of a generator, lazily", () => {
   let steps = 0;
-  const infer = batch(function* ({ a }) {
+  const infer = batch(function* ({ a }): Generator<BatchOutput> {
     for (const scale of [1, 2]) {
       steps++;
       yield { sum: ndarray((a!.data as Float32Array).map((v) => v * scale), a!.shape) };
@@ -142,7 +142,7 @@ Deno.test("batch() splits every step of a generator, lazily", () => {
 });
 
 Deno.test("batch() splits every step of an async generator", async () => {
-  const infer = batch(async function* ({ a }) {
+  const infer = batch(async function* ({ a }): AsyncGenerator<BatchOutput> {
     yield [a!, a!];
     await Promise.resolve();
     yield { sum: a! };
@@ -156,7 +156,7 @@ Deno.test("batch() splits every step of an async generator", async () => {
 });
 
 Deno.test("batch() fails a stream at the step whose outputs have a wrong batch size", () => {
-  const infer = batch(function* ({ a }) {
+  const infer = batch(function* ({ a }): Generator<BatchOutput> {
     yield { sum: a! };
     yield { sum: ndarray(new Float32Array(1), [1, 1]) };
   });

@@ -95,7 +95,7 @@ Deno.test("groupByKeys() rejects a group answered with the wrong number of resul
 });
 
 Deno.test("groupByKeys() rejects streams", () => {
-  const infer = groupByKeys(function* (requests: Request[]) {
+  const infer = groupByKeys(function* (requests: Request[]): Generator<InferResult[]> {
     yield requests.map(() => ({}));
   });
   assert.throws(() => infer(mixed(), context), /returned a stream/);

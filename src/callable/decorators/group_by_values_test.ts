@@ -4,7 +4,7 @@ import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
 import type { InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { ConstantPadder, groupByValues, type GroupOutputs } from "./group_by_values.ts";
-import type { Inputs } from "./types.ts";
+import type { BatchOutput, Inputs } from "./types.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
 
 const context = makeContext({
@@ -181,7 +181,7 @@ Deno.test("groupByValues() rejects groups whose outputs differ in names, dtypes 
 });
 
 Deno.test("groupByValues() rejects streams", () => {
-  const infer = groupByValues(["t"], function* (inputs) {
+  const infer = groupByValues(["t"], function* (inputs): Generator<BatchOutput> {
     yield { y: inputs.x! };
   });
   assert.throws(() => infer({ x: column([1]), t: column([1]) }, context), /returned a stream/);

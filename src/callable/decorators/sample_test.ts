@@ -3,7 +3,7 @@ import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
 import type { InferResult } from "../types.ts";
 import { sample } from "./sample.ts";
-import type { Inputs } from "./types.ts";
+import type { BatchOutput, Inputs } from "./types.ts";
 import { makeContext, makeRequest, values } from "./_test_util.ts";
 
 const context = makeContext({
@@ -66,7 +66,7 @@ Deno.test("sample() resolves async functions and wraps every step of a generator
   >);
   assert.deepEqual(values(results[0]!.y), [5, 6]);
 
-  const streaming = sample(function* ({ x }) {
+  const streaming = sample(function* ({ x }): Generator<BatchOutput> {
     yield { y: x! };
     yield [x!, x!];
   });
