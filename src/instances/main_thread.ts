@@ -79,9 +79,11 @@ class MainThreadInstance implements ModelInstance {
     }
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
+  [Symbol.asyncDispose](): Promise<void> {
+    // The engine already waited for running batches up to its exit timeout; a callable still
+    // running cannot be interrupted on the main thread, so it is left to finish on its own.
     this.#alive = false;
-    await this.#tail;
+    return Promise.resolve();
   }
 }
 

@@ -635,9 +635,10 @@ export class BuiltinEngine implements Engine {
   }
 
   /**
-   * Runs one request of a decoupled model: its responses as the callable yields them, the last
-   * one marked final (an empty final response when the callable yielded nothing). A failure
-   * after some responses is thrown after them.
+   * Runs one request of a decoupled model: one response (`final: false`) per step the callable
+   * yields, as soon as it is yielded, then one `final: true` response without outputs, like
+   * Triton's flags-only FINAL response (front ends send it only when the client asked for empty
+   * final responses). A failure after some responses is thrown after them.
    *
    * @param request The request.
    * @returns The responses.
@@ -682,21 +683,17 @@ export class BuiltinEngine implements Engine {
     });
     let finished = false;
     try {
-      let held: InferResult | undefined;
       while (true) {
         const event = await channel.pull();
         if (event.kind === "value") {
-          if (held !== undefined) yield step(held, false);
-          held = event.value;
+          // Sent at once (streaming latency matters); the end is its own final response.
+          yield step(event.value, false);
           continue;
         }
         finished = true;
-        if (event.kind === "end") {
-          yield step(held, true);
-          return;
-        }
-        if (held !== undefined) yield step(held, false);
-        throw event.error;
+        if (event.kind === "error") throw event.error;
+        yield step(undefined, true);
+        return;
       }
     } finally {
       // The consumer stopped early: let the callable see the abort.
