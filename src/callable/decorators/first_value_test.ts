@@ -7,8 +7,8 @@ import {
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
 import type { InferContext, InferResult, Request } from "../types.ts";
 import { batch } from "./batch.ts";
-import { firstValue } from "./first_value.ts";
-import type { Inputs } from "./types.ts";
+import { firstValue, type FirstValueOptions } from "./first_value.ts";
+import type { BatchFunc, Inputs } from "./types.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
 
 const spec = {
@@ -22,7 +22,10 @@ const spec = {
 };
 const context = makeContext(spec);
 
-function capture(keys: string[], options?: Parameters<typeof firstValue>[2]) {
+function capture(
+  keys: string[],
+  options?: FirstValueOptions,
+): { seen: Inputs[]; infer: BatchFunc } {
   const seen: Inputs[] = [];
   const infer = firstValue(keys, (inputs) => {
     seen.push(inputs);
