@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { InferResult, Request } from "../../callable/types.ts";
 import { InferenceError, TritonUnrecoverableError } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
-import type { StreamResponse } from "../engine.ts";
+import type { InferenceRequest, StreamResponse } from "../engine.ts";
 import { BuiltinEngine } from "./engine.ts";
 import { define, echo, requestOf, tick, values } from "./_test_utils.ts";
 
@@ -160,14 +160,17 @@ Deno.test("BuiltinEngine validates requests before queueing them", async () => {
     ],
     config: { maxBatchSize: 2 },
   }));
-  const req = (inputs: [string, ReturnType<typeof ndarray>][], outputs?: string[]) => ({
+  const req = (
+    inputs: [string, ReturnType<typeof ndarray>][],
+    outputs?: string[],
+  ): InferenceRequest => ({
     modelName: "m",
     parameters: {},
     inputs: new Map(inputs),
     ...(outputs === undefined ? {} : { outputs }),
   });
   const a = ndarray(new Float32Array([1, 2]), [1, 2]);
-  const cases: [ReturnType<typeof req>, RegExp][] = [
+  const cases: [InferenceRequest, RegExp][] = [
     [req([["a", a], ["c", a]]), /^Invalid request for model 'm': unexpected input 'c'/],
     [req([["b", ndarray(new Int32Array([1]), [1, 1])]]), /missing required input 'a'/],
     [
@@ -417,11 +420,13 @@ Deno.test("BuiltinEngine.stop() fails what is left after the exit timeout", asyn
 
 Deno.test("BuiltinEngine streams a decoupled model's steps, the last one final", async () => {
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([async function* (requests: Request[]) {
-    for (let step = 1; step <= 3; step++) {
-      yield requests.map(() => ({ y: ndarray(new Float32Array([step]), [1, 1]) }));
-    }
-  }], { config: { decoupled: true } }));
+  await engine.loadModel(
+    define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+      for (let step = 1; step <= 3; step++) {
+        yield requests.map(() => ({ y: ndarray(new Float32Array([step]), [1, 1]) }));
+      }
+    }], { config: { decoupled: true } }),
+  );
   const seen: [number[], boolean][] = [];
   for await (const response of engine.inferStream(requestOf([0], undefined, { id: "s" }))) {
     assert.equal(response.id, "s");
@@ -456,7 +461,7 @@ Deno.test("BuiltinEngine streams one empty final response when the callable yiel
 
 Deno.test("BuiltinEngine delivers partial responses before a mid-stream error", async () => {
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([function* (requests: Request[]) {
+  await engine.loadModel(define([function* (requests: Request[]): Generator<InferResult[]> {
     yield echo(requests);
     throw new TypeError("broken stream");
   }], { config: { decoupled: true } }));
@@ -478,12 +483,14 @@ Deno.test("BuiltinEngine refuses to stream a coupled model", async () => {
 Deno.test("BuiltinEngine aborts the callable when the stream consumer stops early", async () => {
   const aborted = Promise.withResolvers<boolean>();
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([async function* (requests: Request[]) {
-    const signal = requests[0]!.signal;
-    yield echo(requests);
-    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-    aborted.resolve(signal.aborted);
-  }], { config: { decoupled: true } }));
+  await engine.loadModel(
+    define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+      const signal = requests[0]!.signal;
+      yield echo(requests);
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      aborted.resolve(signal.aborted);
+    }], { config: { decoupled: true } }),
+  );
   for await (const _ of engine.inferStream(requestOf([0]))) break;
   assert.equal(await aborted.promise, true);
 });
