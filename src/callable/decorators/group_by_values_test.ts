@@ -4,7 +4,8 @@ import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
 import type { InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { ConstantPadder, groupByValues, type GroupOutputs } from "./group_by_values.ts";
-import type { BatchOutput, Inputs } from "./types.ts";
+import type { BatchOutput, ContextInputs, Inputs } from "./types.ts";
+import { tritonContext } from "./triton_context.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
 
 const context = makeContext({
@@ -258,4 +259,14 @@ Deno.test("ConstantPadder rejects mixed dtypes and ranks", () => {
       ]),
     /pad value 0.5 is not an integer/,
   );
+});
+
+Deno.test("groupByValues() passes the injected context through to every group", () => {
+  const seen: unknown[] = [];
+  const infer = batch(tritonContext(groupByValues(["t"], (inputs) => {
+    seen.push((inputs as ContextInputs).tritonContext);
+    return { y: inputs.x! };
+  })));
+  infer([makeRequest({ x: column([1, 2]), t: column([1, 2]) })], context);
+  assert.deepEqual(seen, [context, context]);
 });
