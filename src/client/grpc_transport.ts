@@ -1,20 +1,391 @@
 /**
- * The gRPC transport (placeholder until the protobuf codec lands).
+ * The gRPC transport: `inference.GRPCInferenceService` over `@grpc/grpc-js` with DenoTriton's
+ * protobuf codec, raw tensor contents, and `ModelStreamInfer` for decoupled models.
  *
  * @module
  */
 
-import { ClientValueError } from "./errors.ts";
+import * as grpc from "@grpc/grpc-js";
+import { Buffer } from "node:buffer";
+import {
+  codecs,
+  type MessageCodec,
+  type ModelInferRequest,
+  type ModelStreamInferResponse,
+} from "../frontend/grpc/codec.ts";
+import { modelConfigToJson } from "../frontend/grpc/model_config_proto.ts";
+import {
+  ClientInferenceServerError,
+  ClientModelUnavailableError,
+  ClientQueueFullError,
+  ClientTimeoutError,
+} from "./errors.ts";
+import {
+  EMPTY_FINAL_PARAMETER,
+  FINAL_RESPONSE_PARAMETER,
+  fromModelInferResponse,
+  toModelInferRequest,
+} from "./grpc_messages.ts";
+import { QUEUE_FULL_MESSAGE } from "./http_transport.ts";
+import type {
+  Transport,
+  TransportCallOptions,
+  TransportInferRequest,
+  TransportInferResponse,
+  TransportLoadOptions,
+} from "./transport.ts";
 import type { TritonUrl } from "./url.ts";
 
-/** The gRPC transport of `ModelClient`. */
-export class GrpcTransport {
+const SERVICE = "/inference.GRPCInferenceService";
+
+// Cancellations and unreachable servers carry these codes; the client maps them by its signals.
+const CONNECTION_TROUBLE = /No connection established|ECONNREFUSED|ECONNRESET|Connection dropped/;
+
+/**
+ * Turns a gRPC error status into a client error.
+ *
+ * @param what What was being done, e.g. `"Inference failed"`.
+ * @param code The gRPC status code.
+ * @param details The status details (the server's message).
+ * @returns The error to throw.
+ *
+ * @example
+ * ```ts
+ * import { grpcErrorOf } from "./grpc_transport.ts";
+ * import { ClientQueueFullError, ClientTimeoutError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(grpcErrorOf("Inference failed", 14, "Exceeds maximum queue size") instanceof ClientQueueFullError);
+ * assert.ok(grpcErrorOf("Inference failed", 4, "Deadline exceeded") instanceof ClientTimeoutError);
+ * assert.equal(grpcErrorOf("Inference failed", 3, "bad").message, "Inference failed: bad (gRPC status 3)");
+ * ```
+ */
+export function grpcErrorOf(
+  what: string,
+  code: number,
+  details: string,
+): ClientInferenceServerError | ClientTimeoutError {
+  const message = details === "" ? "no error message" : details;
+  const full = `${what}: ${message} (gRPC status ${code})`;
+  if (code === grpc.status.DEADLINE_EXCEEDED) return new ClientTimeoutError(full);
+  if (code === grpc.status.UNAVAILABLE && CONNECTION_TROUBLE.test(message)) {
+    return new ClientTimeoutError(`Cannot reach server: ${message}`);
+  }
+  const options = { status: code, serverMessage: message };
+  if (code === grpc.status.UNAVAILABLE && message.includes(QUEUE_FULL_MESSAGE)) {
+    return new ClientQueueFullError(full, options);
+  }
+  return new ClientInferenceServerError(full, options);
+}
+
+function metadataOf(headers: Readonly<Record<string, string>>): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  for (const [key, value] of Object.entries(headers)) metadata.set(key.toLowerCase(), value);
+  return metadata;
+}
+
+function serializer<T>(codec: MessageCodec<T>): (value: T) => Buffer {
+  return (value) => {
+    const bytes = codec.encode(value);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function deserializer<T>(codec: MessageCodec<T>): (bytes: Buffer) => T {
+  return (bytes) => codec.decode(bytes);
+}
+
+/** A queue that turns stream events into an async iterator. */
+class EventQueue<T> {
+  #items: T[] = [];
+  #error: unknown;
+  #failed = false;
+  #ended = false;
+  #waiter: (() => void) | undefined;
+
+  push(item: T): void {
+    this.#items.push(item);
+    this.#wake();
+  }
+
+  fail(error: unknown): void {
+    if (this.#ended || this.#failed) return;
+    this.#failed = true;
+    this.#error = error;
+    this.#wake();
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.();
+  }
+
+  async next(): Promise<T | undefined> {
+    while (true) {
+      if (this.#items.length > 0) return this.#items.shift();
+      if (this.#failed) throw this.#error;
+      if (this.#ended) return undefined;
+      await new Promise<void>((resolve) => this.#waiter = resolve);
+    }
+  }
+}
+
+/**
+ * The gRPC transport of `ModelClient`.
+ *
+ * @example Unreachable servers read as timeouts
+ * ```ts
+ * import { GrpcTransport } from "./grpc_transport.ts";
+ * import { ClientTimeoutError } from "./errors.ts";
+ * import { parseTritonUrl } from "./url.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+ * const port = listener.addr.port;
+ * listener.close();
+ * const transport = new GrpcTransport(parseTritonUrl(`grpc://127.0.0.1:${port}`));
+ * await assert.rejects(
+ *   transport.serverReady({ signal: AbortSignal.timeout(5000), headers: {} }),
+ *   ClientTimeoutError,
+ * );
+ * await transport.close();
+ * ```
+ */
+export class GrpcTransport implements Transport {
+  /** Always `"grpc"`. */
+  readonly protocol = "grpc" as const;
+  #client: grpc.Client;
+
   /**
-   * Creates a transport.
+   * Creates a transport; the channel connects lazily.
    *
    * @param url The server URL.
    */
   constructor(url: TritonUrl) {
-    throw new ClientValueError(`Cannot connect to ${url.withScheme}: gRPC is not available yet`);
+    this.#client = new grpc.Client(url.withoutScheme, grpc.credentials.createInsecure(), {
+      // Triton sets no message-size limit; tensors can be large.
+      "grpc.max_receive_message_length": -1,
+      "grpc.max_send_message_length": -1,
+    });
+  }
+
+  #unary<Req, Res>(
+    method: string,
+    requestCodec: MessageCodec<Req>,
+    responseCodec: MessageCodec<Res>,
+    request: Req,
+    what: string,
+    options: TransportCallOptions,
+  ): Promise<Res> {
+    options.signal.throwIfAborted();
+    return new Promise<Res>((resolve, reject) => {
+      const call = this.#client.makeUnaryRequest(
+        `${SERVICE}/${method}`,
+        serializer(requestCodec),
+        deserializer(responseCodec),
+        request,
+        metadataOf(options.headers),
+        {},
+        (error, response) => {
+          options.signal.removeEventListener("abort", abort);
+          if (options.signal.aborted) reject(options.signal.reason);
+          else if (error) reject(grpcErrorOf(what, error.code, error.details));
+          else resolve(response as Res);
+        },
+      );
+      const abort = (): void => call.cancel();
+      options.signal.addEventListener("abort", abort, { once: true });
+    });
+  }
+
+  /** `ServerReady`. */
+  async serverReady(options: TransportCallOptions): Promise<boolean> {
+    const response = await this.#unary(
+      "ServerReady",
+      codecs.Empty,
+      codecs.ReadyResponse,
+      {},
+      "Cannot check server readiness",
+      options,
+    );
+    return response.ready;
+  }
+
+  /** `ModelReady`; an unknown model is not ready. */
+  async modelReady(
+    name: string,
+    version: string | undefined,
+    options: TransportCallOptions,
+  ): Promise<boolean> {
+    try {
+      const response = await this.#unary(
+        "ModelReady",
+        codecs.ModelRef,
+        codecs.ReadyResponse,
+        { name, version: version ?? "" },
+        `Cannot check readiness of model '${name}'`,
+        options,
+      );
+      return response.ready;
+    } catch (error) {
+      if (error instanceof ClientInferenceServerError && error.status === grpc.status.NOT_FOUND) {
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  /** `ModelConfig`, turned into Triton's JSON form. */
+  async modelConfig(
+    name: string,
+    version: string | undefined,
+    options: TransportCallOptions,
+  ): Promise<Record<string, unknown>> {
+    const what = `Cannot get config of model '${name}'`;
+    let response;
+    try {
+      response = await this.#unary(
+        "ModelConfig",
+        codecs.ModelRef,
+        codecs.ModelConfigResponse,
+        { name, version: version ?? "" },
+        what,
+        options,
+      );
+    } catch (error) {
+      if (error instanceof ClientInferenceServerError && error.status === grpc.status.NOT_FOUND) {
+        throw new ClientModelUnavailableError(error.message, { cause: error });
+      }
+      throw error;
+    }
+    if (response.config === null) {
+      throw new ClientInferenceServerError(`${what}: the answer has no config`);
+    }
+    return modelConfigToJson(response.config);
+  }
+
+  /** `ModelInfer` with raw contents. */
+  async infer(
+    request: TransportInferRequest,
+    options: TransportCallOptions,
+  ): Promise<TransportInferResponse> {
+    const response = await this.#unary(
+      "ModelInfer",
+      codecs.ModelInferRequest,
+      codecs.ModelInferResponse,
+      toModelInferRequest(request),
+      "Inference failed",
+      options,
+    );
+    return fromModelInferResponse(response);
+  }
+
+  /** `ModelStreamInfer` with one request; ends at the response flagged final. */
+  async *inferStream(
+    request: TransportInferRequest,
+    options: TransportCallOptions,
+  ): AsyncGenerator<TransportInferResponse, void, undefined> {
+    const { signal } = options;
+    signal.throwIfAborted();
+    const call = this.#client.makeBidiStreamRequest<ModelInferRequest, ModelStreamInferResponse>(
+      `${SERVICE}/ModelStreamInfer`,
+      serializer(codecs.ModelInferRequest),
+      deserializer(codecs.ModelStreamInferResponse),
+      metadataOf(options.headers),
+      {},
+    );
+    const queue = new EventQueue<ModelStreamInferResponse>();
+    let finished = false;
+    call.on("data", (message: ModelStreamInferResponse) => queue.push(message));
+    call.on("error", (error: grpc.ServiceError) => {
+      queue.fail(
+        signal.aborted ? signal.reason : grpcErrorOf("Inference failed", error.code, error.details),
+      );
+    });
+    call.on("end", () => queue.end());
+    const abort = (): void => call.cancel();
+    signal.addEventListener("abort", abort, { once: true });
+    try {
+      call.write(toModelInferRequest(request, { [EMPTY_FINAL_PARAMETER]: true }));
+      while (true) {
+        const message = await queue.next();
+        if (message === undefined) {
+          throw new ClientInferenceServerError(
+            "Inference failed: the server closed the stream before the final response",
+          );
+        }
+        if (message.error_message) {
+          throw new ClientInferenceServerError(`Inference failed: ${message.error_message}`, {
+            serverMessage: message.error_message,
+          });
+        }
+        if (!message.infer_response) continue;
+        const response = fromModelInferResponse(message.infer_response);
+        const final = response.parameters[FINAL_RESPONSE_PARAMETER] === true;
+        const { [FINAL_RESPONSE_PARAMETER]: _, ...parameters } = response.parameters;
+        if (Object.keys(response.outputs).length > 0 || !final) {
+          yield { ...response, parameters };
+        }
+        if (final) {
+          finished = true;
+          return;
+        }
+      }
+    } finally {
+      signal.removeEventListener("abort", abort);
+      if (finished) call.end();
+      // Either the server has ended the request, or the caller stopped early: nothing more is read.
+      call.cancel();
+    }
+  }
+
+  async #repository(
+    method: string,
+    request: Parameters<typeof codecs.RepositoryModelRequest.encode>[0],
+    what: string,
+    options: TransportCallOptions,
+  ): Promise<void> {
+    await this.#unary(method, codecs.RepositoryModelRequest, codecs.Empty, request, what, options);
+  }
+
+  /** `RepositoryModelLoad`. */
+  loadModel(
+    name: string,
+    load: TransportLoadOptions,
+    options: TransportCallOptions,
+  ): Promise<void> {
+    const parameters: Record<string, { string_param?: string; bytes_param?: Uint8Array }> = {};
+    if (load.config !== undefined) parameters.config = { string_param: load.config };
+    for (const [key, bytes] of Object.entries(load.files ?? {})) {
+      parameters[key] = { bytes_param: bytes };
+    }
+    return this.#repository(
+      "RepositoryModelLoad",
+      { model_name: name, parameters },
+      `Cannot load model '${name}'`,
+      options,
+    );
+  }
+
+  /** `RepositoryModelUnload`. */
+  unloadModel(name: string, options: TransportCallOptions): Promise<void> {
+    return this.#repository(
+      "RepositoryModelUnload",
+      { model_name: name },
+      `Cannot unload model '${name}'`,
+      options,
+    );
+  }
+
+  /** Closes the channel. */
+  close(): Promise<void> {
+    this.#client.close();
+    return Promise.resolve();
   }
 }
