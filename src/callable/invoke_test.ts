@@ -142,7 +142,7 @@ Deno.test("runDecoupled() yields every step of sync and async generators", async
 
 Deno.test("runDecoupled() treats a plain or async return as one step", async () => {
   assert.deepEqual(await collect(() => step(1)), [step(1)]);
-  assert.deepEqual(await collect(async () => step(2)), [step(2)]);
+  assert.deepEqual(await collect(() => Promise.resolve(step(2))), [step(2)]);
   assert.deepEqual(await collect({ infer: () => step(3) }), [step(3)]);
 });
 

@@ -6,7 +6,21 @@
 
 import type { ModelStatistics, StatDuration } from "../engine.ts";
 
-/** Nanoseconds between two `performance.now()` readings. */
+/**
+ * Nanoseconds between two `performance.now()` readings, rounded and never negative.
+ *
+ * @param start The earlier reading, in milliseconds.
+ * @param end The later reading, in milliseconds.
+ * @returns The duration in nanoseconds.
+ *
+ * @example
+ * ```ts
+ * import { nsBetween } from "./statistics.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(nsBetween(1, 1.5), 500_000);
+ * ```
+ */
 export function nsBetween(start: number, end: number): number {
   return Math.max(0, Math.round((end - start) * 1e6));
 }
