@@ -360,7 +360,10 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
       return type.encode(type.fromObject(value as Record<string, unknown>)).finish();
     },
     decode(bytes: Uint8Array): T {
-      return type.toObject(type.decode(bytes), DECODE_OPTIONS) as T;
+      // A plain view, not a Node Buffer: decoded `bytes` fields are then plain Uint8Arrays,
+      // whose slice() copies (Buffer's slice() is a view, which breaks alignment fixes).
+      const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      return type.toObject(type.decode(view), DECODE_OPTIONS) as T;
     },
   };
 }

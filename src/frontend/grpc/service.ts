@@ -1,0 +1,428 @@
+/**
+ * The handlers of `inference.GRPCInferenceService` and `grpc.health.v1.Health` over an
+ * {@linkcode Engine}, as `@grpc/grpc-js` service definitions and implementations.
+ *
+ * Requests arrive as raw bytes and are decoded inside the handlers, so a malformed message
+ * gets a clear INVALID_ARGUMENT (and, on the stream, an `error_message`) instead of grpc-js's
+ * bare INTERNAL.
+ *
+ * @module
+ */
+
+import type * as grpc from "@grpc/grpc-js";
+import { Buffer } from "node:buffer";
+import type { Engine, InferenceRequest } from "../../engine/engine.ts";
+import { grpcStatusOf, InferenceError, toInferenceError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import {
+  codecs,
+  type MessageCodec,
+  type ModelInferRequest,
+  type ModelRef,
+  type ModelStreamInferResponse,
+  type RepositoryModelRequest,
+} from "./codec.ts";
+import {
+  FINAL_RESPONSE_PARAMETER,
+  parseModelVersion,
+  toInferenceRequest,
+  toInferResponseMessage,
+} from "./infer_messages.ts";
+import { modelConfigToMessage } from "./model_config_proto.ts";
+
+/** Options of {@linkcode createServices}. */
+export interface GrpcServiceOptions {
+  /**
+   * Metadata keys matching this pattern are forwarded as string request parameters.
+   *
+   * @default {undefined}
+   */
+  headerForwardPattern?: RegExp;
+  /**
+   * Where failures are logged.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+}
+
+/** A grpc-js service: its definition and its handlers. */
+export interface GrpcService {
+  /** Method paths, streaming kinds and (de)serializers. */
+  readonly definition: grpc.ServiceDefinition;
+  /** The handlers, by method name. */
+  readonly implementation: grpc.UntypedServiceImplementation;
+}
+
+/** The inference service name, as in method paths. */
+export const INFERENCE_SERVICE = "inference.GRPCInferenceService";
+
+/** The health service name, as in method paths. */
+export const HEALTH_SERVICE = "grpc.health.v1.Health";
+
+const DECOUPLED_MESSAGE = "ModelInfer RPC doesn't support models with decoupled transaction policy";
+
+type Raw = Buffer;
+
+function method(
+  service: string,
+  name: string,
+  response: MessageCodec<never>,
+  streaming = false,
+): grpc.MethodDefinition<Raw, unknown> {
+  return {
+    path: `/${service}/${name}`,
+    requestStream: streaming,
+    responseStream: streaming,
+    // Requests stay raw; handlers decode them to answer decoding errors themselves.
+    requestSerialize: (value: Raw): Buffer => value,
+    requestDeserialize: (bytes: Buffer): Raw => bytes,
+    responseSerialize: (value: unknown): Buffer => {
+      const bytes = response.encode(value as never);
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
+    responseDeserialize: (bytes: Buffer): unknown => response.decode(bytes),
+  };
+}
+
+function decode<T>(codec: MessageCodec<T>, what: string, bytes: Uint8Array): T {
+  try {
+    return codec.decode(bytes);
+  } catch (error) {
+    throw new InferenceError(
+      `Invalid ${what} message: ${error instanceof Error ? error.message : String(error)}`,
+      { code: "INVALID_ARG", cause: error },
+    );
+  }
+}
+
+/** A gRPC status error as grpc-js expects it from handlers. */
+function statusError(error: InferenceError): Partial<grpc.StatusObject> {
+  return { code: grpcStatusOf(error.code), details: error.message };
+}
+
+function unsupported(message: string): InferenceError {
+  return new InferenceError(message, { code: "UNSUPPORTED" });
+}
+
+function forwardedHeaders(
+  metadata: grpc.Metadata,
+  pattern: RegExp | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (pattern === undefined) return headers;
+  for (const [key, value] of Object.entries(metadata.getMap())) {
+    // Binary (`-bin`) metadata has no string form.
+    if (typeof value === "string" && pattern.test(key)) headers[key] = value;
+  }
+  return headers;
+}
+
+/**
+ * Builds the inference and health services over an engine.
+ *
+ * @param engine The engine serving the models.
+ * @param options Header forwarding and logging.
+ * @returns The inference service and the health service.
+ *
+ * @example Method paths
+ * ```ts
+ * import { createServices } from "./service.ts";
+ * import type { Engine } from "../../engine/engine.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const { inference } = createServices({} as Engine);
+ * assert.equal(inference.definition.ModelInfer?.path, "/inference.GRPCInferenceService/ModelInfer");
+ * assert.equal(inference.definition.ModelStreamInfer?.requestStream, true);
+ * ```
+ */
+export function createServices(
+  engine: Engine,
+  options: GrpcServiceOptions = {},
+): { inference: GrpcService; health: GrpcService } {
+  const { logger, headerForwardPattern } = options;
+
+  const fail = (error: unknown, rpc: string): InferenceError => {
+    const inferenceError = toInferenceError(error);
+    if (!(error instanceof InferenceError)) {
+      logger?.error(`gRPC ${rpc} failed: ${inferenceError.message}`);
+    } else {
+      logger?.debug(1, () => `gRPC ${rpc} answered ${inferenceError.code}: ${error.message}`);
+    }
+    return inferenceError;
+  };
+
+  const unary = <Res>(
+    rpc: string,
+    handler: (bytes: Uint8Array, call: grpc.ServerUnaryCall<Raw, Res>) => Promise<Res>,
+  ): grpc.handleUnaryCall<Raw, Res> =>
+  (call, callback): void => {
+    handler(call.request, call).then(
+      (response) => callback(null, response),
+      (error) => callback(statusError(fail(error, rpc))),
+    );
+  };
+
+  const modelRef = (bytes: Uint8Array): { name: string; version: number | undefined } => {
+    const ref: ModelRef = decode(codecs.ModelRef, "model request", bytes);
+    return { name: ref.name ?? "", version: parseModelVersion(ref.version) };
+  };
+
+  const repositoryRequest = async (bytes: Uint8Array, action: string): Promise<never> => {
+    await Promise.resolve();
+    const request: RepositoryModelRequest = decode(
+      codecs.RepositoryModelRequest,
+      `repository ${action} request`,
+      bytes,
+    );
+    if (request.repository_name) {
+      throw unsupported("'repository_name' specification is not supported");
+    }
+    throw unsupported(
+      `Cannot ${action} model '${request.model_name}': DenoTriton models are bound in code with Triton.bind(), not ${action}ed from a repository`,
+    );
+  };
+
+  const notSupported = (message: string) => async (): Promise<never> => {
+    await Promise.resolve();
+    throw unsupported(message);
+  };
+
+  const decodeInfer = (
+    bytes: Uint8Array,
+    metadata: grpc.Metadata,
+    signal: AbortSignal,
+  ): ReturnType<typeof toInferenceRequest> => {
+    const message: ModelInferRequest = decode(codecs.ModelInferRequest, "ModelInferRequest", bytes);
+    return toInferenceRequest(message, {
+      headers: forwardedHeaders(metadata, headerForwardPattern),
+      signal,
+    });
+  };
+
+  const modelInfer: grpc.handleUnaryCall<Raw, unknown> = unary(
+    "ModelInfer",
+    async (bytes, call) => {
+      const controller = new AbortController();
+      call.on("cancelled", () => controller.abort(cancelledError()));
+      const { request } = decodeInfer(bytes, call.metadata, controller.signal);
+      if (await engine.isDecoupled(request.modelName, request.modelVersion)) {
+        throw unsupported(DECOUPLED_MESSAGE);
+      }
+      return toInferResponseMessage(await engine.infer(request));
+    },
+  );
+
+  const modelStreamInfer = (call: grpc.ServerDuplexStream<Raw, unknown>): void => {
+    const controllers = new Set<AbortController>();
+    const endOnError = call.metadata.get("triton_grpc_error")[0] === "true";
+    let pending = 0;
+    let clientDone = false;
+    let closed = false;
+
+    const finish = (): void => {
+      if (!closed && clientDone && pending === 0) {
+        closed = true;
+        call.end();
+      }
+    };
+    const write = (message: ModelStreamInferResponse): void => {
+      if (!closed) call.write(message);
+    };
+    const abortAll = (): void => {
+      closed = true;
+      for (const controller of controllers) controller.abort(cancelledError());
+    };
+
+    const run = async (bytes: Uint8Array): Promise<void> => {
+      const controller = new AbortController();
+      controllers.add(controller);
+      let request: InferenceRequest | undefined;
+      let modelVersion = "";
+      let modelName = "";
+      let id = "";
+      try {
+        const decoded = decodeInfer(bytes, call.metadata, controller.signal);
+        request = decoded.request;
+        modelName = request.modelName;
+        modelVersion = request.modelVersion === undefined ? "" : String(request.modelVersion);
+        id = request.id ?? "";
+        if (await engine.isDecoupled(request.modelName, request.modelVersion)) {
+          let sentFinal = false;
+          for await (const step of engine.inferStream(request)) {
+            // A final step without outputs is Triton's flags-only final response.
+            if (step.final && step.outputs.size === 0) break;
+            write({
+              infer_response: toInferResponseMessage(step, {
+                [FINAL_RESPONSE_PARAMETER]: step.final,
+              }),
+            });
+            if (step.final) {
+              sentFinal = true;
+              break;
+            }
+          }
+          if (!sentFinal && decoded.enableEmptyFinalResponse) {
+            write({
+              infer_response: {
+                model_name: modelName,
+                model_version: modelVersion,
+                ...(id ? { id } : {}),
+                parameters: { [FINAL_RESPONSE_PARAMETER]: { bool_param: true } },
+              },
+            });
+          }
+        } else {
+          const response = await engine.infer(request);
+          write({
+            infer_response: toInferResponseMessage(response, { [FINAL_RESPONSE_PARAMETER]: true }),
+          });
+        }
+      } catch (error) {
+        const inferenceError = fail(error, "ModelStreamInfer");
+        if (endOnError && !closed) {
+          closed = true;
+          abortAll();
+          call.emit("error", statusError(inferenceError));
+        } else {
+          write({
+            error_message: inferenceError.message,
+            infer_response: {
+              model_name: modelName,
+              model_version: modelVersion,
+              ...(id ? { id } : {}),
+            },
+          });
+        }
+      } finally {
+        controllers.delete(controller);
+      }
+    };
+
+    call.on("data", (bytes: Raw) => {
+      pending++;
+      run(bytes).finally(() => {
+        pending--;
+        finish();
+      });
+    });
+    call.on("end", () => {
+      // The client is done sending: answer what is in flight, then close with OK.
+      clientDone = true;
+      finish();
+    });
+    call.on("cancelled", abortAll);
+    call.on("error", abortAll);
+  };
+
+  const implementation: grpc.UntypedServiceImplementation = {
+    ServerLive: unary("ServerLive", async () => {
+      await Promise.resolve();
+      return { live: engine.isLive() };
+    }),
+    ServerReady: unary("ServerReady", async () => ({ ready: await engine.isReady() })),
+    ModelReady: unary("ModelReady", async (bytes) => {
+      const { name, version } = modelRef(bytes);
+      return { ready: await engine.modelReady(name, version) };
+    }),
+    ServerMetadata: unary("ServerMetadata", async () => {
+      await Promise.resolve();
+      const metadata = engine.serverMetadata();
+      return { ...metadata, extensions: [...metadata.extensions] };
+    }),
+    ModelMetadata: unary("ModelMetadata", async (bytes) => {
+      const { name, version } = modelRef(bytes);
+      return await engine.modelMetadata(name, version);
+    }),
+    ModelInfer: modelInfer,
+    ModelStreamInfer: modelStreamInfer,
+    ModelConfig: unary("ModelConfig", async (bytes) => {
+      const { name, version } = modelRef(bytes);
+      return { config: modelConfigToMessage(await engine.modelConfig(name, version)) };
+    }),
+    ModelStatistics: unary("ModelStatistics", async (bytes) => {
+      const { name, version } = modelRef(bytes);
+      return await engine.modelStatistics(name || undefined, version);
+    }),
+    RepositoryIndex: unary("RepositoryIndex", async (bytes) => {
+      const request = decode(codecs.RepositoryIndexRequest, "repository index request", bytes);
+      if (request.repository_name) {
+        throw unsupported("'repository_name' specification is not supported");
+      }
+      const models = await engine.repositoryIndex(request.ready ?? false);
+      return { models };
+    }),
+    RepositoryModelLoad: unary("RepositoryModelLoad", (bytes) => repositoryRequest(bytes, "load")),
+    RepositoryModelUnload: unary(
+      "RepositoryModelUnload",
+      (bytes) => repositoryRequest(bytes, "unload"),
+    ),
+    SystemSharedMemoryStatus: unary("SystemSharedMemoryStatus", notSupported(SHM_MESSAGE)),
+    SystemSharedMemoryRegister: unary("SystemSharedMemoryRegister", notSupported(SHM_MESSAGE)),
+    SystemSharedMemoryUnregister: unary("SystemSharedMemoryUnregister", notSupported(SHM_MESSAGE)),
+    CudaSharedMemoryStatus: unary("CudaSharedMemoryStatus", notSupported(CUDA_SHM_MESSAGE)),
+    CudaSharedMemoryRegister: unary("CudaSharedMemoryRegister", notSupported(CUDA_SHM_MESSAGE)),
+    CudaSharedMemoryUnregister: unary(
+      "CudaSharedMemoryUnregister",
+      notSupported(CUDA_SHM_MESSAGE),
+    ),
+    TraceSetting: unary(
+      "TraceSetting",
+      notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
+    ),
+    LogSettings: unary(
+      "LogSettings",
+      notSupported(
+        "Log settings cannot be changed over gRPC: configure logging in DenoTriton's TritonConfig",
+      ),
+    ),
+  };
+
+  const empty = codecs.Empty as MessageCodec<never>;
+  const responses: Record<string, MessageCodec<never>> = {
+    ServerLive: codecs.ServerLiveResponse as MessageCodec<never>,
+    ServerReady: codecs.ReadyResponse as MessageCodec<never>,
+    ModelReady: codecs.ReadyResponse as MessageCodec<never>,
+    ServerMetadata: codecs.ServerMetadataResponse as MessageCodec<never>,
+    ModelMetadata: codecs.ModelMetadataResponse as MessageCodec<never>,
+    ModelInfer: codecs.ModelInferResponse as MessageCodec<never>,
+    ModelStreamInfer: codecs.ModelStreamInferResponse as MessageCodec<never>,
+    ModelConfig: codecs.ModelConfigResponse as MessageCodec<never>,
+    ModelStatistics: codecs.ModelStatisticsResponse as MessageCodec<never>,
+    RepositoryIndex: codecs.RepositoryIndexResponse as MessageCodec<never>,
+  };
+  const definition: Record<string, grpc.MethodDefinition<Raw, unknown>> = {};
+  for (const name of Object.keys(implementation)) {
+    definition[name] = method(
+      INFERENCE_SERVICE,
+      name,
+      responses[name] ?? empty,
+      name === "ModelStreamInfer",
+    );
+  }
+
+  const health: GrpcService = {
+    definition: {
+      Check: method(HEALTH_SERVICE, "Check", codecs.HealthCheckResponse as MessageCodec<never>),
+    },
+    implementation: {
+      Check: unary("Health/Check", async (bytes) => {
+        decode(codecs.HealthCheckRequest, "health check request", bytes);
+        return { status: (await engine.isReady()) ? "SERVING" : "NOT_SERVING" };
+      }),
+    },
+  };
+
+  return { inference: { definition, implementation }, health };
+}
+
+const SHM_MESSAGE =
+  "System shared memory is not supported by DenoTriton: send tensors in the request";
+const CUDA_SHM_MESSAGE =
+  "CUDA shared memory is not supported by DenoTriton: send tensors in the request";
+
+function cancelledError(): InferenceError {
+  return new InferenceError("Request cancelled: the client cancelled the gRPC call", {
+    code: "CANCELLED",
+  });
+}

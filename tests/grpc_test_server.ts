@@ -1,0 +1,164 @@
+// A gRPC front end over the built-in engine with the models the gRPC tests use. Run directly
+// (`deno run -A tests/grpc_test_server.ts`) it serves on an ephemeral port and prints it.
+
+import type { InferResult, Request } from "../src/callable/types.ts";
+import { resolveModelConfig } from "../src/config/model_config.ts";
+import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.ts";
+import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
+import { InferenceError } from "../src/errors.ts";
+import { GrpcFrontend, type GrpcFrontendOptions } from "../src/frontend/grpc/server.ts";
+import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { type NDArray, ndarray } from "../src/tensor/ndarray.ts";
+import type { ModelConfig } from "../src/config/model_config.ts";
+import type { InferCallable } from "../src/callable/types.ts";
+
+function model(
+  name: string,
+  inputs: TensorSpec[],
+  outputs: TensorSpec[],
+  callable: InferCallable,
+  config: ModelConfig = {},
+) {
+  return {
+    name,
+    version: 1,
+    strict: false,
+    inputs: resolveTensorSpecs(inputs, "input"),
+    outputs: resolveTensorSpecs(outputs, "output"),
+    config: resolveModelConfig(config),
+    instances: new MainThreadInstances([callable]),
+  };
+}
+
+/** Identity over every dtype: input `IN_<dtype>` → output `OUT_<dtype>`. */
+const DTYPES = [
+  "bool",
+  "int8",
+  "int16",
+  "int32",
+  "int64",
+  "uint8",
+  "uint16",
+  "uint32",
+  "uint64",
+  "float16",
+  "float32",
+  "float64",
+  "bytes",
+] as const;
+
+/** A running engine and front end; dispose to stop both. */
+export interface TestServer extends AsyncDisposable {
+  /** The engine. */
+  readonly engine: BuiltinEngine;
+  /** The front end. */
+  readonly frontend: GrpcFrontend;
+}
+
+/**
+ * Starts the built-in engine with the test models and a gRPC front end on an ephemeral port.
+ *
+ * Models:
+ * - `AddSub` (batching, max 8): FP32 `a`, `b` [-1] → `add`, `sub`.
+ * - `Identity` (no batching): every dtype `IN_<d>` [-1] → `OUT_<d>`, all inputs optional.
+ * - `Echo` (batching): BYTES `text` [1] → `text` plus `params` BYTES [1] with the JSON of the
+ *   request parameters.
+ * - `Stream` (decoupled, no batching): INT32 `n` [1] → `i` INT32 [1], n responses.
+ * - `Fail` (no batching): FP32 `x` [1] → throws.
+ */
+export async function startTestServer(options: GrpcFrontendOptions = {}): Promise<TestServer> {
+  const engine = new BuiltinEngine({});
+  await engine.start();
+  await engine.loadModel(model(
+    "AddSub",
+    [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
+    [{ name: "add", dtype: "float32", shape: [-1] }, {
+      name: "sub",
+      dtype: "float32",
+      shape: [-1],
+    }],
+    (requests: Request[]): InferResult[] =>
+      requests.map((r) => {
+        const a = r.data.a!.data as Float32Array;
+        const b = r.data.b!.data as Float32Array;
+        return {
+          add: ndarray(a.map((v, i) => v + b[i]!), r.data.a!.shape),
+          sub: ndarray(a.map((v, i) => v - b[i]!), r.data.a!.shape),
+        };
+      }),
+    { maxBatchSize: 8 },
+  ));
+  await engine.loadModel(model(
+    "Identity",
+    DTYPES.map((d) => ({ name: `IN_${d}`, dtype: d, shape: [-1], optional: true })),
+    DTYPES.map((d) => ({ name: `OUT_${d}`, dtype: d, shape: [-1] })),
+    (requests: Request[]): InferResult[] =>
+      requests.map((r) => {
+        const result: Record<string, NDArray> = {};
+        for (const [name, array] of Object.entries(r.data)) {
+          result[name.replace("IN_", "OUT_")] = array;
+        }
+        return result;
+      }),
+    { batching: false },
+  ));
+  await engine.loadModel(model(
+    "Echo",
+    [{ name: "text", dtype: "bytes", shape: [1] }],
+    [{ name: "text", dtype: "bytes", shape: [1] }, { name: "params", dtype: "bytes", shape: [1] }],
+    (requests: Request[]): InferResult[] =>
+      requests.map((r) => ({
+        text: r.data.text!,
+        params: ndarray([JSON.stringify(r.parameters)], [1, 1]),
+      })),
+    { maxBatchSize: 4 },
+  ));
+  await engine.loadModel(model(
+    "Stream",
+    [{ name: "n", dtype: "int32", shape: [1] }],
+    [{ name: "i", dtype: "int32", shape: [1] }],
+    async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+      const n = (requests[0]!.data.n!.data as Int32Array)[0]!;
+      if (n < 0) {
+        throw new InferenceError("Negative count: n must be >= 0", { code: "INVALID_ARG" });
+      }
+      for (let i = 0; i < n; i++) {
+        await Promise.resolve();
+        yield [{ i: ndarray(new Int32Array([i]), [1]) }];
+      }
+    },
+    { batching: false, decoupled: true },
+  ));
+  await engine.loadModel(model(
+    "Fail",
+    [{ name: "x", dtype: "float32", shape: [1] }],
+    [{ name: "y", dtype: "float32", shape: [1] }],
+    (): InferResult[] => {
+      throw new Error("Model failed on purpose");
+    },
+    { batching: false },
+  ));
+  const frontend = await GrpcFrontend.start(engine, {
+    address: "127.0.0.1",
+    port: 0,
+    headerForwardPattern: "^x-forward-",
+    ...options,
+  });
+  return {
+    engine,
+    frontend,
+    async [Symbol.asyncDispose]() {
+      await frontend.shutdown();
+      await engine.stop();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const server = await startTestServer();
+  console.log(server.frontend.port);
+  Deno.addSignalListener("SIGTERM", async () => {
+    await server[Symbol.asyncDispose]();
+    Deno.exit(0);
+  });
+}
