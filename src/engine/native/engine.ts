@@ -1,0 +1,845 @@
+/**
+ * The Triton-core engine: Triton 2.51's in-process server (`libtritonserver`) driven through
+ * Deno FFI, with models served by DenoTriton's C forwarding backend. Triton's core does the
+ * scheduling (dynamic batching, queue policies, priorities), response cache, statistics and
+ * metrics; the batches it forms run on the model's {@linkcode ModelInstance}s in this isolate.
+ *
+ * @module
+ */
+
+import { toTritonModelConfig } from "../../config/triton_model_config.ts";
+import { InferenceError, TritonError, type TritonUnrecoverableError } from "../../errors.ts";
+import type { ModelInstance } from "../../instances/instance.ts";
+import type { Logger } from "../../log.ts";
+import type {
+  Engine,
+  EngineKind,
+  InferenceRequest,
+  InferenceResponse,
+  ModelDefinition,
+  ModelMetadata,
+  ModelStatistics,
+  RepositoryIndexEntry,
+  ServerMetadata,
+  StreamResponse,
+  TritonModelConfigJson,
+} from "../engine.ts";
+import { consumeInstance } from "./backend_bridge.ts";
+import { CompletionQueue } from "./events.ts";
+import { type NativeLibraries, openNative } from "./ffi.ts";
+import { BACKEND_NAME, findTritonInstall, type TritonInstall } from "./install.ts";
+import { submitRequest } from "./request.ts";
+import { readResponse } from "./response.ts";
+import { check, cString, pointerOf, readCString, takeError, takeMessageJson } from "./status.ts";
+
+/** The protocol extensions both engines report (front ends add their own). */
+const EXTENSIONS: readonly string[] = [
+  "binary_tensor_data",
+  "parameters",
+  "statistics",
+  "model_configuration",
+  "model_repository",
+  "schedule_policy",
+];
+
+const MODEL_CONTROL_EXPLICIT = 2;
+const PARAMETER_STRING = 0;
+const CHANNEL_PARAMETER = "denotriton_channel";
+
+/** A response-cache implementation and its JSON config (`SetCacheConfig`). */
+export interface CacheConfig {
+  /** Cache name; only `"local"` ships with the wheel. */
+  name: string;
+  /** The cache's config, e.g. `{ size: 1048576 }`. */
+  config: Record<string, unknown>;
+}
+
+/** Options of {@linkcode NativeEngine}. */
+export interface NativeEngineOptions {
+  /**
+   * Server id, the `name` of the server metadata.
+   *
+   * @default {"triton"}
+   */
+  id?: string;
+  /**
+   * Whether the server is not ready while any model is not ready.
+   *
+   * @default {true}
+   */
+  strictReadiness?: boolean;
+  /**
+   * How long `stop()` waits for in-flight requests, in seconds.
+   *
+   * @default {30}
+   */
+  exitTimeoutSecs?: number;
+  /**
+   * Logger for load/unload and failures.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+  /**
+   * Response cache size in bytes for the `local` cache; 0 disables it.
+   *
+   * @default {0}
+   */
+  responseCacheByteSize?: number;
+  /**
+   * A cache config; overrides `responseCacheByteSize`.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Triton's own log file; its logs go to stderr otherwise.
+   *
+   * @default {undefined}
+   */
+  logFile?: string;
+  /**
+   * Triton's verbose log level.
+   *
+   * @default {0}
+   */
+  logVerbose?: number;
+  /**
+   * Whether Triton logs info messages (its start-up tables and load/unload lines).
+   *
+   * @default {false}
+   */
+  logInfo?: boolean;
+  /**
+   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /**
+   * The install to use.
+   *
+   * @default {the install found in the default home}
+   */
+  install?: TritonInstall;
+}
+
+interface ModelEntry {
+  readonly definition: ModelDefinition;
+  readonly channel: bigint;
+  readonly instances: ModelInstance[];
+  readonly consumers: Promise<void>;
+  readonly order: readonly string[];
+}
+
+function unavailable(message: string): InferenceError {
+  return new InferenceError(message, { code: "UNAVAILABLE" });
+}
+
+/**
+ * The engine backed by Triton's in-process core.
+ *
+ * @example Serve a model through the core (needs `deno task setup:triton`)
+ * ```ts ignore
+ * import { NativeEngine } from "./engine.ts";
+ * import { MainThreadInstances } from "../../instances/main_thread.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * await using engine = new NativeEngine();
+ * await engine.start();
+ * await engine.loadModel({
+ *   name: "Double", version: 1, strict: false,
+ *   inputs: [{ name: "x", dtype: "float32", shape: [-1], optional: false }],
+ *   outputs: [{ name: "y", dtype: "float32", shape: [-1], optional: false }],
+ *   config: resolveModelConfig({ maxBatchSize: 8 }),
+ *   instances: new MainThreadInstances([(requests) =>
+ *     requests.map((r) => ({
+ *       y: ndarray((r.data.x!.data as Float32Array).map((v) => v * 2), r.data.x!.shape),
+ *     }))
+ *   ]),
+ * });
+ * const response = await engine.infer({
+ *   modelName: "Double", parameters: {},
+ *   inputs: new Map([["x", ndarray(new Float32Array([1, 2]), [1, 2])]]),
+ * });
+ * assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4]);
+ * ```
+ */
+export class NativeEngine implements Engine {
+  /** Which engine this is. */
+  readonly kind: EngineKind = "triton";
+  #options: NativeEngineOptions;
+  #libraries: NativeLibraries | undefined;
+  #queue: CompletionQueue | undefined;
+  #server: Deno.PointerValue = null;
+  #repository: string | undefined;
+  #models = new Map<string, ModelEntry>();
+  #loading = new Set<string>();
+  #stopping: Promise<void> | undefined;
+  #stopped = false;
+  #metadata: ServerMetadata | undefined;
+
+  /**
+   * Creates the engine; `start()` loads the core.
+   *
+   * @param options Server options, logging, cache and install.
+   */
+  constructor(options: NativeEngineOptions = {}) {
+    this.#options = options;
+  }
+
+  get #core(): NativeLibraries["core"] {
+    if (this.#libraries === undefined || this.#server === null) {
+      throw unavailable("The Triton engine is not started");
+    }
+    return this.#libraries.core;
+  }
+
+  /**
+   * Loads the core and creates the in-process server.
+   *
+   * @throws {TritonError} When the core is not installed or cannot start.
+   */
+  async start(): Promise<void> {
+    if (this.#server !== null) return;
+    if (this.#stopping !== undefined) {
+      throw new TritonError("Cannot start the Triton engine: it was stopped");
+    }
+    const install = this.#options.install ?? await findTritonInstall();
+    if (install === undefined) {
+      throw new TritonError(
+        "Cannot start the Triton engine: the Triton core is not installed (run: deno task setup:triton)",
+      );
+    }
+    const libraries = openNative(install);
+    const { core } = libraries;
+    this.#repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
+    const slot = new BigUint64Array(1);
+    check(core, core.TRITONSERVER_ServerOptionsNew(slot));
+    const options = pointerOf(slot);
+    try {
+      const o = this.#options;
+      const set = (error: Deno.PointerValue): void =>
+        check(core, error, "Cannot set a Triton server option");
+      set(core.TRITONSERVER_ServerOptionsSetServerId(options, cString(o.id ?? "triton")));
+      set(
+        core.TRITONSERVER_ServerOptionsSetModelRepositoryPath(options, cString(this.#repository)),
+      );
+      set(core.TRITONSERVER_ServerOptionsSetModelControlMode(options, MODEL_CONTROL_EXPLICIT));
+      set(core.TRITONSERVER_ServerOptionsSetStrictModelConfig(options, true));
+      set(
+        core.TRITONSERVER_ServerOptionsSetBackendDirectory(
+          options,
+          cString(install.backendDirectory),
+        ),
+      );
+      set(core.TRITONSERVER_ServerOptionsSetRepoAgentDirectory(options, cString(this.#repository)));
+      // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc), no DCGM.
+      set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(options, 0n));
+      set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(options, false));
+      set(core.TRITONSERVER_ServerOptionsSetMetrics(options, true));
+      set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(options, false));
+      set(core.TRITONSERVER_ServerOptionsSetStrictReadiness(options, o.strictReadiness ?? true));
+      set(core.TRITONSERVER_ServerOptionsSetExitTimeout(options, o.exitTimeoutSecs ?? 30));
+      set(core.TRITONSERVER_ServerOptionsSetExitOnError(options, true));
+      set(core.TRITONSERVER_ServerOptionsSetLogInfo(options, o.logInfo ?? false));
+      set(core.TRITONSERVER_ServerOptionsSetLogWarn(options, true));
+      set(core.TRITONSERVER_ServerOptionsSetLogError(options, true));
+      set(core.TRITONSERVER_ServerOptionsSetLogVerbose(options, o.logVerbose ?? 0));
+      if (o.logFile !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogFile(options, cString(o.logFile)));
+      }
+      const cache = o.cacheConfig ??
+        ((o.responseCacheByteSize ?? 0) > 0
+          ? { name: "local", config: { size: String(o.responseCacheByteSize) } }
+          : undefined);
+      if (cache !== undefined) {
+        set(
+          core.TRITONSERVER_ServerOptionsSetCacheDirectory(
+            options,
+            cString(install.cacheDirectory),
+          ),
+        );
+        set(core.TRITONSERVER_ServerOptionsSetCacheConfig(
+          options,
+          cString(cache.name),
+          cString(JSON.stringify(cache.config)),
+        ));
+      }
+      check(
+        core,
+        await core.TRITONSERVER_ServerNew(slot, options),
+        "Cannot start the Triton server",
+      );
+      this.#server = pointerOf(slot);
+    } catch (error) {
+      await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
+      this.#repository = undefined;
+      throw error;
+    } finally {
+      const failure = core.TRITONSERVER_ServerOptionsDelete(options);
+      if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+    }
+    this.#libraries = libraries;
+    this.#queue = new CompletionQueue(libraries.bridge);
+    this.#options.logger?.info(
+      `Started Triton ${install.version} in-process (${install.coreLibrary})`,
+    );
+  }
+
+  /** Whether the core reports the server live. */
+  isLive(): boolean {
+    if (this.#server === null || this.#stopped) return false;
+    const live = new Uint8Array(1);
+    const failure = takeError(this.#core, this.#core.TRITONSERVER_ServerIsLive(this.#server, live));
+    return failure === undefined && live[0] === 1;
+  }
+
+  /**
+   * Whether the core reports the server ready.
+   *
+   * @returns False while stopping, or (strict readiness) while a model is not ready.
+   */
+  isReady(): Promise<boolean> {
+    if (this.#server === null || this.#stopping !== undefined) return Promise.resolve(false);
+    const ready = new Uint8Array(1);
+    const failure = takeError(
+      this.#core,
+      this.#core.TRITONSERVER_ServerIsReady(this.#server, ready),
+    );
+    return Promise.resolve(failure === undefined && ready[0] === 1);
+  }
+
+  /**
+   * Server metadata from the core (name and version), with the extensions DenoTriton serves.
+   *
+   * @returns `{name, version, extensions}`.
+   */
+  serverMetadata(): ServerMetadata {
+    if (this.#metadata !== undefined) return this.#metadata;
+    const slot = new BigUint64Array(1);
+    check(this.#core, this.#core.TRITONSERVER_ServerMetadata(this.#server, slot));
+    const json = takeMessageJson(this.#core, pointerOf(slot)) as ServerMetadata;
+    this.#metadata = {
+      name: json.name,
+      version: json.version,
+      extensions: EXTENSIONS.filter((e) => json.extensions.includes(e)),
+    };
+    return this.#metadata;
+  }
+
+  /**
+   * Starts the model's instances and loads it into the core with a generated config.
+   *
+   * @param model The model.
+   * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version, UNSUPPORTED for a
+   *   second version of a loaded model, UNAVAILABLE when stopping, or the core's load error.
+   */
+  async loadModel(model: ModelDefinition): Promise<void> {
+    const core = this.#core;
+    const { bridge } = this.#libraries!;
+    if (this.#stopping !== undefined) {
+      throw unavailable(`Cannot load model '${model.name}': the server is stopping`);
+    }
+    const existing = this.#models.get(model.name);
+    if (existing !== undefined) {
+      if (existing.definition.version === model.version) {
+        throw new InferenceError(
+          `Cannot load model '${model.name}': version ${model.version} is loaded already`,
+          { code: "ALREADY_EXISTS" },
+        );
+      }
+      throw new InferenceError(
+        `Cannot load model '${model.name}' version ${model.version}: the Triton engine serves one version per model and version ${existing.definition.version} is loaded`,
+        { code: "UNSUPPORTED" },
+      );
+    }
+    if (this.#loading.has(model.name)) {
+      throw new InferenceError(`Cannot load model '${model.name}': it is being loaded`, {
+        code: "ALREADY_EXISTS",
+      });
+    }
+    this.#loading.add(model.name);
+    try {
+      let instances: ModelInstance[];
+      try {
+        instances = await model.instances.start(model);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new InferenceError(
+          `Failed to load model '${model.name}' version ${model.version}: ${reason}`,
+          { code: "INTERNAL", cause: error },
+        );
+      }
+      const channel = bridge.dt_channel_open(instances.length, model.config.decoupled ? 1 : 0);
+      const consumers = Promise.all(instances.map((instance, slot) =>
+        consumeInstance({
+          bridge,
+          channel,
+          slot,
+          instance,
+          model,
+          ...(this.#options.onUnrecoverable
+            ? { onUnrecoverable: this.#options.onUnrecoverable }
+            : {}),
+        }).catch((error) => {
+          this.#options.logger?.error(
+            `Instance ${slot} of '${model.name}' stopped serving: ${String(error)}`,
+          );
+        })
+      )).then(() => {});
+      const entry: ModelEntry = {
+        definition: model,
+        channel,
+        instances,
+        consumers,
+        order: model.outputs.map((o) => o.name),
+      };
+      try {
+        await this.#loadIntoCore(model, channel, instances.length);
+      } catch (error) {
+        bridge.dt_channel_close(channel);
+        await consumers;
+        await this.#dispose(entry);
+        throw error;
+      }
+      this.#models.set(model.name, entry);
+      this.#options.logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
+    } finally {
+      this.#loading.delete(model.name);
+    }
+    void core;
+  }
+
+  async #loadIntoCore(model: ModelDefinition, channel: bigint, count: number): Promise<void> {
+    const core = this.#core;
+    await Deno.mkdir(`${this.#repository}/${model.name}/${model.version}`, { recursive: true });
+    const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
+    const config = toTritonModelConfig(model, {
+      backend: BACKEND_NAME,
+      devices,
+      gpusAvailable: false,
+      parameters: { [CHANNEL_PARAMETER]: String(channel) },
+    });
+    config.version_policy = { specific: { versions: [model.version] } };
+    const parameter = core.TRITONSERVER_ParameterNew(
+      cString("config"),
+      PARAMETER_STRING,
+      cString(JSON.stringify(config)),
+    );
+    if (parameter === null) {
+      throw new InferenceError(`Cannot load model '${model.name}': cannot create its config`);
+    }
+    try {
+      const list = new BigUint64Array([BigInt(Deno.UnsafePointer.value(parameter))]);
+      check(
+        core,
+        await core.TRITONSERVER_ServerLoadModelWithParameters(
+          this.#server,
+          cString(model.name),
+          list,
+          1n,
+        ),
+        `Failed to load model '${model.name}' version ${model.version}`,
+      );
+    } finally {
+      core.TRITONSERVER_ParameterDelete(parameter);
+    }
+  }
+
+  async #dispose(entry: ModelEntry): Promise<void> {
+    await Promise.all(entry.instances.map(async (instance) => {
+      try {
+        await instance[Symbol.asyncDispose]();
+      } catch (error) {
+        this.#options.logger?.warn(
+          `Failed to stop instance ${instance.index} of '${entry.definition.name}': ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+      }
+    }));
+  }
+
+  /**
+   * Unloads a model from the core (waiting for its in-flight requests) and stops its instances.
+   *
+   * @param name Model name.
+   * @param version Model version; the loaded one when undefined.
+   * @throws {InferenceError} NOT_FOUND for unknown models or versions.
+   */
+  async unloadModel(name: string, version?: number): Promise<void> {
+    const core = this.#core;
+    const entry = this.#models.get(name);
+    if (entry === undefined) {
+      throw new InferenceError(`Request for unknown model: '${name}' is not found`, {
+        code: "NOT_FOUND",
+      });
+    }
+    if (version !== undefined && version !== -1 && version !== entry.definition.version) {
+      throw new InferenceError(
+        `Request for unknown model: '${name}' version ${version} is not found`,
+        { code: "NOT_FOUND" },
+      );
+    }
+    check(
+      core,
+      await core.TRITONSERVER_ServerUnloadModel(this.#server, cString(name)),
+      `Failed to unload model '${name}'`,
+    );
+    // Triton finalizes the instances once in-flight batches are done; the consumers then end.
+    await entry.consumers;
+    this.#libraries!.bridge.dt_channel_close(entry.channel);
+    this.#models.delete(name);
+    await this.#dispose(entry);
+    this.#options.logger?.info(
+      `Successfully unloaded '${name}' version ${entry.definition.version}`,
+    );
+  }
+
+  /**
+   * Whether a model version is ready in the core.
+   *
+   * @param name Model name.
+   * @param version Model version; chosen by the version policy when undefined.
+   * @returns False for unknown models.
+   */
+  modelReady(name: string, version?: number): Promise<boolean> {
+    if (this.#server === null || this.#stopped) return Promise.resolve(false);
+    const ready = new Uint8Array(1);
+    const failure = takeError(
+      this.#core,
+      this.#core.TRITONSERVER_ServerModelIsReady(
+        this.#server,
+        cString(name),
+        BigInt(version ?? -1),
+        ready,
+      ),
+    );
+    return Promise.resolve(failure === undefined && ready[0] === 1);
+  }
+
+  #message(call: (slot: BigUint64Array) => Deno.PointerValue): unknown {
+    const slot = new BigUint64Array(1);
+    check(this.#core, call(slot));
+    return takeMessageJson(this.#core, pointerOf(slot));
+  }
+
+  /**
+   * Model metadata from the core.
+   *
+   * @param name Model name.
+   * @param version Model version.
+   * @returns `{name, versions, platform, inputs, outputs}`.
+   */
+  modelMetadata(name: string, version?: number): Promise<ModelMetadata> {
+    try {
+      return Promise.resolve(this.#message((slot) =>
+        this.#core.TRITONSERVER_ServerModelMetadata(
+          this.#server,
+          cString(name),
+          BigInt(version ?? -1),
+          slot,
+        )
+      ) as ModelMetadata);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * The core's normalised model config (without DenoTriton's internal parameter).
+   *
+   * @param name Model name.
+   * @param version Model version.
+   * @returns The config JSON.
+   */
+  modelConfig(name: string, version?: number): Promise<TritonModelConfigJson> {
+    try {
+      const config = this.#message((slot) =>
+        this.#core.TRITONSERVER_ServerModelConfig(
+          this.#server,
+          cString(name),
+          BigInt(version ?? -1),
+          1,
+          slot,
+        )
+      ) as TritonModelConfigJson;
+      const parameters = config.parameters as Record<string, unknown> | undefined;
+      if (parameters !== undefined) delete parameters[CHANNEL_PARAMETER];
+      return Promise.resolve(config);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Statistics from the core.
+   *
+   * @param name Model name; all models when undefined.
+   * @param version Model version.
+   * @returns `{model_stats: [...]}`.
+   */
+  modelStatistics(name?: string, version?: number): Promise<{ model_stats: ModelStatistics[] }> {
+    try {
+      return Promise.resolve(this.#message((slot) =>
+        this.#core.TRITONSERVER_ServerModelStatistics(
+          this.#server,
+          cString(name ?? ""),
+          BigInt(version ?? -1),
+          slot,
+        )
+      ) as { model_stats: ModelStatistics[] });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * The core's repository index.
+   *
+   * @param readyOnly Only ready versions.
+   * @returns The entries.
+   */
+  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    try {
+      return Promise.resolve(
+        this.#message((slot) =>
+          this.#core.TRITONSERVER_ServerModelIndex(this.#server, readyOnly ? 1 : 0, slot)
+        ) as RepositoryIndexEntry[],
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Whether a model is decoupled.
+   *
+   * @param name Model name.
+   * @param version Model version.
+   * @returns Its transaction policy.
+   */
+  isDecoupled(name: string, version?: number): Promise<boolean> {
+    const entry = this.#models.get(name);
+    if (
+      entry === undefined ||
+      (version !== undefined && version !== -1 && version !== entry.definition.version)
+    ) {
+      return Promise.reject(
+        new InferenceError(`Request for unknown model: '${name}' is not found`, {
+          code: "NOT_FOUND",
+        }),
+      );
+    }
+    return Promise.resolve(entry.definition.config.decoupled);
+  }
+
+  #checkRunning(name: string): void {
+    if (this.#stopping !== undefined || this.#server === null) {
+      throw unavailable(`Cannot infer with model '${name}': the server is stopping`);
+    }
+  }
+
+  /**
+   * Runs one request of a coupled model through the core.
+   *
+   * @param request The request.
+   * @returns Its response.
+   * @throws {InferenceError} With the core's code (NOT_FOUND, INVALID_ARG, UNAVAILABLE,
+   *   CANCELLED, INTERNAL for callable failures) or UNSUPPORTED for decoupled models.
+   */
+  infer(request: InferenceRequest): Promise<InferenceResponse> {
+    try {
+      this.#checkRunning(request.modelName);
+      const entry = this.#models.get(request.modelName);
+      if (entry?.definition.config.decoupled) {
+        throw new InferenceError(
+          `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
+          { code: "UNSUPPORTED" },
+        );
+      }
+      const order = entry?.order ?? [];
+      const libraries = this.#libraries!;
+      return new Promise<InferenceResponse>((resolve, reject) => {
+        submitRequest(libraries, this.#queue!, this.#server, request, {
+          response: (response, final) => {
+            if (response === null) {
+              if (final) {
+                reject(new InferenceError("The model sent no response", { code: "INTERNAL" }));
+              }
+              return;
+            }
+            try {
+              resolve(readResponse(libraries.bridge, response, order));
+            } catch (error) {
+              reject(error);
+            }
+          },
+        });
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Runs one request of a decoupled model: its responses, the last one marked final (an empty
+   * final response when the model yielded nothing).
+   *
+   * @param request The request.
+   * @returns The responses.
+   */
+  async *inferStream(request: InferenceRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    this.#checkRunning(request.modelName);
+    const entry = this.#models.get(request.modelName);
+    if (entry === undefined) {
+      throw new InferenceError(`Request for unknown model: '${request.modelName}' is not found`, {
+        code: "NOT_FOUND",
+      });
+    }
+    if (!entry.definition.config.decoupled) {
+      throw new InferenceError(
+        `Cannot stream with model '${request.modelName}': streaming needs a model with decoupled transaction policy`,
+        { code: "UNSUPPORTED" },
+      );
+    }
+    type Event =
+      | { kind: "value"; value: InferenceResponse }
+      | { kind: "end" }
+      | { kind: "error"; error: unknown };
+    const events: Event[] = [];
+    let wake: (() => void) | undefined;
+    const push = (event: Event): void => {
+      events.push(event);
+      wake?.();
+    };
+    const libraries = this.#libraries!;
+    const controller = new AbortController();
+    const signal = request.signal === undefined
+      ? controller.signal
+      : AbortSignal.any([request.signal, controller.signal]);
+    submitRequest(libraries, this.#queue!, this.#server, { ...request, signal }, {
+      response: (response, final) => {
+        if (response !== null) {
+          try {
+            push({ kind: "value", value: readResponse(libraries.bridge, response, entry.order) });
+          } catch (error) {
+            push({ kind: "error", error });
+            return;
+          }
+        }
+        if (final) push({ kind: "end" });
+      },
+    });
+    let finished = false;
+    try {
+      let held: InferenceResponse | undefined;
+      while (true) {
+        if (events.length === 0) {
+          await new Promise<void>((resolve) => wake = resolve);
+          wake = undefined;
+          continue;
+        }
+        const event = events.shift()!;
+        if (event.kind === "value") {
+          if (held !== undefined) yield { ...held, final: false };
+          held = event.value;
+          continue;
+        }
+        finished = true;
+        if (event.kind === "end") {
+          yield held === undefined
+            ? {
+              modelName: entry.definition.name,
+              modelVersion: String(entry.definition.version),
+              ...(request.id === undefined || request.id === "" ? {} : { id: request.id }),
+              outputs: new Map(),
+              final: true,
+            }
+            : { ...held, final: true };
+          return;
+        }
+        if (held !== undefined) yield { ...held, final: false };
+        throw event.error;
+      }
+    } finally {
+      if (!finished) controller.abort();
+    }
+  }
+
+  /**
+   * The core's Prometheus metrics.
+   *
+   * @returns The text exposition.
+   */
+  metrics(): Promise<string> {
+    try {
+      const core = this.#core;
+      const slot = new BigUint64Array(1);
+      check(core, core.TRITONSERVER_ServerMetrics(this.#server, slot));
+      const metrics = pointerOf(slot);
+      try {
+        const base = new BigUint64Array(1);
+        const size = new BigUint64Array(1);
+        check(core, core.TRITONSERVER_MetricsFormatted(metrics, 0, base, size));
+        const length = Number(size[0]);
+        return Promise.resolve(
+          length === 0 ? "" : new TextDecoder().decode(
+            new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pointerOf(base)!, length)),
+          ),
+        );
+      } finally {
+        const failure = core.TRITONSERVER_MetricsDelete(metrics);
+        if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Stops the core (it waits for in-flight requests up to the exit timeout and unloads every
+   * model), stops the instances, deletes the server and removes the repository. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    if (this.#server === null || this.#libraries === undefined) {
+      this.#stopped = true;
+      return;
+    }
+    const { core, bridge } = this.#libraries;
+    const server = this.#server;
+    const stopError = takeError(core, await core.TRITONSERVER_ServerStop(server));
+    if (stopError !== undefined) this.#options.logger?.warn(`Triton stop: ${stopError.message}`);
+    const entries = [...this.#models.values()];
+    // Once the core gave up (exit timeout), close the channels so stuck consumers end too.
+    for (const entry of entries) bridge.dt_channel_close(entry.channel);
+    await Promise.all(entries.map((entry) => entry.consumers));
+    const deleteError = takeError(core, await core.TRITONSERVER_ServerDelete(server));
+    if (deleteError !== undefined) {
+      this.#options.logger?.warn(`Triton delete: ${deleteError.message}`);
+    }
+    this.#server = null;
+    this.#stopped = true;
+    await this.#queue?.idle();
+    await Promise.all(entries.map((entry) => this.#dispose(entry)));
+    this.#models.clear();
+    if (this.#repository !== undefined) {
+      await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
+      this.#repository = undefined;
+    }
+    void readCString;
+  }
+
+  /** Stops the engine. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Tensors across the FFI boundary: DenoTriton dtypes ↔ `TRITONSERVER_DataType` values, and
+ * NDArrays read in place from memory the core owns.
+ *
+ * @module
+ */
+
+import { InferenceError } from "../../errors.ts";
+import type { DType } from "../../tensor/dtype.ts";
+import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+
+const BY_DTYPE: Readonly<Record<DType, number>> = {
+  bool: 1,
+  uint8: 2,
+  uint16: 3,
+  uint32: 4,
+  uint64: 5,
+  int8: 6,
+  int16: 7,
+  int32: 8,
+  int64: 9,
+  float16: 10,
+  float32: 11,
+  float64: 12,
+  bytes: 13,
+  bfloat16: 14,
+};
+
+const BY_VALUE = new Map<number, DType>(
+  (Object.entries(BY_DTYPE) as [DType, number][]).map(([dtype, value]) => [value, dtype]),
+);
+
+/**
+ * The `TRITONSERVER_DataType` value of a dtype.
+ *
+ * @param dtype A dtype.
+ * @returns Its enum value.
+ *
+ * @example
+ * ```ts
+ * import { tritonDataType } from "./tensors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(tritonDataType("float32"), 11);
+ * assert.equal(tritonDataType("bytes"), 13);
+ * ```
+ */
+export function tritonDataType(dtype: DType): number {
+  return BY_DTYPE[dtype];
+}
+
+/**
+ * The dtype of a `TRITONSERVER_DataType` value.
+ *
+ * @param value An enum value.
+ * @returns The dtype.
+ * @throws {InferenceError} (INVALID_ARG) For INVALID or unknown values.
+ *
+ * @example
+ * ```ts
+ * import { dtypeOfTriton } from "./tensors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(dtypeOfTriton(9), "int64");
+ * ```
+ */
+export function dtypeOfTriton(value: number): DType {
+  const dtype = BY_VALUE.get(value);
+  if (dtype === undefined) {
+    throw new InferenceError(`Unsupported Triton data type: ${value}`, { code: "INVALID_ARG" });
+  }
+  return dtype;
+}
+
+/**
+ * A view of `size` bytes at a core-owned address (no copy); empty for size 0.
+ *
+ * @param address The address, as a number.
+ * @param size The byte count.
+ * @returns A `Uint8Array` over that memory.
+ */
+export function viewAt(address: number, size: number): Uint8Array {
+  if (size === 0 || address === 0) return new Uint8Array(0);
+  const pointer = Deno.UnsafePointer.create(BigInt(address))!;
+  return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pointer, size));
+}
+
+/**
+ * An NDArray over core-owned memory: in place when aligned (numeric), BYTES elements as views.
+ *
+ * @param dtype The element type.
+ * @param shape The dimensions.
+ * @param bytes The raw little-endian (or length-prefixed BYTES) data.
+ * @returns The tensor.
+ */
+export function tensorInPlace(dtype: DType, shape: readonly number[], bytes: Uint8Array): NDArray {
+  return fromRawBytes(dtype, shape, bytes);
+}
+
+/**
+ * An NDArray that owns a copy of core-owned memory (for data that dies with a response).
+ *
+ * @param dtype The element type.
+ * @param shape The dimensions.
+ * @param bytes The raw data.
+ * @returns The tensor, independent of `bytes`.
+ */
+export function tensorCopy(dtype: DType, shape: readonly number[], bytes: Uint8Array): NDArray {
+  return fromRawBytes(dtype, shape, bytes.slice());
+}

@@ -1,0 +1,109 @@
+// End-to-end tests of the Triton-core engine. They need `deno task setup:triton`; without an
+// install they are skipped, unless DENOTRITON_REQUIRE_TRITON=1 makes a missing core a failure.
+
+import assert from "node:assert/strict";
+import type { InferCallable, Request } from "../src/callable/types.ts";
+import { type ModelConfig, resolveModelConfig } from "../src/config/model_config.ts";
+import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
+import type { ModelDefinition } from "../src/engine/engine.ts";
+import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
+import { findTritonInstall } from "../src/engine/native/install.ts";
+import { InferenceError } from "../src/errors.ts";
+import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { ndarray } from "../src/tensor/ndarray.ts";
+
+const install = await findTritonInstall();
+const required = Deno.env.get("DENOTRITON_REQUIRE_TRITON") === "1";
+if (required && install === undefined) {
+  throw new Error("DENOTRITON_REQUIRE_TRITON=1 but the Triton core is not installed");
+}
+const ignore = install === undefined;
+
+function define(
+  callables: InferCallable[],
+  config: ModelConfig = {},
+  name = "m",
+): ModelDefinition {
+  return {
+    name,
+    version: 1,
+    strict: false,
+    inputs: resolveTensorSpecs([{ name: "x", dtype: "float32", shape: [-1] }], "input"),
+    outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [-1] }], "output"),
+    config: resolveModelConfig(config),
+    instances: new MainThreadInstances(callables),
+  };
+}
+
+function double(requests: Request[]): Record<string, ReturnType<typeof ndarray>>[] {
+  return requests.map((r) => ({
+    y: ndarray((r.data.x!.data as Float32Array).map((v) => v * 2), r.data.x!.shape),
+  }));
+}
+
+function request(values: number[], extra: Record<string, unknown> = {}) {
+  return {
+    modelName: "m",
+    parameters: {},
+    inputs: new Map([["x", ndarray(new Float32Array(values), [1, values.length])]]),
+    ...extra,
+  };
+}
+
+async function started(options: NativeEngineOptions = {}): Promise<NativeEngine> {
+  const engine = new NativeEngine({ install: install!, exitTimeoutSecs: 5, ...options });
+  await engine.start();
+  return engine;
+}
+
+Deno.test({ name: "native engine: load, infer, metadata, stop", ignore }, async () => {
+  const engine = await started();
+  try {
+    assert.equal(engine.isLive(), true);
+    assert.equal(await engine.isReady(), true);
+    await engine.loadModel(define([double]));
+    assert.equal(await engine.modelReady("m"), true);
+    assert.equal(await engine.modelReady("nope"), false);
+    const response = await engine.infer(request([1, 2, 3], { id: "r1" }));
+    assert.equal(response.modelName, "m");
+    assert.equal(response.modelVersion, "1");
+    assert.equal(response.id, "r1");
+    assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4, 6]);
+    assert.deepEqual(response.outputs.get("y")!.shape, [1, 3]);
+    const metadata = await engine.modelMetadata("m");
+    assert.deepEqual(metadata, {
+      name: "m",
+      versions: ["1"],
+      platform: "denotriton",
+      inputs: [{ name: "x", datatype: "FP32", shape: [-1, -1] }],
+      outputs: [{ name: "y", datatype: "FP32", shape: [-1, -1] }],
+    });
+    const config = await engine.modelConfig("m");
+    assert.equal(config.max_batch_size, 4);
+    assert.deepEqual(config.parameters, {});
+    assert.equal(engine.serverMetadata().version, "2.51.0");
+    const index = await engine.repositoryIndex(false);
+    assert.deepEqual(index, [{ name: "m", version: "1", state: "READY" }]);
+    const stats = await engine.modelStatistics("m");
+    assert.equal(stats.model_stats[0]!.inference_count, 1);
+    assert.equal(stats.model_stats[0]!.execution_count, 1);
+    assert.match(await engine.metrics(), /nv_inference_request_success\{model="m",version="1"\} 1/);
+    await assert.rejects(
+      engine.infer({ ...request([1]), modelName: "nope" }),
+      (error: unknown) => error instanceof InferenceError && error.code === "NOT_FOUND",
+    );
+    await assert.rejects(
+      engine.infer({
+        modelName: "m",
+        parameters: {},
+        inputs: new Map([["x", ndarray(new Int32Array([1]), [1, 1])]]),
+      }),
+      (error: unknown) => error instanceof InferenceError && error.code === "INVALID_ARG",
+    );
+    await engine.unloadModel("m");
+    assert.equal(await engine.modelReady("m"), false);
+  } finally {
+    await engine.stop();
+  }
+  assert.equal(engine.isLive(), false);
+});
