@@ -96,6 +96,51 @@ export function firstValue(
   fn: BatchCallable,
   options?: FirstValueOptions,
 ): BatchFunc;
+/**
+ * Wraps a request-level callable so each named input of every request is replaced by its first
+ * element along axis 0 (see the batch-level form above for the rules).
+ *
+ * @param keys The names of the inputs to replace.
+ * @param fn The request-level callable, or an object with an `infer` method.
+ * @param options Squeezing and strictness.
+ * @returns An inference callable over requests.
+ *
+ * @example One temperature per request
+ * ```ts
+ * import { firstValue } from "./first_value.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import type { Request } from "../types.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const shapes: number[][] = [];
+ * const infer = firstValue(["t"], (requests: Request[]) => {
+ *   for (const request of requests) shapes.push([...request.data.t!.shape]);
+ *   return requests.map(() => ({}));
+ * });
+ * const context = {
+ *   model: {
+ *     name: "Scale",
+ *     version: 1,
+ *     inputs: resolveTensorSpecs([{ name: "t", dtype: "float32", shape: [1] }], "input"),
+ *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [1] }], "output"),
+ *     config: resolveModelConfig({}),
+ *     strict: false,
+ *   },
+ *   instanceIndex: 0,
+ *   device: "cpu",
+ * };
+ * const request = {
+ *   data: { t: ndarray(new Float32Array([2, 2]), [2, 1]) },
+ *   parameters: {},
+ *   requestedOutputNames: [],
+ *   signal: new AbortController().signal,
+ * };
+ * infer([request], context);
+ * assert.deepEqual(shapes, [[]]);
+ * ```
+ */
 export function firstValue(
   keys: readonly string[],
   fn: RequestCallable,

@@ -58,6 +58,31 @@ import { CONTEXT_KEY, requireModel, toFunction } from "./_util.ts";
  * ```
  */
 export function tritonContext(fn: BatchCallable<ContextInputs>): BatchFunc;
+/**
+ * Passes a request-level callable through unchanged, after checking that a context is given: on a
+ * list of requests the context is already the second argument.
+ *
+ * @param fn The request-level callable, or an object with an `infer` method.
+ * @returns An inference callable over requests.
+ *
+ * @example Read the context beside the requests
+ * ```ts
+ * import { tritonContext } from "./triton_context.ts";
+ * import { resolveModelConfig } from "../../config/model_config.ts";
+ * import type { InferContext, Request } from "../types.ts";
+ * import assert from "node:assert/strict";
+ *
+ * let name = "";
+ * const infer = tritonContext((requests: Request[], context: InferContext) => {
+ *   name = context.model.name;
+ *   return requests.map(() => ({}));
+ * });
+ * const model = { name: "M", version: 1, inputs: [], outputs: [], config: resolveModelConfig({}), strict: false };
+ * infer([], { model, instanceIndex: 0, device: "cpu" });
+ * assert.equal(name, "M");
+ * assert.throws(() => infer([], undefined!), /not bound to a model/);
+ * ```
+ */
 export function tritonContext(fn: RequestCallable): InferFunc;
 export function tritonContext(
   fn: BatchCallable<ContextInputs> | RequestCallable,
