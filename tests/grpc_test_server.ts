@@ -5,6 +5,7 @@ import type { InferResult, Request } from "../src/callable/types.ts";
 import { resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.ts";
 import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
+import type { ModelDefinition } from "../src/engine/engine.ts";
 import { InferenceError } from "../src/errors.ts";
 import { GrpcFrontend, type GrpcFrontendOptions } from "../src/frontend/grpc/server.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
@@ -18,7 +19,7 @@ function model(
   outputs: TensorSpec[],
   callable: InferCallable,
   config: ModelConfig = {},
-) {
+): ModelDefinition {
   return {
     name,
     version: 1,
@@ -147,7 +148,7 @@ export async function startTestServer(options: GrpcFrontendOptions = {}): Promis
   return {
     engine,
     frontend,
-    async [Symbol.asyncDispose]() {
+    async [Symbol.asyncDispose](): Promise<void> {
       await frontend.shutdown();
       await engine.stop();
     },

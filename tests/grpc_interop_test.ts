@@ -1,0 +1,46 @@
+// Proves the gRPC front end against NVIDIA's official Python client (tritonclient.grpc):
+// health, metadata, config, inference over every dtype, errors, parameters, headers, streaming.
+// Skipped when python3 or tritonclient is missing, unless DENOTRITON_REQUIRE_PEERS=1.
+
+import assert from "node:assert/strict";
+import { startTestServer } from "./grpc_test_server.ts";
+
+const SCRIPT = new URL("./interop/grpc_client.py", import.meta.url).pathname;
+
+async function tritonclientAvailable(): Promise<boolean> {
+  try {
+    const { success } = await new Deno.Command("python3", {
+      args: ["-c", "import tritonclient.grpc"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return success;
+  } catch {
+    return false;
+  }
+}
+
+const required = Deno.env.get("DENOTRITON_REQUIRE_PEERS") === "1";
+const available = await tritonclientAvailable();
+
+Deno.test({
+  name: "gRPC front end interoperates with tritonclient.grpc",
+  ignore: !available && !required,
+  async fn() {
+    assert.ok(
+      available,
+      "python3 with tritonclient[grpc] is required (DENOTRITON_REQUIRE_PEERS=1)",
+    );
+    await using server = await startTestServer();
+    const { code, stdout, stderr } = await new Deno.Command("python3", {
+      args: [SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const out = new TextDecoder().decode(stdout);
+    const err = new TextDecoder().decode(stderr);
+    assert.equal(code, 0, `grpc_client.py failed:\n${out}\n${err}`);
+    assert.match(out, /ok streaming/);
+    assert.match(out, /all checks passed/);
+  },
+});
