@@ -1,93 +1,132 @@
 /**
- * Engine selection: `"auto"` runs the Triton core when it is installed and falls back to the
- * built-in engine otherwise, saying which it chose and why.
+ * Picking an engine: the Triton core when it is installed (`deno task setup:triton`), else the
+ * built-in TypeScript engine. `DENOTRITON_ENGINE` (`auto`, `triton`, `builtin`) overrides the
+ * `auto` choice.
  *
  * @module
  */
 
-import type { ResolvedTritonConfig } from "../config/triton_config.ts";
-import { TritonValidationError, type TritonUnrecoverableError } from "../errors.ts";
-import type { Logger } from "../log.ts";
-import { BuiltinEngine } from "./builtin/engine.ts";
+import { TritonError, TritonValidationError } from "../errors.ts";
+import { BuiltinEngine, type BuiltinEngineOptions } from "./builtin/engine.ts";
 import type { Engine } from "./engine.ts";
+import type { CacheConfig } from "./native/engine.ts";
+import { findTritonInstall } from "./native/install.ts";
 
-/** Which engine to run. */
+/** Which engine to create: `auto` uses the Triton core when installed. */
 export type EngineChoice = "auto" | "triton" | "builtin";
 
-/** What an engine is created from. */
-export interface EngineOptions {
-  /** The resolved server configuration. */
-  config: ResolvedTritonConfig;
-  /** The server's logger. */
-  logger: Logger;
-  /** Called when a callable throws a `TritonUnrecoverableError`. */
-  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+/** Options of {@linkcode createEngine}: the built-in engine's plus the core's own. */
+export interface EngineOptions extends BuiltinEngineOptions {
+  /**
+   * A response-cache config for the core; overrides `responseCacheByteSize` there.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * The core's log file (its logs go to stderr otherwise).
+   *
+   * @default {undefined}
+   */
+  logFile?: string;
+  /**
+   * The core's verbose log level.
+   *
+   * @default {0}
+   */
+  logVerbose?: number;
+  /**
+   * Where the core is installed.
+   *
+   * @default {defaultTritonHome()}
+   */
+  tritonHome?: string;
 }
 
 const CHOICES: readonly EngineChoice[] = ["auto", "triton", "builtin"];
 
-/**
- * Reads `DENOTRITON_ENGINE`, when permitted and set.
- *
- * @returns The engine named by the environment, or `undefined`.
- * @throws {TritonValidationError} When the variable names no engine.
- */
-function engineFromEnv(): EngineChoice | undefined {
+function envChoice(): EngineChoice | undefined {
   let value: string | undefined;
   try {
     value = Deno.env.get("DENOTRITON_ENGINE");
   } catch {
-    return undefined;
+    return undefined; // no env permission: the argument decides
   }
   if (value === undefined || value === "") return undefined;
   if (!CHOICES.includes(value as EngineChoice)) {
     throw new TritonValidationError(
-      `Invalid DENOTRITON_ENGINE ${JSON.stringify(value)}: expected one of ${CHOICES.join(", ")}`,
+      `Invalid DENOTRITON_ENGINE: expected one of ${CHOICES.join(", ")}, got '${value}'`,
     );
   }
   return value as EngineChoice;
 }
 
 /**
- * Creates the engine for a choice. An explicit choice wins over `DENOTRITON_ENGINE`, which wins
- * over `"auto"`.
+ * Creates (but does not start) an engine. `auto` picks the Triton core when it is installed
+ * and logs which engine it chose and why.
  *
- * @param choice The requested engine.
- * @param options Configuration, logger and the unrecoverable-error hook.
- * @returns An engine, not yet started.
- * @throws {TritonValidationError} When the Triton core is asked for but not installed.
+ * @param choice `auto`, `triton` or `builtin`; with `auto`, `DENOTRITON_ENGINE` decides first.
+ * @param options Engine options.
+ * @returns The engine; call `start()` next.
+ * @throws {TritonError} When `triton` is asked for and the core is not installed.
  *
  * @example The built-in engine
  * ```ts
  * import { createEngine } from "./select.ts";
- * import { resolveTritonConfig } from "../config/triton_config.ts";
- * import { Logger } from "../log.ts";
  * import assert from "node:assert/strict";
  *
- * const engine = await createEngine("builtin", { config: resolveTritonConfig({ env: {} }), logger: new Logger() });
+ * const engine = await createEngine("builtin", {});
  * assert.equal(engine.kind, "builtin");
+ * await engine.stop();
  * ```
  */
-export function createEngine(choice: EngineChoice, options: EngineOptions): Promise<Engine> {
-  const wanted = choice === "auto" ? engineFromEnv() ?? "auto" : choice;
-  const { config, logger } = options;
-  if (wanted === "triton") {
-    return Promise.reject(
-      new TritonValidationError(
-        "Cannot use the Triton-core engine: it is not available in this build (use engine \"builtin\")",
-      ),
+export async function createEngine(
+  choice: EngineChoice = "auto",
+  options: EngineOptions = {},
+): Promise<Engine> {
+  if (!CHOICES.includes(choice)) {
+    throw new TritonValidationError(
+      `Invalid engine choice: expected one of ${CHOICES.join(", ")}, got '${choice}'`,
     );
   }
-  if (wanted === "auto") {
-    logger.info("Engine: built-in TypeScript engine (the Triton core is not installed)");
+  const effective = choice === "auto" ? envChoice() ?? "auto" : choice;
+  const log = options.logger;
+  if (effective === "builtin") {
+    log?.info("Using the built-in engine (asked for)");
+    return new BuiltinEngine(options);
   }
-  const engineOptions: ConstructorParameters<typeof BuiltinEngine>[0] = {
-    id: config.id,
-    strictReadiness: config.strictReadiness,
-    exitTimeoutSecs: config.exitTimeoutSecs,
-    logger,
-    responseCacheByteSize: config.responseCacheByteSize,
-  };
-  if (options.onUnrecoverable) engineOptions.onUnrecoverable = options.onUnrecoverable;
-  return Promise.resolve(new BuiltinEngine(engineOptions));
+  let install;
+  try {
+    install = await findTritonInstall(
+      options.tritonHome === undefined ? {} : { home: options.tritonHome },
+    );
+  } catch (error) {
+    if (effective === "triton") throw error;
+    log?.info(`Using the built-in engine: cannot look for the Triton core (${String(error)})`);
+    return new BuiltinEngine(options);
+  }
+  if (install === undefined) {
+    if (effective === "triton") {
+      throw new TritonError(
+        "Cannot use the Triton engine: the Triton core is not installed (run: deno task setup:triton)",
+      );
+    }
+    log?.info(
+      "Using the built-in engine: the Triton core is not installed (run deno task setup:triton to use it)",
+    );
+    return new BuiltinEngine(options);
+  }
+  if (effective === "auto" && Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
+    log?.info(
+      "Using the built-in engine: the Triton core is installed but --allow-ffi is not granted",
+    );
+    return new BuiltinEngine(options);
+  }
+  const { NativeEngine } = await import("./native/engine.ts");
+  log?.info(
+    `Using the Triton engine: Triton ${install.version} found in ${install.home}${
+      effective === "triton" ? " (asked for)" : ""
+    }`,
+  );
+  return new NativeEngine({ ...options, install });
 }
