@@ -62,7 +62,8 @@ export function getInferenceRequestBatchSize(request: Request | Readonly<Inputs>
  * @param model The bound model, whose declared outputs name positional results.
  * @returns The outputs by name.
  * @throws {TritonValidationError} When an array's length differs from the number of declared
- *   outputs, or the value is neither an object nor an array.
+ *   outputs, the value is neither an object nor an array (or is a promise or an iterable), or an
+ *   output is not an `NDArray`.
  *
  * @example Positional outputs
  * ```ts
@@ -106,11 +107,12 @@ export function convertOutput(
         })`,
       );
     }
-    const named: Record<string, NDArray> = {};
+    const named: Record<string, unknown> = {};
     model.outputs.forEach((spec, index) => {
-      named[spec.name] = outputs[index] as NDArray;
+      named[spec.name] = outputs[index];
     });
-    return named;
+    checkTensors(named);
+    return named as Record<string, NDArray>;
   }
   if (isNDArray(outputs)) {
     throw new TritonValidationError(
@@ -124,5 +126,45 @@ export function convertOutput(
       }; return outputs by name ({ name: array }) or an array of them`,
     );
   }
+  const kind = describeNonPlain(outputs);
+  if (kind !== undefined) {
+    throw new TritonValidationError(
+      `Unsupported output type: ${kind}; return outputs by name ({ name: array }) or an array of them`,
+    );
+  }
+  checkTensors(outputs as Record<string, unknown>);
   return outputs as Record<string, NDArray>;
+}
+
+/** Names objects that cannot be outputs by name (streams and promises nested where they do not belong). */
+function describeNonPlain(value: object): string | undefined {
+  const candidate = value as {
+    then?: unknown;
+    [Symbol.iterator]?: unknown;
+    [Symbol.asyncIterator]?: unknown;
+  };
+  if (typeof candidate.then === "function") return "a promise";
+  if (
+    typeof candidate[Symbol.iterator] === "function" ||
+    typeof candidate[Symbol.asyncIterator] === "function"
+  ) {
+    return `an iterable (${value.constructor?.name ?? "object"})`;
+  }
+  return undefined;
+}
+
+function checkTensors(outputs: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(outputs)) {
+    if (!isNDArray(value)) {
+      throw new TritonValidationError(
+        `Invalid output '${name}': expected an NDArray, got ${
+          value === null
+            ? "null"
+            : typeof value === "object"
+            ? (value.constructor?.name ?? "object")
+            : typeof value
+        }`,
+      );
+    }
+  }
 }

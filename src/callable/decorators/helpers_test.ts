@@ -55,4 +55,27 @@ Deno.test("convertOutput() rejects arrays of the wrong length and other values",
   assert.throws(() => convertOutput(a, model), /a single NDArray/);
   assert.throws(() => convertOutput(42, model), /Unsupported output type: number/);
   assert.throws(() => convertOutput(null, model), TritonValidationError);
+  assert.throws(
+    () => convertOutput(Promise.resolve({ a }), model),
+    /Unsupported output type: a promise/,
+  );
+  assert.throws(
+    () => convertOutput((function* (): Generator<never> {})(), model),
+    /Unsupported output type: an iterable/,
+  );
+});
+
+Deno.test("convertOutput() rejects outputs that are not NDArrays", () => {
+  assert.throws(
+    () => convertOutput({ a: [1, 2, 3] }, model),
+    (error) =>
+      error instanceof TritonValidationError &&
+      error.message === "Invalid output 'a': expected an NDArray, got Array",
+  );
+  assert.throws(
+    () => convertOutput([column([1]), 2], model),
+    (error) =>
+      error instanceof TritonValidationError &&
+      error.message === "Invalid output 'b': expected an NDArray, got number",
+  );
 });
