@@ -107,3 +107,111 @@ Deno.test({ name: "native engine: load, infer, metadata, stop", ignore }, async 
   }
   assert.equal(engine.isLive(), false);
 });
+
+Deno.test({ name: "native engine: Triton's dynamic batcher forms the batch", ignore }, async () => {
+  const batches: number[] = [];
+  const engine = await started();
+  try {
+    await engine.loadModel(define([(requests) => {
+      batches.push(requests.length);
+      return double(requests);
+    }], { maxBatchSize: 4, batcher: { maxQueueDelayMicroseconds: 5_000_000 } }));
+    const responses = await Promise.all([1, 2, 3, 4].map((v) => engine.infer(request([v]))));
+    assert.deepEqual(responses.map((r) => (r.outputs.get("y")!.data as Float32Array)[0]), [
+      2,
+      4,
+      6,
+      8,
+    ]);
+    assert.deepEqual(batches, [4]);
+    const stats = (await engine.modelStatistics("m")).model_stats[0]!;
+    assert.equal(stats.execution_count, 1);
+    assert.equal(stats.inference_count, 4);
+    assert.equal(stats.inference_stats.success.count, 4);
+    assert.deepEqual(stats.batch_stats.map((b) => b.batch_size), [4]);
+  } finally {
+    await engine.stop();
+  }
+});
+
+Deno.test({ name: "native engine: the core's response cache answers repeats", ignore }, async () => {
+  let calls = 0;
+  const engine = await started({ responseCacheByteSize: 1 << 20 });
+  try {
+    await engine.loadModel(define([(requests) => {
+      calls++;
+      return double(requests);
+    }], { responseCache: true }));
+    for (let i = 0; i < 3; i++) {
+      const response = await engine.infer(request([5, 6]));
+      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [10, 12]);
+    }
+    assert.equal(calls, 1);
+    const stats = (await engine.modelStatistics("m")).model_stats[0]!;
+    assert.equal(stats.inference_stats.cache_hit.count, 2);
+    assert.equal(stats.inference_stats.cache_miss.count, 1);
+    assert.equal(stats.execution_count, 1);
+  } finally {
+    await engine.stop();
+  }
+});
+
+Deno.test({ name: "native engine: callable errors reach the client", ignore }, async () => {
+  const engine = await started();
+  try {
+    let fail = true;
+    await engine.loadModel(define([(requests) => {
+      if (fail) throw new RangeError("boom");
+      return double(requests);
+    }]));
+    await assert.rejects(
+      engine.infer(request([1])),
+      (error: unknown) =>
+        error instanceof InferenceError && error.code === "INTERNAL" &&
+        /boom/.test(error.message),
+    );
+    fail = false;
+    const response = await engine.infer(request([3]));
+    assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [6]);
+    const stats = (await engine.modelStatistics("m")).model_stats[0]!;
+    assert.equal(stats.inference_stats.fail.count, 1);
+    assert.equal(stats.inference_stats.success.count, 1);
+  } finally {
+    await engine.stop();
+  }
+});
+
+Deno.test({ name: "native engine: start and stop repeatedly in one process", ignore }, async () => {
+  for (let round = 0; round < 3; round++) {
+    const engine = await started();
+    try {
+      await engine.loadModel(define([double]));
+      const response = await engine.infer(request([round]));
+      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [round * 2]);
+    } finally {
+      await engine.stop();
+    }
+    assert.equal(engine.isLive(), false);
+  }
+});
+
+Deno.test({ name: "native engine: decoupled models stream through the core", ignore }, async () => {
+  const engine = await started();
+  try {
+    await engine.loadModel(define([async function* (requests: Request[]) {
+      yield double(requests);
+      yield requests.map((r) => ({ y: r.data.x! }));
+    }], { decoupled: true }));
+    const steps = [];
+    for await (const step of engine.inferStream(request([2]))) {
+      steps.push({ y: [...(step.outputs.get("y")!.data as Float32Array)], final: step.final });
+    }
+    assert.deepEqual(steps, [{ y: [4], final: false }, { y: [2], final: true }]);
+    await assert.rejects(
+      engine.infer(request([2])),
+      (error: unknown) => error instanceof InferenceError && error.code === "UNSUPPORTED",
+    );
+  } finally {
+    await engine.stop();
+  }
+});
