@@ -54,6 +54,10 @@ export interface TestServer extends AsyncDisposable {
   readonly engine: BuiltinEngine;
   /** The front end. */
   readonly frontend: GrpcFrontend;
+  /** Resolves with the abort reason the next time a `Wait` request is aborted. */
+  nextAbort(): Promise<unknown>;
+  /** Resolves the next time a `Wait` request starts running. */
+  nextWaitStart(): Promise<void>;
 }
 
 /**
@@ -66,6 +70,7 @@ export interface TestServer extends AsyncDisposable {
  *   request parameters.
  * - `Stream` (decoupled, no batching): INT32 `n` [1] → `i` INT32 [1], n responses.
  * - `Fail` (no batching): FP32 `x` [1] → throws.
+ * - `Wait` (no batching): FP32 `x` [1] → never answers until the request is aborted.
  */
 export async function startTestServer(options: GrpcFrontendOptions = {}): Promise<TestServer> {
   const engine = new BuiltinEngine({});
@@ -139,6 +144,24 @@ export async function startTestServer(options: GrpcFrontendOptions = {}): Promis
     },
     { batching: false },
   ));
+  const aborts: ((reason: unknown) => void)[] = [];
+  const starts: (() => void)[] = [];
+  await engine.loadModel(model(
+    "Wait",
+    [{ name: "x", dtype: "float32", shape: [1] }],
+    [{ name: "y", dtype: "float32", shape: [1] }],
+    (requests: Request[]): Promise<InferResult[]> => {
+      const signal = requests[0]!.signal;
+      starts.shift()?.();
+      return new Promise((_, reject) => {
+        signal.addEventListener("abort", () => {
+          aborts.shift()?.(signal.reason);
+          reject(signal.reason);
+        }, { once: true });
+      });
+    },
+    { batching: false },
+  ));
   const frontend = await GrpcFrontend.start(engine, {
     address: "127.0.0.1",
     port: 0,
@@ -148,6 +171,8 @@ export async function startTestServer(options: GrpcFrontendOptions = {}): Promis
   return {
     engine,
     frontend,
+    nextAbort: () => new Promise((resolve) => aborts.push(resolve)),
+    nextWaitStart: () => new Promise((resolve) => starts.push(resolve)),
     async [Symbol.asyncDispose](): Promise<void> {
       await frontend.shutdown();
       await engine.stop();
