@@ -13,7 +13,8 @@ import {
   type TritonConfig,
 } from "./config/triton_config.ts";
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
-import { createEngine, type EngineChoice } from "./engine/select.ts";
+import type { CacheConfig } from "./engine/native/engine.ts";
+import { createEngine, type EngineChoice, type EngineOptions } from "./engine/select.ts";
 import {
   TritonInvalidOperationError,
   type TritonUnrecoverableError,
@@ -93,6 +94,32 @@ export interface TritonUrls {
 }
 
 const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/**
+ * Turns Triton's `--cache-config` entries (`<cache>,<key>=<value>`) into one cache config; Triton
+ * allows a single cache per server.
+ */
+function parseCacheConfig(entries: readonly string[]): CacheConfig | undefined {
+  let cache: CacheConfig | undefined;
+  for (const entry of entries) {
+    const [name, setting] = entry.split(",", 2) as [string, string | undefined];
+    if (cache !== undefined && cache.name !== name) {
+      throw new TritonValidationError(
+        `Invalid cacheConfig: only one cache is allowed, got '${cache.name}' and '${name}'`,
+      );
+    }
+    cache ??= { name, config: {} };
+    if (setting === undefined) continue;
+    const equals = setting.indexOf("=");
+    if (equals < 1) {
+      throw new TritonValidationError(
+        `Invalid cacheConfig entry '${entry}': expected <cache>,<setting>=<value>`,
+      );
+    }
+    cache.config[setting.slice(0, equals)] = setting.slice(equals + 1);
+  }
+  return cache;
+}
 
 function isInstanceProvider(value: unknown): value is InstanceProvider {
   return typeof value === "object" && value !== null && "start" in value && "count" in value &&
@@ -324,11 +351,19 @@ export class Triton implements AsyncDisposable {
         `Verbose logging is on (logVerbose=${config.logVerbose}): it costs inference throughput`,
       );
     }
-    this.#engine = await createEngine(this.#options.engine ?? "auto", {
-      config,
+    const engineOptions: EngineOptions = {
+      id: config.id,
+      strictReadiness: config.strictReadiness,
+      exitTimeoutSecs: config.exitTimeoutSecs,
       logger,
+      responseCacheByteSize: config.responseCacheByteSize,
+      logVerbose: config.logVerbose,
       onUnrecoverable: (error) => this.#onUnrecoverable(error),
-    });
+    };
+    const cacheConfig = parseCacheConfig(config.cacheConfig);
+    if (cacheConfig) engineOptions.cacheConfig = cacheConfig;
+    if (config.logFile !== undefined) engineOptions.logFile = config.logFile;
+    this.#engine = await createEngine(this.#options.engine ?? "auto", engineOptions);
     await this.#engine.start();
     for (const model of this.#models.values()) await this.#load(model);
     if (config.allowHttp) {
