@@ -2,10 +2,10 @@
 // install they are skipped, unless DENOTRITON_REQUIRE_TRITON=1 makes a missing core a failure.
 
 import assert from "node:assert/strict";
-import type { InferCallable, Request } from "../src/callable/types.ts";
+import type { InferCallable, InferResult, Request } from "../src/callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
-import type { ModelDefinition } from "../src/engine/engine.ts";
+import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts";
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
 import { findTritonInstall } from "../src/engine/native/install.ts";
 import { InferenceError } from "../src/errors.ts";
@@ -35,13 +35,13 @@ function define(
   };
 }
 
-function double(requests: Request[]): Record<string, ReturnType<typeof ndarray>>[] {
+function double(requests: Request[]): InferResult[] {
   return requests.map((r) => ({
     y: ndarray((r.data.x!.data as Float32Array).map((v) => v * 2), r.data.x!.shape),
   }));
 }
 
-function request(values: number[], extra: Record<string, unknown> = {}) {
+function request(values: number[], extra: Partial<InferenceRequest> = {}): InferenceRequest {
   return {
     modelName: "m",
     parameters: {},
@@ -134,27 +134,30 @@ Deno.test({ name: "native engine: Triton's dynamic batcher forms the batch", ign
   }
 });
 
-Deno.test({ name: "native engine: the core's response cache answers repeats", ignore }, async () => {
-  let calls = 0;
-  const engine = await started({ responseCacheByteSize: 1 << 20 });
-  try {
-    await engine.loadModel(define([(requests) => {
-      calls++;
-      return double(requests);
-    }], { responseCache: true }));
-    for (let i = 0; i < 3; i++) {
-      const response = await engine.infer(request([5, 6]));
-      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [10, 12]);
+Deno.test(
+  { name: "native engine: the core's response cache answers repeats", ignore },
+  async () => {
+    let calls = 0;
+    const engine = await started({ responseCacheByteSize: 1 << 20 });
+    try {
+      await engine.loadModel(define([(requests) => {
+        calls++;
+        return double(requests);
+      }], { responseCache: true }));
+      for (let i = 0; i < 3; i++) {
+        const response = await engine.infer(request([5, 6]));
+        assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [10, 12]);
+      }
+      assert.equal(calls, 1);
+      const stats = (await engine.modelStatistics("m")).model_stats[0]!;
+      assert.equal(stats.inference_stats.cache_hit.count, 2);
+      assert.equal(stats.inference_stats.cache_miss.count, 1);
+      assert.equal(stats.execution_count, 1);
+    } finally {
+      await engine.stop();
     }
-    assert.equal(calls, 1);
-    const stats = (await engine.modelStatistics("m")).model_stats[0]!;
-    assert.equal(stats.inference_stats.cache_hit.count, 2);
-    assert.equal(stats.inference_stats.cache_miss.count, 1);
-    assert.equal(stats.execution_count, 1);
-  } finally {
-    await engine.stop();
-  }
-});
+  },
+);
 
 Deno.test({ name: "native engine: callable errors reach the client", ignore }, async () => {
   const engine = await started();
@@ -198,10 +201,12 @@ Deno.test({ name: "native engine: start and stop repeatedly in one process", ign
 Deno.test({ name: "native engine: decoupled models stream through the core", ignore }, async () => {
   const engine = await started();
   try {
-    await engine.loadModel(define([async function* (requests: Request[]) {
-      yield double(requests);
-      yield requests.map((r) => ({ y: r.data.x! }));
-    }], { decoupled: true }));
+    await engine.loadModel(
+      define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+        yield double(requests);
+        yield requests.map((r) => ({ y: r.data.x! }));
+      }], { decoupled: true }),
+    );
     const steps = [];
     for await (const step of engine.inferStream(request([2]))) {
       steps.push({ y: [...(step.outputs.get("y")!.data as Float32Array)], final: step.final });

@@ -30,7 +30,7 @@ import { type NativeLibraries, openNative } from "./ffi.ts";
 import { BACKEND_NAME, findTritonInstall, type TritonInstall } from "./install.ts";
 import { submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
-import { check, cString, pointerOf, readCString, takeError, takeMessageJson } from "./status.ts";
+import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.ts";
 
 /** The protocol extensions both engines report (front ends add their own). */
 const EXTENSIONS: readonly string[] = [
@@ -338,7 +338,7 @@ export class NativeEngine implements Engine {
    *   second version of a loaded model, UNAVAILABLE when stopping, or the core's load error.
    */
   async loadModel(model: ModelDefinition): Promise<void> {
-    const core = this.#core;
+    this.#core; // throws when not started
     const { bridge } = this.#libraries!;
     if (this.#stopping !== undefined) {
       throw unavailable(`Cannot load model '${model.name}': the server is stopping`);
@@ -410,7 +410,6 @@ export class NativeEngine implements Engine {
     } finally {
       this.#loading.delete(model.name);
     }
-    void core;
   }
 
   async #loadIntoCore(model: ModelDefinition, channel: bigint, count: number): Promise<void> {
@@ -835,7 +834,6 @@ export class NativeEngine implements Engine {
       await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
       this.#repository = undefined;
     }
-    void readCString;
   }
 
   /** Stops the engine. */

@@ -43,12 +43,19 @@ export interface TritonInstall {
   readonly backendSourceHash: string;
 }
 
-interface Manifest {
+/** What `install.json` records (paths relative to the home directory). */
+export interface TritonManifest {
+  /** Triton version. */
   version: string;
+  /** Core file name. */
   coreLibrary: string;
+  /** Bundled dependency file names, leaves first. */
   preload: string[];
+  /** Hash of the backend source and core name. */
   backendSourceHash: string;
 }
+
+type Manifest = TritonManifest;
 
 /** The backend name used in model configs (`backend` field). */
 export const BACKEND_NAME = "denotriton";
@@ -63,7 +70,10 @@ export const BACKEND_NAME = "denotriton";
  * import { defaultTritonHome } from "./install.ts";
  * import assert from "node:assert/strict";
  *
- * assert.match(defaultTritonHome(), /triton|DENOTRITON/i);
+ * Deno.env.set("DENOTRITON_HOME", "/opt/denotriton");
+ * assert.equal(defaultTritonHome(), "/opt/denotriton");
+ * Deno.env.delete("DENOTRITON_HOME");
+ * assert.match(defaultTritonHome(), /denotriton\/triton-2\.51\.0$/);
  * ```
  */
 export function defaultTritonHome(): string {

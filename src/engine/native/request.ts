@@ -146,7 +146,7 @@ export function submitRequest(
       }
     };
     tag = queue.register({
-      response(response, flags) {
+      response(response, flags): void {
         const final = (flags & RESPONSE_FINAL) !== 0;
         try {
           handlers.response(response, final);
@@ -161,7 +161,7 @@ export function submitRequest(
           }
         }
       },
-      release(_request, flags) {
+      release(_request, flags): void {
         if ((flags & RELEASE_ALL) === 0) return;
         released = true;
         const failure = core.TRITONSERVER_InferenceRequestDelete(handle);
