@@ -60,7 +60,8 @@ async function startServer(): Promise<Server> {
   triton.bind({
     modelName: "AddSub",
     inferFunc: batch(({ a, b }) => {
-      const x = a!.data as Float32Array, y = b!.data as Float32Array;
+      const x = a!.data as Float32Array;
+      const y = b!.data as Float32Array;
       return {
         add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
         sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),

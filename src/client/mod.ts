@@ -55,4 +55,12 @@ export {
   type NDArrayOptions,
   type NumericNDArray,
 } from "../tensor/ndarray.ts";
-export type { DType, DTypeLike, KServeDType, NumericDType, TypedArray } from "../tensor/dtype.ts";
+export type {
+  DType,
+  DTypeLike,
+  KServeDType,
+  NumericDType,
+  TypedArray,
+  TypedArrayConstructor,
+  TypedArrayOf,
+} from "../tensor/dtype.ts";
