@@ -5,10 +5,7 @@
  * @module
  */
 
-// js-yaml rather than the `yaml` package: `yaml` reads `process.env.LOG_TOKENS` on every parse,
-// which throws without env permission under Deno.
-// @ts-types="@types/js-yaml"
-import { CORE_SCHEMA, load, YAMLException } from "js-yaml";
+import { parse, YAMLParseError } from "yaml";
 import { TritonValidationError } from "../errors.ts";
 
 const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
@@ -48,14 +45,23 @@ export function readTritonConfigFile(path: string): Record<string, unknown> {
   }
   let document: unknown;
   try {
-    document = load(text, { filename: path, schema: CORE_SCHEMA });
+    document = parse(text, { schema: "core" });
   } catch (error) {
-    if (!(error instanceof YAMLException)) throw error;
-    const where = error.mark
-      ? ` (line ${error.mark.line + 1}, column ${error.mark.column + 1})`
+    if (error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied) {
+      // The yaml package looks up LOG_TOKENS/LOG_STREAM while it parses.
+      throw new TritonValidationError(
+        `Cannot parse TritonConfig file ${path}: the YAML parser reads the LOG_TOKENS and LOG_STREAM environment variables; grant --allow-env (or --allow-env=LOG_TOKENS,LOG_STREAM)`,
+        { cause: error },
+      );
+    }
+    if (!(error instanceof YAMLParseError)) throw error;
+    const where = error.linePos?.[0]
+      ? ` (line ${error.linePos[0].line}, column ${error.linePos[0].col})`
       : "";
     throw new TritonValidationError(
-      `Invalid TritonConfig from ${path}: cannot parse YAML: ${error.reason}${where}`,
+      `Invalid TritonConfig from ${path}: cannot parse YAML: ${
+        error.message.split(" at line ")[0]
+      }${where}`,
       { cause: error },
     );
   }

@@ -535,13 +535,20 @@ Deno.test("resolveTritonConfig() reads the process environment as far as allowed
   assert.equal(all.stdout, "[9000,9001]", all.stderr);
 });
 
-Deno.test("resolveTritonConfig() parses YAML without env permission", async () => {
+Deno.test("resolveTritonConfig() names the env permission the YAML parser needs", async () => {
   await withYaml("httpPort: 7000\n", async (path) => {
-    const result = await resolveInChild(
+    const denied = await resolveInChild(
       ["--allow-read"],
       {},
       `{ configFile: ${JSON.stringify(path)} }`,
     );
-    assert.equal(result.stdout, "[7000,8001]", result.stderr);
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /--allow-env=LOG_TOKENS,LOG_STREAM/);
+    const granted = await resolveInChild(
+      ["--allow-read", "--allow-env=LOG_TOKENS,LOG_STREAM"],
+      {},
+      `{ configFile: ${JSON.stringify(path)} }`,
+    );
+    assert.equal(granted.stdout, "[7000,8001]", granted.stderr);
   });
 });
