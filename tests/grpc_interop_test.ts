@@ -33,7 +33,7 @@ Deno.test({
     );
     await using server = await startTestServer();
     const { code, stdout, stderr } = await new Deno.Command("python3", {
-      args: [SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
+      args: ["-B", SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
       stdout: "piped",
       stderr: "piped",
     }).output();
