@@ -140,6 +140,17 @@ async function startServer(): Promise<Server> {
     outputs: [{ name: "i", dtype: "int32", shape: [1] }],
     config: { batching: false, decoupled: true },
   });
+  triton.bind({
+    modelName: "SlowStream",
+    inferFunc: async function* (): AsyncGenerator<InferResult[]> {
+      yield [{ i: ndarray(new Int32Array([1]), [1]) }];
+      await release.promise;
+      yield [{ i: ndarray(new Int32Array([2]), [1]) }];
+    },
+    inputs: [{ name: "n", dtype: "int32", shape: [1] }],
+    outputs: [{ name: "i", dtype: "int32", shape: [1] }],
+    config: { batching: false, decoupled: true },
+  });
   await triton.run();
   const { http, grpc } = triton.urls;
   assert.ok(http !== undefined && grpc !== undefined);
@@ -313,6 +324,26 @@ Deno.test("ModelClient (grpc) streams a decoupled model's responses", async () =
   }
   assert.deepEqual(again, [[0]]);
   await assert.rejects(client.inferSample([ndarray(new Int32Array([1]))]), /it is decoupled/);
+});
+
+Deno.test("ModelClient (grpc) times out a stream whose next message is late", async () => {
+  await using server = await startServer();
+  await using client = new ModelClient(server.urls.grpc, "SlowStream", { inferenceTimeoutS: 0.5 });
+  const steps: unknown[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const step of client.inferStream([ndarray(new Int32Array([1]))])) {
+        steps.push(asArray(step.i));
+      }
+    })(),
+    {
+      name: "ClientTimeoutError",
+      message: "Cannot stream from model 'SlowStream': timed out after 0.5 s",
+    },
+  );
+  assert.deepEqual(steps, [[1]]);
+  await using other = new ModelClient(server.urls.grpc, "Flat");
+  assert.deepEqual(asArray((await other.inferSample([ndarray(new Int32Array([3]))])).y), [3]);
 });
 
 Deno.test("ModelClient (http) refuses to stream; coupled models refuse streams", async () => {

@@ -344,3 +344,30 @@ Deno.test("ModelClient with a given config and no readiness check goes straight 
     await stub.close();
   }
 });
+
+Deno.test("ModelClient without readiness checks reports unknown models as unavailable", async () => {
+  const stub = startStub();
+  try {
+    await using client = new ModelClient(stub.url, "Nope", { ensureModelIsReady: false });
+    await assert.rejects(client.modelConfig(), {
+      name: "ClientModelUnavailableError",
+      message: "Cannot get config of model 'Nope': Request for unknown model: 'Nope' (HTTP 404)",
+    });
+  } finally {
+    await stub.close();
+  }
+});
+
+Deno.test("ModelClient with lazyInit false starts waiting at once", async () => {
+  const stub = startStub();
+  try {
+    await using client = new ModelClient(stub.url, "Echo", { lazyInit: false });
+    while (!stub.seen.some((s) => s.path.endsWith("/config"))) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    assert.equal((await client.modelConfig()).name, "Echo");
+    assert.equal(stub.seen.filter((s) => s.path.endsWith("/config")).length, 1);
+  } finally {
+    await stub.close();
+  }
+});

@@ -248,8 +248,11 @@ async function extractWheel(
   const zip = await Deno.readFile(wheel);
   const isCore = (name: string): boolean =>
     name.startsWith(`${LIBS}libtritonserver-`) && name.endsWith(".so");
+  // libb64 is not the core's dependency: perf_analyzer (a test peer) needs it beside libcudart.
+  const isPeerLibrary = (name: string): boolean =>
+    name.startsWith(`${LIBS}libb64-`) && name.endsWith(".so.0d");
   const first = unzipSync(zip, {
-    filter: (file) => isCore(file.name) || file.name === CACHE_LIBRARY,
+    filter: (file) => isCore(file.name) || file.name === CACHE_LIBRARY || isPeerLibrary(file.name),
   });
   const coreEntry = Object.keys(first).find(isCore);
   if (!coreEntry || !first[CACHE_LIBRARY]) {
@@ -402,6 +405,13 @@ export async function setupTriton(options: SetupTritonOptions = {}): Promise<Tri
     } finally {
       await Deno.remove(scratch, { recursive: true });
     }
+    // Recorded before compiling, so a failed compile does not cost another download.
+    await writeManifest(home, {
+      version: TRITON_VERSION,
+      coreLibrary: core,
+      preload,
+      backendSourceHash: "",
+    });
   }
   await compileBackend(home, core, source, compiler, log);
   const install = await writeManifest(home, {
