@@ -220,3 +220,33 @@ Deno.test({ name: "native engine: decoupled models stream through the core", ign
     await engine.stop();
   }
 });
+
+Deno.test(
+  { name: "native engine: BYTES tensors and parameters cross the core", ignore },
+  async () => {
+    const seen: unknown[] = [];
+    const engine = await started();
+    try {
+      await engine.loadModel({
+        ...define([(requests) =>
+          requests.map((r) => {
+            seen.push(r.parameters);
+            return { y: r.data.x! };
+          })]),
+        inputs: resolveTensorSpecs([{ name: "x", dtype: "bytes", shape: [-1] }], "input"),
+        outputs: resolveTensorSpecs([{ name: "y", dtype: "bytes", shape: [-1] }], "output"),
+      });
+      const response = await engine.infer({
+        modelName: "m",
+        parameters: { s: "v", n: 7, b: true, d: 0.5 },
+        inputs: new Map([["x", ndarray(["a", "b\0c"], [1, 2])]]),
+      });
+      const y = response.outputs.get("y")!;
+      assert.equal(y.dtype, "bytes");
+      assert.deepEqual((y.data as Uint8Array[]).map((e) => [...e]), [[97], [98, 0, 99]]);
+      assert.deepEqual(seen, [{ s: "v", n: 7, b: true, d: 0.5 }]);
+    } finally {
+      await engine.stop();
+    }
+  },
+);
