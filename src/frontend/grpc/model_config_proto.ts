@@ -29,6 +29,15 @@ function convertScalar(field: protobuf.Field, value: unknown, direction: Directi
   return value;
 }
 
+function mapKeyOf(field: protobuf.Field, key: string, direction: Direction): string {
+  const keyType = (field as unknown as protobuf.MapField).keyType;
+  if (direction === "toJson" && INT64_TYPES.has(keyType) && !/^-?[0-9]+$/.test(key)) {
+    // protobufjs decodes 64-bit map keys to 8-character hash strings.
+    return protobuf.util.longFromHash(key, keyType.startsWith("u")).toString();
+  }
+  return key;
+}
+
 function convertMessage(type: protobuf.Type, value: unknown, direction: Direction): unknown {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
   const source = value as Record<string, unknown>;
@@ -47,7 +56,7 @@ function convertMessage(type: protobuf.Type, value: unknown, direction: Directio
       result[key] = Object.fromEntries(
         Object.entries(fieldValue as Record<string, unknown>).map((
           [mapKey, item],
-        ) => [mapKey, convertScalar(field, item, direction)]),
+        ) => [mapKeyOf(field, mapKey, direction), convertScalar(field, item, direction)]),
       );
     } else if (field.repeated) {
       if (!Array.isArray(fieldValue)) continue;

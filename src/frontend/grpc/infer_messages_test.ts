@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { ndarray } from "../../tensor/ndarray.ts";
+import { toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
+
+Deno.test("toInferenceRequest maps parameters, headers, version and signal", () => {
+  const controller = new AbortController();
+  const { request, enableEmptyFinalResponse } = toInferenceRequest({
+    model_name: "m",
+    model_version: "3",
+    id: "r",
+    parameters: {
+      priority: { uint64_param: "2", parameter_choice: "uint64_param" },
+      timeout: { int64_param: "100", parameter_choice: "int64_param" },
+      sequence_start: { bool_param: true, parameter_choice: "bool_param" },
+      triton_enable_empty_final_response: { bool_param: true, parameter_choice: "bool_param" },
+      custom: { string_param: "v", parameter_choice: "string_param" },
+    },
+    inputs: [{ name: "x", datatype: "BOOL", shape: ["1"], contents: { bool_contents: [true] } }],
+    outputs: [{ name: "y" }],
+  }, { headers: { "x-h": "1" }, signal: controller.signal });
+  assert.equal(enableEmptyFinalResponse, true);
+  assert.deepEqual({ ...request, inputs: [...request.inputs.keys()] }, {
+    modelName: "m",
+    modelVersion: 3,
+    id: "r",
+    inputs: ["x"],
+    outputs: ["y"],
+    parameters: { custom: "v", "x-h": "1" },
+    priority: 2,
+    timeoutMicroseconds: 100,
+    signal: controller.signal,
+  });
+});
+
+Deno.test("toInferenceRequest rejects duplicate inputs and empty parameters", () => {
+  const input = { name: "x", datatype: "FP32", shape: ["1"], contents: { fp32_contents: [1] } };
+  assert.throws(
+    () => toInferenceRequest({ model_name: "m", inputs: [input, input] }),
+    /Invalid request for model 'm': input 'x' is given twice/,
+  );
+  assert.throws(
+    () => toInferenceRequest({ model_name: "m", parameters: { p: {} } }),
+    /Invalid request parameter 'p': no value is set/,
+  );
+  assert.throws(
+    () =>
+      toInferenceRequest({
+        model_name: "m",
+        parameters: { triton_enable_empty_final_response: { int64_param: 1 } },
+      }),
+    /expected a bool_param/,
+  );
+});
+
+Deno.test("toInferResponseMessage encodes parameters and raw outputs", () => {
+  const message = toInferResponseMessage({
+    modelName: "m",
+    modelVersion: "1",
+    id: "r",
+    outputs: new Map([["s", ndarray(["ab"], [1])]]),
+    parameters: { n: 2, f: 0.5 },
+  }, { triton_final_response: true });
+  assert.deepEqual({
+    ...message,
+    raw_output_contents: message.raw_output_contents!.map((b) => [...b]),
+  }, {
+    model_name: "m",
+    model_version: "1",
+    id: "r",
+    parameters: {
+      n: { int64_param: 2 },
+      f: { double_param: 0.5 },
+      triton_final_response: { bool_param: true },
+    },
+    outputs: [{ name: "s", datatype: "BYTES", shape: [1] }],
+    raw_output_contents: [[2, 0, 0, 0, 97, 98]],
+  });
+});
