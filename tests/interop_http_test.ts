@@ -68,7 +68,7 @@ for (const engine of ENGINES) {
       const summary = stdout.match(/^interop http: (\d+) passed, (\d+) failed$/m);
       assert.ok(summary, `The script printed no summary:\n${stdout}\n${stderr}`);
       assert.equal(Number(summary[1]) + Number(summary[2]), results.length);
-      assert.ok(results.length >= 18, `Only ${results.length} scenarios ran:\n${stdout}`);
+      assert.ok(results.length >= 19, `Only ${results.length} scenarios ran:\n${stdout}`);
       assert.equal(result.code, 0, `The script failed:\n${stdout}\n${stderr}`);
     },
   });

@@ -210,6 +210,20 @@ def scenario_add_sub_defaults(client):
     check_array(result.as_numpy("sub"), a - b, "sub only")
 
 
+def scenario_compression(client):
+    # gzip and deflate request bodies, and compressed responses, in JSON and binary mode.
+    a = np.arange(64, dtype=np.float32).reshape(2, 32)
+    b = np.full((2, 32), 0.5, dtype=np.float32)
+    for algorithm in ("gzip", "deflate"):
+        for binary in (False, True):
+            outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in ["add", "sub"]]
+            result = client.infer("AddSub", add_sub_inputs(a, b, binary), outputs=outputs,
+                                  request_compression_algorithm=algorithm,
+                                  response_compression_algorithm=algorithm)
+            check_array(result.as_numpy("add"), a + b, f"add ({algorithm}, binary={binary})")
+            check_array(result.as_numpy("sub"), a - b, f"sub ({algorithm}, binary={binary})")
+
+
 def identity_arrays(kserve, binary):
     if kserve == "BYTES":
         values = BYTES_VALUES + (BYTES_BINARY_ONLY if binary else [])
@@ -429,6 +443,7 @@ SCENARIOS = [
     scenario_add_sub_json,
     scenario_add_sub_binary,
     scenario_add_sub_defaults,
+    scenario_compression,
     scenario_identity_json,
     scenario_identity_binary,
     scenario_identity_64bit_extremes_json,

@@ -1,0 +1,87 @@
+/**
+ * Interop with `perf_analyzer` (the one `tritonclient==2.51.0` ships): it reads AddSub's metadata
+ * and config, then loads it at concurrency 1 to 4 over HTTP and over gRPC. The run must end with
+ * exit 0, a throughput line per concurrency, and server statistics with successes and no
+ * failures.
+ */
+
+import assert from "node:assert/strict";
+import { bindAddSub } from "../examples/add_sub/model.ts";
+import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
+import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
+
+const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
+const missing = "missing" in PERF_ANALYZER ? PERF_ANALYZER.missing : undefined;
+
+async function addSubStats(httpUrl: string): Promise<{ success: number; fail: number }> {
+  const response = await fetch(`${httpUrl}/v2/models/AddSub/stats`);
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  const inference = body.model_stats[0].inference_stats;
+  return { success: Number(inference.success.count), fail: Number(inference.fail.count) };
+}
+
+for (const engine of ENGINES) {
+  for (const protocol of ["http", "grpc"] as const) {
+    const name = `perf_analyzer -i ${protocol} on the ${engine} engine`;
+    Deno.test({
+      name: missing === undefined ? name : `${name} (skipped: ${missing})`,
+      ignore: missing !== undefined && !PEERS_REQUIRED,
+      async fn(): Promise<void> {
+        if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${missing}`);
+        await using triton = await startServer({ engine });
+        await bindAddSub(triton);
+        const url = protocol === "http" ? triton.urls.http : triton.urls.grpc;
+        if (url === undefined) {
+          // The gRPC front end may be switched off; then only CI insists.
+          assert.ok(!PEERS_REQUIRED, `The server has no ${protocol} URL`);
+          console.warn(`Skipping perf_analyzer -i ${protocol}: the server has no ${protocol} URL`);
+          return;
+        }
+        const before = await addSubStats(triton.urls.http!);
+        const result = await new Deno.Command(PERF_ANALYZER.path, {
+          args: [
+            "-m",
+            "AddSub",
+            "-u",
+            url.replace(/^\w+:\/\//, ""),
+            "-i",
+            protocol,
+            "--shape",
+            "a:16",
+            "--shape",
+            "b:16",
+            "--concurrency-range",
+            "1:4",
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "50",
+            "--max-trials",
+            "5",
+            "--stability-percentage",
+            "100",
+          ],
+          env: PERF_ANALYZER.env,
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(120_000),
+        }).output();
+        const decoder = new TextDecoder();
+        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
+        for (let concurrency = 1; concurrency <= 4; concurrency++) {
+          assert.match(
+            output,
+            new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
+            `No throughput line for concurrency ${concurrency}:\n${output}`,
+          );
+        }
+        assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+        const after = await addSubStats(triton.urls.http!);
+        assert.ok(after.success - before.success >= 4 * 50, `Too few successes: ${after.success}`);
+        assert.equal(after.fail, before.fail, `Failed inferences:\n${output}`);
+      },
+    });
+  }
+}
