@@ -6,7 +6,7 @@
  * - perf_analyzer: `DENOTRITON_PERF_ANALYZER`, else `perf_analyzer` on the `PATH`, else the
  *   scripts folders of that Python (the `tritonclient==2.51.0` wheel ships it there).
  * - Its libraries: `libb64.so.0d` and `libcudart.so.12` are not on a plain system; the Triton core
- *   install (`deno task setup:triton`, under `DENOTRITON_HOME`, default
+ *   install (`deno task setup:triton`, in `defaultTritonHome()`: `DENOTRITON_HOME`, default
  *   `~/.cache/denotriton/triton-2.51.0`) holds them with hashed names (`libb64-<hash>.so.0d`), as
  *   may `DENOTRITON_PEER_LIBS`. A temporary folder of symlinks under the plain names goes on
  *   `LD_LIBRARY_PATH`.
@@ -137,13 +137,19 @@ const PERF_ANALYZER_LIBS: readonly [string, RegExp][] = [
   ["libcudart.so.12", /^libcudart([-.].*)?\.so\.12(\.[\d.]+)?$/],
 ];
 
-function libraryRoots(): string[] {
+async function libraryRoots(): Promise<string[]> {
   const roots: string[] = [];
   const explicit = Deno.env.get("DENOTRITON_PEER_LIBS");
   if (explicit) roots.push(explicit);
-  const home = Deno.env.get("DENOTRITON_HOME") ??
-    `${Deno.env.get("HOME") ?? "/root"}/.cache/denotriton/triton-2.51.0`;
-  roots.push(home);
+  try {
+    const install = await import("../src/engine/native/install.ts");
+    roots.push(install.defaultTritonHome());
+  } catch {
+    roots.push(
+      Deno.env.get("DENOTRITON_HOME") ??
+        `${Deno.env.get("HOME") ?? "."}/.cache/denotriton/triton-2.51.0`,
+    );
+  }
   return roots;
 }
 
@@ -153,7 +159,7 @@ let linkDir: string | undefined;
 async function linkLibraries(): Promise<string | undefined> {
   if (linkDir !== undefined) return linkDir;
   const found = new Map<string, string>();
-  for (const root of libraryRoots()) {
+  for (const root of await libraryRoots()) {
     const paths = await findFiles(root, PERF_ANALYZER_LIBS.map(([, pattern]) => pattern));
     paths.forEach((path, i) => {
       const name = PERF_ANALYZER_LIBS[i]![0];
