@@ -2,20 +2,23 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { ALL_DTYPES, IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
-import { PEERS_REQUIRED } from "./_helpers.ts";
 import type { Request as InferRequest } from "../src/callable/types.ts";
 import { kserveName } from "../src/tensor/dtype.ts";
+
+// As in tests/_helpers.ts (not imported: it loads the whole facade): CI needs the Python peer.
+const PEERS_REQUIRED = Deno.env.get("CI") === "true" ||
+  Deno.env.get("DENOTRITON_REQUIRE_PEERS") === "1";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Echoes the request parameters (JSON) and how many requests it has seen. */
+/** Echoes the request parameters as JSON. */
 const PARAMS: TestModel = {
   name: "Params",
   fn: (requests: InferRequest[]) =>
     requests.map((request) => ({
       out: {
-        dtype: "bytes",
+        dtype: "bytes" as const,
         shape: [1, 1],
         data: [encoder.encode(JSON.stringify(request.parameters))],
       },

@@ -26,6 +26,8 @@ export interface RouteContext {
   readonly request: Request;
   /** Decoded path parameters (`model`, `version`, `repo`, `region`, ...). */
   readonly params: Readonly<Record<string, string>>;
+  /** Aborted when the client disconnects before the response is ready. */
+  readonly signal: AbortSignal;
 }
 
 /** A route handler. */
@@ -73,7 +75,7 @@ async function readJsonBody(
 async function infer(
   engine: Engine,
   settings: RouteSettings,
-  { request, params }: RouteContext,
+  { request, params, signal }: RouteContext,
 ): Promise<Response> {
   const modelName = params.model!;
   const modelVersion = versionOf(params);
@@ -95,7 +97,7 @@ async function infer(
     ...(settings.headerForwardPattern !== undefined
       ? { headerForwardPattern: settings.headerForwardPattern }
       : {}),
-    signal: request.signal,
+    signal,
   };
   let decoded: DecodedInferRequest;
   if (headerLength === 0) {
@@ -441,7 +443,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
  * import assert from "node:assert/strict";
  *
  * await assert.rejects(runHandler(() => { throw new Error("x"); }, {
- *   request: new Request("http://x/"), params: {},
+ *   request: new Request("http://x/"), params: {}, signal: new AbortController().signal,
  * }), /x/);
  * ```
  */

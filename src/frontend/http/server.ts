@@ -120,12 +120,30 @@ export function createHttpHandler(
     if (found.kind === "method-not-allowed") {
       return errorResponse(405, "Method Not Allowed", { allow: found.allowed.join(", ") });
     }
+    // Deno.serve's request.signal also aborts after every successful response (and warns once
+    // when read), so it is read only by the routes that need it (inference), and only a
+    // disconnect while the request is being handled reaches the engine.
+    const disconnect = new AbortController();
+    const onAbort = (): void => disconnect.abort(request.signal.reason);
+    let linked = false;
+    const context = {
+      request,
+      params: found.params,
+      get signal(): AbortSignal {
+        if (!linked) {
+          linked = true;
+          if (request.signal.aborted) onAbort();
+          else request.signal.addEventListener("abort", onAbort, { once: true });
+        }
+        return disconnect.signal;
+      },
+    };
     try {
       if (accessCheck !== undefined) {
         const refused = await accessCheck(request, found.route.group);
         if (refused !== undefined) return refused;
       }
-      return await runHandler(found.route.handler, { request, params: found.params });
+      return await runHandler(found.route.handler, context);
     } catch (error) {
       if (!(error instanceof InferenceError)) {
         logger.error(
@@ -137,6 +155,8 @@ export function createHttpHandler(
         logger.debug(1, () => `HTTP ${request.method} ${url.pathname}: ${error.message}`);
       }
       return errorToResponse(error);
+    } finally {
+      if (linked) request.signal.removeEventListener("abort", onAbort);
     }
   };
 }
