@@ -285,7 +285,8 @@ export function fromRawBytes(dtype: DType, shape: readonly number[], bytes: Uint
   }
   const Ctor = arrayConstructorOf(dtype);
   const aligned = bytes.byteOffset % size === 0;
-  const source = aligned ? bytes : bytes.slice();
+  // new Uint8Array(view) copies, also for Node Buffers whose slice() is a view.
+  const source = aligned ? bytes : new Uint8Array(bytes);
   // deno-lint-ignore no-explicit-any
   const data = new (Ctor as any)(source.buffer, source.byteOffset, count) as TypedArray;
   return { dtype, shape, data } as NumericNDArray;
