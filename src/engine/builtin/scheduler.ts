@@ -75,6 +75,9 @@ interface Level {
   readonly delayed: Entry[];
 }
 
+/** How late a Deno timer fires at best, in ms (measured: `setTimeout(f, 0)` takes ~2.2 ms). */
+const TIMER_RESOLUTION_MS = 2.5;
+
 const NO_POLICY: ResolvedQueuePolicy = {
   timeoutAction: "REJECT",
   defaultTimeoutMicroseconds: 0,
@@ -141,6 +144,7 @@ export class ModelScheduler {
   #cursor = 0;
   #pumpQueued = false;
   #delayTimer: ReturnType<typeof setTimeout> | undefined;
+  #delayImmediate: ReturnType<typeof setImmediate> | undefined;
   #active = new Set<Entry>();
   #order: Entry[] = [];
   #closed = false;
@@ -285,8 +289,7 @@ export class ModelScheduler {
    */
   abort(error: InferenceError): void {
     this.#closed = true;
-    clearTimeout(this.#delayTimer);
-    this.#delayTimer = undefined;
+    this.#clearDelay();
     for (const entry of [...this.#active]) {
       if (entry.state === "queued") this.#dequeue(entry);
       entry.item.controller.abort(error);
@@ -433,16 +436,36 @@ export class ModelScheduler {
     return { batch: [], wait: this.#delayMs - waited };
   }
 
-  #pump(): void {
+  #clearDelay(): void {
     clearTimeout(this.#delayTimer);
     this.#delayTimer = undefined;
+    if (this.#delayImmediate !== undefined) clearImmediate(this.#delayImmediate);
+    this.#delayImmediate = undefined;
+  }
+
+  /**
+   * Re-runs the pump after `wait` ms. Deno timers fire no sooner than ~2 ms (even `setTimeout(f,
+   * 0)`), so a sub-millisecond queue delay would cost 2 ms per request: short waits re-check on
+   * `setImmediate` instead, which runs after each I/O poll, so requests arriving meanwhile still
+   * join the batch. Longer waits sleep until one timer resolution before the deadline, then poll.
+   */
+  #delayPump(wait: number): void {
+    if (wait > TIMER_RESOLUTION_MS) {
+      this.#delayTimer = setTimeout(() => this.#pump(), wait - TIMER_RESOLUTION_MS);
+    } else {
+      this.#delayImmediate = setImmediate(() => this.#pump());
+    }
+  }
+
+  #pump(): void {
+    this.#clearDelay();
     while (true) {
       if (this.queued === 0) return;
       const instance = this.#idleInstance();
       if (instance === undefined) return;
       const { batch, wait } = this.#formBatch(performance.now());
       if (wait !== undefined) {
-        this.#delayTimer = setTimeout(() => this.#pump(), Math.max(0, wait));
+        this.#delayPump(wait);
         return;
       }
       const now = performance.now();
