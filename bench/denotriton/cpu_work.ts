@@ -1,0 +1,54 @@
+/**
+ * The CPU-bound work of the benchmark's `cpu_1` / `cpu_2` models: rounds of `v = sin(v) * 0.5 +
+ * 0.25` over 4096 float64 values, calibrated so one sample costs about 2 ms here (PyTriton's
+ * script does the same with numpy). Its own module so a Worker can load it.
+ *
+ * @module
+ */
+
+import { batch, type InferFunc, ndarray } from "../../mod.ts";
+
+const WORK_SIZE = 4096;
+const SAMPLE_MS = 2;
+
+/**
+ * Runs `k` rounds of the arithmetic.
+ *
+ * @param k Rounds.
+ * @returns The first value, so the work cannot be optimised away.
+ */
+export function rounds(k: number): number {
+  const v = new Float64Array(WORK_SIZE);
+  for (let i = 0; i < WORK_SIZE; i++) v[i] = i / (WORK_SIZE - 1);
+  for (let r = 0; r < k; r++) {
+    for (let i = 0; i < WORK_SIZE; i++) v[i] = Math.sin(v[i]!) * 0.5 + 0.25;
+  }
+  return v[0]!;
+}
+
+/**
+ * How many rounds take about 2 ms on this machine.
+ *
+ * @returns Rounds per sample.
+ */
+export function calibrate(): number {
+  rounds(20);
+  for (let k = 50;; k *= 2) {
+    const start = performance.now();
+    rounds(k);
+    const elapsed = performance.now() - start;
+    if (elapsed > 50) return Math.max(1, Math.round(k * SAMPLE_MS / elapsed));
+  }
+}
+
+/** Rounds per sample, calibrated at load. */
+export const ROUNDS: number = calibrate();
+
+/** The batched callable: `y = x` after `ROUNDS` rounds of work per sample. */
+export const cpuInfer: InferFunc = batch(({ x }) => {
+  const samples = x!.shape[0]!;
+  let acc = 0;
+  for (let s = 0; s < samples; s++) acc += rounds(ROUNDS);
+  const data = (x!.data as Float32Array).map((value) => value + acc * 0);
+  return { y: ndarray(data, x!.shape) };
+});

@@ -1,0 +1,212 @@
+/**
+ * The benchmark's server processes: start one on free ports, time it to ready, read the
+ * resident memory of its process tree, stop it.
+ *
+ * @module
+ */
+
+/** The ports a server listens on. */
+export interface Ports {
+  /** HTTP/REST. */
+  readonly http: number;
+  /** gRPC. */
+  readonly grpc: number;
+  /** Prometheus metrics. */
+  readonly metrics: number;
+}
+
+/**
+ * Ports that were free a moment ago (each listened on once and closed).
+ *
+ * @returns Three distinct ports.
+ */
+export function freePorts(): Ports {
+  const listeners = [0, 1, 2].map(() => Deno.listen({ hostname: "127.0.0.1", port: 0 }));
+  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
+  for (const listener of listeners) listener.close();
+  return { http: ports[0]!, grpc: ports[1]!, metrics: ports[2]! };
+}
+
+/** A running server. */
+export interface ServerProcess extends AsyncDisposable {
+  /** The root process. */
+  readonly pid: number;
+  /** Where it listens. */
+  readonly ports: Ports;
+  /** ms from spawn to `/v2/health/ready` answering 200. */
+  readonly healthReadyMs: number;
+  /** ms from spawn to every model's `/v2/models/<m>/ready` answering 200. */
+  readonly modelsReadyMs: number;
+  /** Stops it: SIGINT, then SIGKILL after a grace period. */
+  stop(): Promise<void>;
+}
+
+/** How to start a server. */
+export interface ServerCommand {
+  /** The program. */
+  readonly command: string;
+  /** Its arguments, given the ports. */
+  readonly args: (ports: Ports) => string[];
+  /** Extra environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The models that must be ready. */
+  readonly models: readonly string[];
+  /** Where its stdout and stderr go. */
+  readonly logFile: string;
+  /**
+   * Gives up after this many ms.
+   *
+   * @default {180000}
+   */
+  readonly readyTimeoutMs?: number;
+}
+
+async function answers200(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await response.body?.cancel();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts a server and waits until it and all its models are ready.
+ *
+ * @param spec What to run.
+ * @returns The running server.
+ * @throws {Error} When it exits or is not ready in time; the message names the log file.
+ */
+export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
+  const ports = freePorts();
+  const log = await Deno.open(spec.logFile, { write: true, create: true, truncate: true });
+  const start = performance.now();
+  const child = new Deno.Command(spec.command, {
+    args: spec.args(ports),
+    env: { ...spec.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const piping = Promise.all([
+    child.stdout.pipeTo(writable, { preventClose: true }),
+    child.stderr.pipeTo(writable, { preventClose: true }),
+  ]).finally(() => writable.close());
+  const logging = readable.pipeTo(log.writable);
+  let exited = false;
+  const status = child.status.then((s) => {
+    exited = true;
+    return s;
+  });
+  const stop = async (): Promise<void> => {
+    if (!exited) {
+      try {
+        child.kill("SIGINT");
+      } catch {
+        // It exited meanwhile.
+      }
+      const timer = setTimeout(() => {
+        try {
+          if (!exited) child.kill("SIGKILL");
+        } catch {
+          // It exited meanwhile.
+        }
+      }, 30_000);
+      await status;
+      clearTimeout(timer);
+    }
+    await piping.catch(() => {});
+    await logging.catch(() => {});
+  };
+  const base = `http://127.0.0.1:${ports.http}`;
+  const deadline = start + (spec.readyTimeoutMs ?? 180_000);
+  let healthReadyMs: number | undefined;
+  try {
+    for (;;) {
+      if (exited) throw new Error(`Server exited before ready: see ${spec.logFile}`);
+      if (performance.now() > deadline) throw new Error(`Server not ready: see ${spec.logFile}`);
+      if (healthReadyMs === undefined && await answers200(`${base}/v2/health/ready`)) {
+        healthReadyMs = performance.now() - start;
+      }
+      if (healthReadyMs !== undefined) {
+        const ready = await Promise.all(
+          spec.models.map((model) => answers200(`${base}/v2/models/${model}/ready`)),
+        );
+        if (ready.every(Boolean)) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const modelsReadyMs = performance.now() - start;
+  return {
+    pid: child.pid,
+    ports,
+    healthReadyMs,
+    modelsReadyMs,
+    stop,
+    [Symbol.asyncDispose]: stop,
+  };
+}
+
+/**
+ * The resident memory of a process and all its descendants, from `/proc`.
+ *
+ * @param root The root pid.
+ * @returns Bytes (0 when `/proc` cannot be read).
+ */
+export function treeRssBytes(root: number): number {
+  const children = new Map<number, number[]>();
+  const rss = new Map<number, number>();
+  const pageSize = 4096;
+  try {
+    for (const entry of Deno.readDirSync("/proc")) {
+      if (!/^\d+$/.test(entry.name)) continue;
+      try {
+        const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+        // Fields after the command name, which may hold spaces: state ppid ... rss is field 24.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        const pid = Number(entry.name);
+        const ppid = Number(fields[1]);
+        rss.set(pid, Number(fields[21]) * pageSize);
+        children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+      } catch {
+        // The process ended while we looked.
+      }
+    }
+  } catch {
+    return 0;
+  }
+  let total = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    total += rss.get(pid) ?? 0;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return total;
+}
+
+/**
+ * Samples {@linkcode treeRssBytes} every `intervalMs` until stopped, keeping the peak.
+ *
+ * @param root The root pid.
+ * @param intervalMs Sampling period.
+ * @returns `stop()`, which returns the peak in bytes.
+ */
+export function sampleRss(root: number, intervalMs = 250): { stop(): number } {
+  let peak = treeRssBytes(root);
+  const timer = setInterval(() => {
+    peak = Math.max(peak, treeRssBytes(root));
+  }, intervalMs);
+  return {
+    stop(): number {
+      clearInterval(timer);
+      return Math.max(peak, treeRssBytes(root));
+    },
+  };
+}

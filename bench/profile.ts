@@ -1,0 +1,163 @@
+/**
+ * CPU profiles of a DenoTriton server under one benchmark cell, taken over the V8 inspector
+ * (`deno run --inspect`; this Deno has no `--cpu-prof`), and summarised as the top frames by
+ * self time.
+ *
+ * @module
+ */
+
+/** A V8 CPU profile (`Profiler.stop`'s result). */
+export interface CpuProfile {
+  /** Call-tree nodes. */
+  readonly nodes: readonly {
+    readonly id: number;
+    readonly callFrame: {
+      readonly functionName: string;
+      readonly url: string;
+      readonly lineNumber: number;
+    };
+    readonly hitCount?: number;
+  }[];
+  /** Node id of each sample. */
+  readonly samples?: readonly number[];
+  /** µs between samples. */
+  readonly timeDeltas?: readonly number[];
+}
+
+/** One frame's share of the samples. */
+export interface TopFrame {
+  /** `function (file:line)`. */
+  readonly frame: string;
+  /** Share of all samples, 0–1. */
+  readonly selfShare: number;
+}
+
+/**
+ * The frames with the most self time.
+ *
+ * @param profile The profile.
+ * @param count How many frames.
+ * @returns Frames, largest share first; idle and GC are kept (they explain time too).
+ *
+ * @example Two frames
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { topFrames } from "./profile.ts";
+ *
+ * const frame = (functionName: string) => ({ functionName, url: "file:///a.ts", lineNumber: 0 });
+ * const top = topFrames({
+ *   nodes: [{ id: 1, callFrame: frame("a"), hitCount: 3 }, { id: 2, callFrame: frame("b"), hitCount: 1 }],
+ * });
+ * assert.deepEqual(top[0], { frame: "a (a.ts:1)", selfShare: 0.75 });
+ * ```
+ */
+export function topFrames(profile: CpuProfile, count = 12): TopFrame[] {
+  const hits = new Map<number, number>();
+  if (profile.samples !== undefined && profile.samples.length > 0) {
+    for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1);
+  } else {
+    for (const node of profile.nodes) hits.set(node.id, node.hitCount ?? 0);
+  }
+  const byFrame = new Map<string, number>();
+  let total = 0;
+  for (const node of profile.nodes) {
+    const n = hits.get(node.id) ?? 0;
+    if (n === 0) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url === "" ? "" : ` (${url.split("/").at(-1)}:${lineNumber + 1})`;
+    const frame = `${functionName || "(anonymous)"}${file}`;
+    byFrame.set(frame, (byFrame.get(frame) ?? 0) + n);
+    total += n;
+  }
+  return [...byFrame].sort((a, b) => b[1] - a[1]).slice(0, count)
+    .map(([frame, n]) => ({ frame, selfShare: total === 0 ? 0 : n / total }));
+}
+
+/** A connection to a V8 inspector target. */
+export class Inspector implements AsyncDisposable {
+  #socket: WebSocket;
+  #next = 1;
+  #pending = new Map<number, PromiseWithResolvers<unknown>>();
+
+  private constructor(socket: WebSocket) {
+    this.#socket = socket;
+    socket.onmessage = (event: MessageEvent): void => {
+      const message = JSON.parse(String(event.data)) as {
+        id?: number;
+        result?: unknown;
+        error?: { message: string };
+      };
+      const waiter = message.id === undefined ? undefined : this.#pending.get(message.id);
+      if (waiter === undefined) return;
+      this.#pending.delete(message.id!);
+      if (message.error) waiter.reject(new Error(`Inspector: ${message.error.message}`));
+      else waiter.resolve(message.result);
+    };
+  }
+
+  /**
+   * Connects to the first target of an inspector listening on `host:port`.
+   *
+   * @param hostPort Where `--inspect` listens.
+   * @returns The connection.
+   */
+  static async connect(hostPort: string): Promise<Inspector> {
+    const targets = await (await fetch(`http://${hostPort}/json/list`)).json() as {
+      webSocketDebuggerUrl: string;
+    }[];
+    const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl);
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = reject;
+    });
+    return new Inspector(socket);
+  }
+
+  /**
+   * Sends a command.
+   *
+   * @param method CDP method.
+   * @param params Its parameters.
+   * @returns Its result.
+   */
+  send<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    const id = this.#next++;
+    const waiter = Promise.withResolvers<unknown>();
+    this.#pending.set(id, waiter);
+    this.#socket.send(JSON.stringify({ id, method, params }));
+    return waiter.promise as Promise<T>;
+  }
+
+  /** Closes the connection. */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.#socket.close();
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Profiles the target while `work` runs.
+ *
+ * @param hostPort Where `--inspect` listens.
+ * @param work What to run while sampling.
+ * @returns The profile.
+ */
+export async function profileWhile(
+  hostPort: string,
+  work: () => Promise<unknown>,
+): Promise<CpuProfile> {
+  await using inspector = await Inspector.connect(hostPort);
+  await inspector.send("Profiler.enable");
+  await inspector.send("Profiler.setSamplingInterval", { interval: 250 });
+  await inspector.send("Profiler.start");
+  let failure: unknown;
+  try {
+    await work();
+  } catch (error) {
+    failure = error ?? new Error("The profiled work failed");
+  }
+  // Stop even when the work failed, so the target is left as found.
+  const { profile } = await inspector.send<{ profile: CpuProfile }>("Profiler.stop");
+  if (failure !== undefined) throw failure;
+  return profile;
+}
