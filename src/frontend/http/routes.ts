@@ -18,6 +18,7 @@ import {
   parseHeaderLength,
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
+import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 
 /** What a route handler receives. */
@@ -321,6 +322,18 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       route(`${MODEL}/infer`),
       "inference",
       (context) => infer(engine, settings, context),
+    )
+    .add(
+      "POST",
+      route(`${MODEL}/generate`),
+      "inference",
+      (context) => handleGenerate(engine, settings, context, false),
+    )
+    .add(
+      "POST",
+      route(`${MODEL}/generate_stream`),
+      "inference",
+      (context) => handleGenerate(engine, settings, context, true),
     )
     .add(
       "GET",

@@ -1,0 +1,410 @@
+/**
+ * Triton's generate extension on the HTTP front end: `POST /v2/models/{m}[/versions/{v}]/generate`
+ * answers one JSON object, `/generate_stream` answers Server-Sent Events, one `data: {json}` event
+ * per response. Triton 2.51's `http_server.cc` is the reference:
+ *
+ * - Each top-level key of the request object (and each key of its `parameters` object) that names
+ *   a model input becomes that input: a scalar or a flat list, shaped from the model metadata
+ *   (fixed dimensions first, the innermost `-1` takes the remaining elements, other `-1`s are 1).
+ *   Other keys become request parameters; `id` is the request id.
+ * - A response is an object with `model_name`, `model_version`, `id` (when set), the response
+ *   parameters and one key per output: the single element, or a flat list of them. Keys are in
+ *   code-unit order, like Triton's `std::map`.
+ * - `/generate` needs exactly one response; `/generate_stream` also serves decoupled models.
+ * - A failure before the first response answers a JSON error with its status; a failure after
+ *   responses were streamed is one last event `data: {"error": "..."}`.
+ * - A client that disconnects aborts the request's signal (the callable sees `request.signal`
+ *   aborted) and the engine stops pulling responses.
+ *
+ * @module
+ */
+
+import type { ParameterValue } from "../../callable/types.ts";
+import type {
+  Engine,
+  InferenceRequest,
+  InferenceResponse,
+  ModelMetadata,
+  StreamResponse,
+} from "../../engine/engine.ts";
+import { InferenceError, toInferenceError } from "../../errors.ts";
+import { fromKServe } from "../../tensor/dtype.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
+import { readRequestBody } from "./compression.ts";
+import { badRequest } from "./errors.ts";
+import { jsonToNDArray, ndarrayToJson, parseJsonExact } from "./json_tensor.ts";
+
+/** Options of {@linkcode decodeGenerateRequest}. */
+export interface DecodeGenerateOptions {
+  /**
+   * The model version from the URL.
+   *
+   * @default {undefined}
+   */
+  modelVersion?: number;
+  /**
+   * The HTTP headers, for forwarding.
+   *
+   * @default {undefined}
+   */
+  headers?: Headers;
+  /**
+   * Headers whose names match become string parameters.
+   *
+   * @default {undefined}
+   */
+  headerForwardPattern?: RegExp;
+  /**
+   * Aborts the request.
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+/** The message of `/generate` when a model does not answer exactly one response. */
+export const ONE_RESPONSE_MESSAGE =
+  "generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses";
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The shape a generate value of `count` elements gets for an input declared with `shape`
+ * (batch axis included), the way Triton distributes it.
+ *
+ * @param name The input name, for messages.
+ * @param shape The metadata shape (`-1` for variable dimensions).
+ * @param count The number of elements given.
+ * @returns The concrete shape.
+ * @throws {InferenceError} (INVALID_ARG) When the elements cannot fill the shape.
+ *
+ * @example
+ * ```ts
+ * import { generateShape } from "./generate.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(generateShape("x", [-1, -1], 3), [1, 3]);
+ * assert.deepEqual(generateShape("x", [-1, 2], 6), [3, 2]);
+ * assert.throws(() => generateShape("x", [4], 3), /can not convert input 'x'/);
+ * ```
+ */
+export function generateShape(name: string, shape: readonly number[], count: number): number[] {
+  const result = [...shape];
+  let remaining = count;
+  const fail = (): never => {
+    throw badRequest(`The schema can not convert input '${name}' to tensor with proper shape`);
+  };
+  for (const dim of result) {
+    if (dim === -1) continue;
+    if (dim === 0 ? remaining !== 0 : remaining % dim !== 0) fail();
+    remaining = dim === 0 ? 0 : remaining / dim;
+  }
+  for (let i = result.length - 1; i >= 0; i--) {
+    if (result[i] === -1) {
+      result[i] = remaining;
+      remaining = 1;
+    }
+  }
+  if (remaining !== 1 && !(remaining === 0 && count === 0)) fail();
+  return result;
+}
+
+function parameterOf(key: string, value: unknown): ParameterValue {
+  if (typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "bigint") return Number(value);
+  throw badRequest(
+    `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`,
+  );
+}
+
+function nonNegativeInteger(key: string, value: ParameterValue): number {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  throw badRequest(
+    `Invalid request parameter '${key}': expected a non-negative integer, got ${
+      JSON.stringify(value)
+    }`,
+  );
+}
+
+/**
+ * Decodes a generate request body into an inference request.
+ *
+ * @param body The request body (JSON; empty means `{}`).
+ * @param metadata The model metadata (input names, datatypes, shapes).
+ * @param options Version, headers, forwarding pattern and signal.
+ * @returns The inference request.
+ * @throws {InferenceError} (INVALID_ARG) For bad JSON, values or parameters.
+ *
+ * @example A scalar prompt and a parameter
+ * ```ts
+ * import { decodeGenerateRequest } from "./generate.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const metadata = {
+ *   name: "m", versions: ["1"], platform: "", outputs: [],
+ *   inputs: [{ name: "text_input", datatype: "BYTES", shape: [-1, 1] }],
+ * };
+ * const body = new TextEncoder().encode('{"text_input":"hi","max_tokens":3}');
+ * const request = decodeGenerateRequest(body, metadata);
+ * assert.deepEqual(request.inputs.get("text_input")?.shape, [1, 1]);
+ * assert.deepEqual(request.parameters, { max_tokens: 3 });
+ * ```
+ */
+export function decodeGenerateRequest(
+  body: Uint8Array,
+  metadata: ModelMetadata,
+  options: DecodeGenerateOptions = {},
+): InferenceRequest {
+  let json: unknown = {};
+  if (body.byteLength > 0) {
+    try {
+      json = parseJsonExact(decoder.decode(body));
+    } catch (error) {
+      throw badRequest(`Unable to parse the generate request JSON: ${(error as Error).message}`);
+    }
+  }
+  if (!isObject(json)) {
+    throw badRequest("Unable to parse the generate request JSON: expected an object");
+  }
+  const declared = new Map(metadata.inputs.map((input) => [input.name, input]));
+  const inputs = new Map<string, NDArray>();
+  const parameters: Record<string, ParameterValue> = {};
+  let id: string | undefined;
+  const take = (key: string, value: unknown): void => {
+    const input = declared.get(key);
+    if (input === undefined) {
+      parameters[key] = parameterOf(key, value);
+      return;
+    }
+    if (inputs.has(key)) throw badRequest(`Input '${key}' is given more than once`);
+    const dtype = fromKServe(input.datatype);
+    if (dtype === undefined) {
+      throw badRequest(`input '${key}' has unsupported datatype ${input.datatype}`);
+    }
+    const elements = Array.isArray(value) ? value : [value];
+    if (elements.some(Array.isArray)) {
+      throw badRequest(`Unable to parse input '${key}': expected a scalar or a flat list`);
+    }
+    const shape = generateShape(key, input.shape, elements.length);
+    inputs.set(key, jsonToNDArray(key, dtype, shape, elements));
+  };
+  for (const [key, value] of Object.entries(json)) {
+    if (key === "id") {
+      if (typeof value !== "string") throw badRequest("Unable to parse 'id': expected a string");
+      id = value;
+    } else if (key === "parameters") {
+      if (declared.has(key)) {
+        throw badRequest(
+          "Keyword 'parameters' for nested schema also given as input tensor name",
+        );
+      }
+      if (!isObject(value)) {
+        throw badRequest("Expected JSON object for keyword: 'parameters'");
+      }
+      for (const [inner, innerValue] of Object.entries(value)) take(inner, innerValue);
+    } else {
+      take(key, value);
+    }
+  }
+  const pattern = options.headerForwardPattern;
+  if (pattern !== undefined && options.headers !== undefined) {
+    for (const [name, value] of options.headers) {
+      pattern.lastIndex = 0;
+      if (pattern.test(name)) parameters[name] = value;
+    }
+  }
+  let priority: number | undefined;
+  let timeout: number | undefined;
+  if (parameters.priority !== undefined) {
+    priority = nonNegativeInteger("priority", parameters.priority);
+  }
+  if (parameters.timeout !== undefined) {
+    timeout = nonNegativeInteger("timeout", parameters.timeout);
+  }
+  return {
+    modelName: metadata.name,
+    ...(options.modelVersion === undefined ? {} : { modelVersion: options.modelVersion }),
+    ...(id === undefined ? {} : { id }),
+    inputs,
+    parameters,
+    ...(priority === undefined ? {} : { priority }),
+    ...(timeout === undefined ? {} : { timeoutMicroseconds: timeout }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  };
+}
+
+/**
+ * Encodes one response as a generate response object: metadata, response parameters and one key
+ * per output (the element itself when there is one, else a flat list), keys in code-unit order.
+ *
+ * @param response The inference response.
+ * @returns The JSON text.
+ * @throws {InferenceError} (INVALID_ARG) For FP16/BF16 outputs, which JSON cannot carry.
+ *
+ * @example
+ * ```ts
+ * import { encodeGenerateResponse } from "./generate.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const text = encodeGenerateResponse({
+ *   modelName: "m", modelVersion: "1",
+ *   outputs: new Map([["text_output", ndarray(["hi"], [1, 1], { dtype: "bytes" })]]),
+ * });
+ * assert.equal(text, '{"model_name":"m","model_version":"1","text_output":"hi"}');
+ * ```
+ */
+export function encodeGenerateResponse(response: InferenceResponse): string {
+  const fields = new Map<string, unknown>();
+  for (const [key, value] of Object.entries(response.parameters ?? {})) fields.set(key, value);
+  for (const [name, array] of response.outputs) {
+    const data = ndarrayToJson(name, array);
+    fields.set(name, data.length === 1 ? data[0] : data);
+  }
+  if (response.id !== undefined && response.id !== "") fields.set("id", response.id);
+  fields.set("model_name", response.modelName);
+  fields.set("model_version", response.modelVersion);
+  const keys = [...fields.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return JSON.stringify(Object.fromEntries(keys.map((key) => [key, fields.get(key)])));
+}
+
+function sseEvent(json: string): Uint8Array {
+  return encoder.encode(`data: ${json}\n\n`);
+}
+
+function errorJson(error: unknown): string {
+  return JSON.stringify({ error: toInferenceError(error).message });
+}
+
+// A final step without outputs is Triton's flags-only final response: nothing to send.
+function isFlagsOnly(step: StreamResponse): boolean {
+  return step.final && step.outputs.size === 0;
+}
+
+async function* responsesOf(
+  engine: Engine,
+  request: InferenceRequest,
+  decoupled: boolean,
+): AsyncGenerator<InferenceResponse, void, undefined> {
+  if (!decoupled) {
+    yield await engine.infer(request);
+    return;
+  }
+  for await (const step of engine.inferStream(request)) {
+    if (!isFlagsOnly(step)) yield step;
+    if (step.final) return;
+  }
+}
+
+/** What {@linkcode handleGenerate} needs. */
+export interface GenerateContext {
+  /** The HTTP request. */
+  readonly request: Request;
+  /** Path parameters: `model` and maybe `version`. */
+  readonly params: Readonly<Record<string, string>>;
+  /** Aborted when the client disconnects while the handler runs. */
+  readonly signal: AbortSignal;
+}
+
+/** Settings of {@linkcode handleGenerate}. */
+export interface GenerateSettings {
+  /** Body limit in bytes. */
+  readonly maxRequestBytes: number;
+  /** Headers to forward as parameters. */
+  readonly headerForwardPattern: RegExp | undefined;
+}
+
+/**
+ * Handles `POST .../generate` (`streaming` false) and `POST .../generate_stream` (true).
+ *
+ * @param engine The engine.
+ * @param settings Body limit and header forwarding.
+ * @param context The request, path parameters and disconnect signal.
+ * @param streaming Whether to answer Server-Sent Events.
+ * @returns The response.
+ * @throws {InferenceError} Before the first response (the front end answers a JSON error).
+ */
+export async function handleGenerate(
+  engine: Engine,
+  settings: GenerateSettings,
+  context: GenerateContext,
+  streaming: boolean,
+): Promise<Response> {
+  const modelName = context.params.model!;
+  const modelVersion = context.params.version === undefined
+    ? undefined
+    : Number(context.params.version);
+  const metadata = await engine.modelMetadata(modelName, modelVersion);
+  const decoupled = await engine.isDecoupled(modelName, modelVersion);
+  const body = await readRequestBody(context.request, settings.maxRequestBytes);
+  // Aborted when the SSE body is cancelled (the client went away after the headers were sent).
+  const gone = new AbortController();
+  const request = decodeGenerateRequest(body, metadata, {
+    ...(modelVersion === undefined ? {} : { modelVersion }),
+    headers: context.request.headers,
+    ...(settings.headerForwardPattern === undefined
+      ? {}
+      : { headerForwardPattern: settings.headerForwardPattern }),
+    signal: AbortSignal.any([context.signal, gone.signal]),
+  });
+  const iterator = responsesOf(engine, request, decoupled);
+
+  if (!streaming) {
+    const responses: InferenceResponse[] = [];
+    for await (const response of iterator) responses.push(response);
+    if (responses.length !== 1) throw badRequest(ONE_RESPONSE_MESSAGE);
+    return new Response(encodeGenerateResponse(responses[0]!), {
+      headers: { "content-type": "application/json" },
+    });
+  }
+
+  // The status goes out with the first response, so a failure before it is a plain JSON error.
+  const first = await iterator.next();
+  let done = first.done === true;
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller): void {
+      if (first.done) controller.close();
+      else controller.enqueue(sseEvent(encodeGenerateResponse(first.value)));
+    },
+    async pull(controller): Promise<void> {
+      if (done) return;
+      try {
+        const step = await iterator.next();
+        if (step.done) {
+          done = true;
+          controller.close();
+        } else {
+          controller.enqueue(sseEvent(encodeGenerateResponse(step.value)));
+        }
+      } catch (error) {
+        done = true;
+        if (gone.signal.aborted) return;
+        controller.enqueue(sseEvent(errorJson(error)));
+        controller.close();
+      }
+    },
+    cancel(): void {
+      if (done) return;
+      done = true;
+      gone.abort(
+        new InferenceError(
+          `Request for model '${modelName}' was cancelled: the client disconnected`,
+          {
+            code: "CANCELLED",
+          },
+        ),
+      );
+      // Not awaited: a pending step finishes first, then the engine stops pulling.
+      iterator.return().catch(() => {});
+    },
+  }, { highWaterMark: 0 });
+  return new Response(stream, {
+    headers: { "content-type": "text/event-stream; charset=utf-8" },
+  });
+}
