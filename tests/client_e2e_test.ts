@@ -346,11 +346,16 @@ Deno.test("ModelClient (grpc) times out a stream whose next message is late", as
   assert.deepEqual(asArray((await other.inferSample([ndarray(new Int32Array([3]))])).y), [3]);
 });
 
-Deno.test("ModelClient (http) refuses to stream; coupled models refuse streams", async () => {
+Deno.test("ModelClient (http) streams over SSE but refuses FP16; coupled models refuse streams", async () => {
   await using server = await startServer();
   await using http = new ModelClient(server.urls.http, "Stream");
+  const steps: unknown[] = [];
+  for await (const step of http.inferStream([ndarray(new Int32Array([2]))])) {
+    steps.push(asArray(step.i));
+  }
+  assert.deepEqual(steps, [[0], [10]]);
   await assert.rejects(
-    http.inferStream([ndarray(new Int32Array([1]))]).next(),
+    http.inferStream([ndarray(new Float16Array([1]))]).next(),
     ClientValueError,
   );
   await using coupled = new ModelClient(server.urls.grpc, "Flat");

@@ -13,6 +13,7 @@ import {
   ClientValueError,
 } from "./errors.ts";
 import { decodeHttpInferResponse, encodeHttpInferRequest } from "./http_codec.ts";
+import { decodeGenerateResponse, encodeGenerateRequest, sseData } from "./http_generate.ts";
 import type {
   Transport,
   TransportCallOptions,
@@ -212,11 +213,39 @@ export class HttpTransport implements Transport {
     return decodeHttpInferResponse(bytes, length === null ? undefined : Number(length));
   }
 
-  /** Streaming needs gRPC for now. */
-  inferStream(): AsyncIterable<TransportInferResponse> {
-    throw new ClientValueError(
-      "Cannot stream over HTTP: use a grpc:// URL for decoupled models",
+  /**
+   * `POST /v2/models/{m}[/versions/{v}]/generate_stream`: one response per Server-Sent Event, an
+   * `error` event fails the stream. Needs `request.declared` (the model's tensors).
+   */
+  async *inferStream(
+    request: TransportInferRequest,
+    options: TransportCallOptions,
+  ): AsyncGenerator<TransportInferResponse, void, undefined> {
+    const declared = request.declared;
+    if (declared === undefined) {
+      throw new ClientValueError("Cannot stream over HTTP: the model's tensors are not known");
+    }
+    const body = encodeGenerateRequest(request, declared);
+    const response = await this.#fetch(
+      `${modelPath(request.modelName, request.modelVersion)}/generate_stream`,
+      {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+      },
+      options,
     );
+    if (!response.ok || response.body === null) {
+      throw httpErrorOf("Inference failed", response.status, await response.text());
+    }
+    if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      const text = await response.text();
+      yield decodeGenerateResponse(text, declared, response.status);
+      return;
+    }
+    for await (const data of sseData(response.body)) {
+      yield decodeGenerateResponse(data, declared, response.status);
+    }
   }
 
   async #repository(

@@ -15,7 +15,8 @@ import {
   ClientTimeoutError,
   ClientValueError,
 } from "./errors.ts";
-import { type ClientModelConfig, parseModelConfig } from "./model_config.ts";
+import type { GenerateTensorSpec } from "./http_generate.ts";
+import { type ClientModelConfig, type ClientTensorSpec, parseModelConfig } from "./model_config.ts";
 import type {
   ClientParameterValue,
   Transport,
@@ -195,6 +196,14 @@ function stringHeaders(
   values: Readonly<Record<string, ClientParameterValue>>,
 ): Record<string, string> {
   return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, String(value)]));
+}
+
+function declaredSpec(spec: ClientTensorSpec, batching: boolean): GenerateTensorSpec {
+  return {
+    name: spec.name,
+    dtype: spec.dtype,
+    shape: batching ? [-1, ...spec.shape] : spec.shape,
+  };
 }
 
 /**
@@ -553,6 +562,10 @@ export class ModelClient implements AsyncDisposable {
       inputs: wire,
       outputs: options.outputs ?? config.outputs.map((spec) => spec.name),
       parameters,
+      declared: {
+        inputs: config.inputs.map((spec) => declaredSpec(spec, config.batching)),
+        outputs: config.outputs.map((spec) => declaredSpec(spec, config.batching)),
+      },
     };
   }
 
@@ -628,8 +641,11 @@ export class ModelClient implements AsyncDisposable {
   }
 
   /**
-   * Streams the responses of a decoupled model (gRPC). Each message must arrive within
-   * `inferenceTimeoutS`. Breaking out of the loop cancels the stream.
+   * Streams the responses of a decoupled model: over gRPC with `ModelStreamInfer`, over HTTP
+   * with the generate extension (`/generate_stream`, Server-Sent Events; tensors travel as JSON,
+   * so FP16/BF16 and shapes with two variable dimensions above 1 need gRPC). Each message must
+   * arrive within `inferenceTimeoutS`. Breaking out of the loop (or aborting `signal`) cancels
+   * the request on the server.
    *
    * @param inputs Positional (declared input order) or named tensors.
    * @param options Parameters, headers, outputs, a signal, and `batch` to send a batch.

@@ -6,6 +6,7 @@
  */
 
 import type { NDArray } from "../tensor/ndarray.ts";
+import type { GenerateSpecs } from "./http_generate.ts";
 import type { ClientProtocol } from "./url.ts";
 
 /** A request parameter or header-like value. */
@@ -25,6 +26,11 @@ export interface TransportInferRequest {
   readonly outputs: readonly string[];
   /** Request parameters. */
   readonly parameters: Readonly<Record<string, ClientParameterValue>>;
+  /**
+   * The model's declared tensors (shapes with a leading `-1` when it batches), for protocols
+   * whose messages carry no shapes (HTTP's generate extension).
+   */
+  readonly declared?: GenerateSpecs;
 }
 
 /** An inference response, protocol-neutral. */

@@ -1,0 +1,312 @@
+/**
+ * The client side of Triton's generate extension, which `ModelClient.inferStream` uses over HTTP:
+ * a request becomes one JSON object (input name → scalar or flat list, `parameters`, `id`), and
+ * each Server-Sent Event of `/generate_stream` is a JSON object with one key per output (the
+ * single element or a flat list) or an `error`.
+ *
+ * The wire carries no shapes: the server shapes each input from the model metadata (fixed
+ * dimensions first, the innermost variable dimension takes the remaining elements, other
+ * variable dimensions are 1), and this module shapes outputs from the model config the same way.
+ * A tensor whose shape that rule cannot reproduce (two variable dimensions above 1), and FP16/BF16
+ * tensors (JSON cannot carry them) are refused with a {@linkcode ClientValueError}: use gRPC.
+ *
+ * @module
+ */
+
+import type { DType } from "../tensor/dtype.ts";
+import { type NDArray, ndarray } from "../tensor/ndarray.ts";
+import { ClientInferenceServerError, ClientValueError } from "./errors.ts";
+import type {
+  ClientParameterValue,
+  TransportInferRequest,
+  TransportInferResponse,
+} from "./transport.ts";
+
+/** A declared tensor, as the generate codec needs it. */
+export interface GenerateTensorSpec {
+  /** The name. */
+  readonly name: string;
+  /** The element type. */
+  readonly dtype: DType;
+  /** The dimensions, with a leading `-1` when the model batches. */
+  readonly shape: readonly number[];
+}
+
+/** The shape information the generate wire lacks. */
+export interface GenerateSpecs {
+  /** The model's inputs. */
+  readonly inputs: readonly GenerateTensorSpec[];
+  /** The model's outputs. */
+  readonly outputs: readonly GenerateTensorSpec[];
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+const METADATA_KEYS = new Set(["model_name", "model_version", "id"]);
+
+/**
+ * The shape `count` elements take for a declared `shape`, as Triton's generate endpoint computes
+ * it; `undefined` when they cannot fill it.
+ *
+ * @param shape The declared shape (`-1` variable).
+ * @param count The element count.
+ * @returns The concrete shape.
+ *
+ * @example
+ * ```ts
+ * import { generateShapeOf } from "./http_generate.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(generateShapeOf([-1, 2], 6), [3, 2]);
+ * assert.deepEqual(generateShapeOf([-1, -1], 4), [1, 4]);
+ * assert.equal(generateShapeOf([3], 4), undefined);
+ * ```
+ */
+export function generateShapeOf(
+  shape: readonly number[],
+  count: number,
+): number[] | undefined {
+  const result = [...shape];
+  let remaining = count;
+  for (const dim of result) {
+    if (dim === -1) continue;
+    if (dim === 0 ? remaining !== 0 : remaining % dim !== 0) return undefined;
+    remaining = dim === 0 ? 0 : remaining / dim;
+  }
+  for (let i = result.length - 1; i >= 0; i--) {
+    if (result[i] === -1) {
+      result[i] = remaining;
+      remaining = 1;
+    }
+  }
+  return remaining === 1 || (remaining === 0 && count === 0) ? result : undefined;
+}
+
+function sameShape(a: readonly number[], b: readonly number[] | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((dim, i) => dim === b[i]);
+}
+
+function jsonValues(name: string, tensor: NDArray): unknown[] {
+  const refuse = (why: string): never => {
+    throw new ClientValueError(
+      `Cannot stream over HTTP: input '${name}' ${why}; use a grpc:// URL`,
+    );
+  };
+  switch (tensor.dtype) {
+    case "float16":
+    case "bfloat16":
+      return refuse(`is ${tensor.dtype.toUpperCase()}, which JSON cannot carry`);
+    case "bytes":
+      return tensor.data.map((element) => {
+        try {
+          return decoder.decode(element);
+        } catch {
+          return refuse("has an element that is not UTF-8 text");
+        }
+      });
+    case "bool":
+      return Array.from(tensor.data as Uint8Array, (value) => value !== 0);
+    case "int64":
+    case "uint64":
+      return Array.from(tensor.data as BigInt64Array, (value) => rawJson(value.toString()));
+    default:
+      return Array.from(tensor.data as Float64Array, (value) => {
+        if (!Number.isFinite(value)) refuse(`has ${value}, which JSON cannot carry`);
+        return value;
+      });
+  }
+}
+
+/**
+ * Encodes a request as a generate request body.
+ *
+ * @param request The request.
+ * @param specs The model's declared inputs.
+ * @returns The JSON text.
+ * @throws {ClientValueError} When a tensor cannot travel as generate JSON.
+ *
+ * @example
+ * ```ts
+ * import { encodeGenerateRequest } from "./http_generate.ts";
+ * import { ndarray } from "../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = encodeGenerateRequest({
+ *   modelName: "m", modelVersion: undefined, id: "7", outputs: [],
+ *   inputs: [["n", ndarray([3], [1, 1], { dtype: "int32" })]], parameters: { t: 1 },
+ * }, { inputs: [{ name: "n", dtype: "int32", shape: [-1, 1] }], outputs: [] });
+ * assert.equal(body, '{"id":"7","parameters":{"t":1},"n":3}');
+ * ```
+ */
+export function encodeGenerateRequest(
+  request: TransportInferRequest,
+  specs: GenerateSpecs,
+): string {
+  const body: Record<string, unknown> = { id: request.id, parameters: request.parameters };
+  for (const [name, tensor] of request.inputs) {
+    if (name === "id" || name === "parameters") {
+      throw new ClientValueError(
+        `Cannot stream over HTTP: input '${name}' has a name the generate extension reserves`,
+      );
+    }
+    const spec = specs.inputs.find((input) => input.name === name);
+    const values = jsonValues(name, tensor);
+    if (
+      spec !== undefined && !sameShape(tensor.shape, generateShapeOf(spec.shape, values.length))
+    ) {
+      throw new ClientValueError(
+        `Cannot stream over HTTP: input '${name}' has shape [${tensor.shape}], which the generate extension cannot convey for declared shape [${spec.shape}]; use a grpc:// URL`,
+      );
+    }
+    body[name] = values.length === 1 ? values[0] : values;
+  }
+  return JSON.stringify(body);
+}
+
+function reviveBigInts(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (
+    typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined &&
+    /^-?\d+$/.test(context.source)
+  ) {
+    return BigInt(context.source);
+  }
+  return value;
+}
+
+function outputOf(spec: GenerateTensorSpec, value: unknown): NDArray {
+  const values = Array.isArray(value) ? value : [value];
+  const shape = generateShapeOf(spec.shape, values.length);
+  const fail = (why: string): never => {
+    throw new ClientInferenceServerError(
+      `Inference failed: output '${spec.name}' in the generate response ${why}`,
+    );
+  };
+  if (shape === undefined) {
+    fail(`has ${values.length} elements, which do not fit declared shape [${spec.shape}]`);
+  }
+  try {
+    if (spec.dtype === "int64" || spec.dtype === "uint64") {
+      const big = values.map((element) => BigInt(element as number | bigint));
+      return ndarray(
+        spec.dtype === "int64" ? BigInt64Array.from(big) : BigUint64Array.from(big),
+        shape,
+      );
+    }
+    return ndarray(values as never, shape, { dtype: spec.dtype });
+  } catch (error) {
+    return fail(`cannot be read as ${spec.dtype}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * Decodes one generate response object (the `data` of an event, or the `/generate` body).
+ *
+ * @param text The JSON text.
+ * @param specs The model's declared outputs.
+ * @param status The HTTP status, for errors.
+ * @returns The response.
+ * @throws {ClientInferenceServerError} For an `error` object or an unreadable response.
+ *
+ * @example
+ * ```ts
+ * import { decodeGenerateResponse } from "./http_generate.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const response = decodeGenerateResponse(
+ *   '{"i":[1,2],"model_name":"m","model_version":"1"}',
+ *   { inputs: [], outputs: [{ name: "i", dtype: "int32", shape: [-1] }] },
+ * );
+ * assert.deepEqual(response.outputs.i?.shape, [2]);
+ * assert.equal(response.modelVersion, "1");
+ * ```
+ */
+export function decodeGenerateResponse(
+  text: string,
+  specs: GenerateSpecs,
+  status = 200,
+): TransportInferResponse {
+  let json: unknown;
+  try {
+    json = JSON.parse(text, reviveBigInts as (key: string, value: unknown) => unknown);
+  } catch (error) {
+    throw new ClientInferenceServerError(
+      `Inference failed: the generate response is not JSON: ${(error as Error).message}`,
+      { status },
+    );
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new ClientInferenceServerError(
+      "Inference failed: the generate response is not a JSON object",
+      { status },
+    );
+  }
+  const object = json as Record<string, unknown>;
+  if (typeof object.error === "string") {
+    throw new ClientInferenceServerError(`Inference failed: ${object.error}`, {
+      status,
+      serverMessage: object.error,
+    });
+  }
+  const outputs: Record<string, NDArray> = {};
+  const parameters: Record<string, ClientParameterValue> = {};
+  for (const [key, value] of Object.entries(object)) {
+    if (METADATA_KEYS.has(key)) continue;
+    const spec = specs.outputs.find((output) => output.name === key);
+    if (spec !== undefined) outputs[key] = outputOf(spec, value);
+    else if (typeof value === "string" || typeof value === "boolean") parameters[key] = value;
+    else if (typeof value === "number") parameters[key] = value;
+    else if (typeof value === "bigint") parameters[key] = Number(value);
+  }
+  return {
+    modelName: String(object.model_name ?? ""),
+    modelVersion: String(object.model_version ?? ""),
+    id: typeof object.id === "string" ? object.id : "",
+    parameters,
+    outputs,
+  };
+}
+
+/**
+ * Splits a Server-Sent Events byte stream into the `data` of each event (multi-line data joined
+ * with `\n`; comments, `event:`, `id:` and `retry:` fields ignored).
+ *
+ * @param body The response body.
+ * @returns The data of each event, as they arrive.
+ *
+ * @example
+ * ```ts
+ * import { sseData } from "./http_generate.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = new Response(": hi\n\ndata: {\"a\":1}\r\n\r\ndata:x\ndata: y\n\n").body!;
+ * assert.deepEqual(await Array.fromAsync(sseData(body)), ['{"a":1}', "x\ny"]);
+ * ```
+ */
+export async function* sseData(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<string, void, undefined> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let data: string[] = [];
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let newline: number;
+      while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
+        if (line === "") {
+          if (data.length > 0) yield data.join("\n");
+          data = [];
+        } else if (line.startsWith("data:")) {
+          data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
+        }
+      }
+    }
+    if (data.length > 0) yield data.join("\n");
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
