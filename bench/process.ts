@@ -80,7 +80,7 @@ async function answers200(url: string): Promise<boolean> {
  */
 export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
   const ports = freePorts();
-  const log = await Deno.open(spec.logFile, { write: true, create: true, truncate: true });
+  await Deno.writeTextFile(spec.logFile, "");
   const start = performance.now();
   const child = new Deno.Command(spec.command, {
     args: spec.args(ports),
@@ -89,12 +89,12 @@ export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const piping = Promise.all([
-    child.stdout.pipeTo(writable, { preventClose: true }),
-    child.stderr.pipeTo(writable, { preventClose: true }),
-  ]).finally(() => writable.close());
-  const logging = readable.pipeTo(log.writable);
+  // Both streams append to one log file.
+  const sink = async (stream: ReadableStream<Uint8Array>): Promise<void> => {
+    const file = await Deno.open(spec.logFile, { append: true });
+    await stream.pipeTo(file.writable);
+  };
+  const piping = Promise.all([sink(child.stdout), sink(child.stderr)]);
   let exited = false;
   const status = child.status.then((s) => {
     exited = true;
@@ -118,7 +118,6 @@ export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
       clearTimeout(timer);
     }
     await piping.catch(() => {});
-    await logging.catch(() => {});
   };
   const base = `http://127.0.0.1:${ports.http}`;
   const deadline = start + (spec.readyTimeoutMs ?? 180_000);

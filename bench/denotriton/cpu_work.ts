@@ -6,7 +6,7 @@
  * @module
  */
 
-import { batch, type InferFunc, ndarray } from "../../mod.ts";
+import { batch, type InferFunc, ndarray, type WorkerContext } from "../../mod.ts";
 
 const WORK_SIZE = 4096;
 const SAMPLE_MS = 2;
@@ -41,14 +41,29 @@ export function calibrate(): number {
   }
 }
 
-/** Rounds per sample, calibrated at load. */
-export const ROUNDS: number = calibrate();
+/**
+ * The batched callable: `y = x` after `roundsPerSample` rounds of work per sample.
+ *
+ * @param roundsPerSample From {@linkcode calibrate}.
+ * @returns The inference function.
+ */
+export function cpuInfer(roundsPerSample: number): InferFunc {
+  return batch(({ x }) => {
+    const samples = x!.shape[0]!;
+    let acc = 0;
+    for (let s = 0; s < samples; s++) acc += rounds(roundsPerSample);
+    const data = (x!.data as Float32Array).map((value) => value + acc * 0);
+    return { y: ndarray(data, x!.shape) };
+  });
+}
 
-/** The batched callable: `y = x` after `ROUNDS` rounds of work per sample. */
-export const cpuInfer: InferFunc = batch(({ x }) => {
-  const samples = x!.shape[0]!;
-  let acc = 0;
-  for (let s = 0; s < samples; s++) acc += rounds(ROUNDS);
-  const data = (x!.data as Float32Array).map((value) => value + acc * 0);
-  return { y: ndarray(data, x!.shape) };
-});
+/**
+ * The Worker instance factory (`workers()`): the main thread calibrates once and passes
+ * `{ rounds }` as data, so every instance does the same work.
+ *
+ * @param ctx The Worker's context.
+ * @returns The inference function.
+ */
+export default function factory(ctx: WorkerContext): InferFunc {
+  return cpuInfer((ctx.data as { rounds: number }).rounds);
+}

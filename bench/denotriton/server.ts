@@ -7,9 +7,9 @@
  * @module
  */
 
-import { batch, ndarray, Triton } from "../../mod.ts";
+import { batch, type InstanceProvider, ndarray, Triton } from "../../mod.ts";
 import * as denotriton from "../../mod.ts";
-import { cpuInfer, ROUNDS } from "./cpu_work.ts";
+import { calibrate, cpuInfer } from "./cpu_work.ts";
 
 function flag(name: string, fallback: string): string {
   const index = Deno.args.indexOf(`--${name}`);
@@ -77,12 +77,17 @@ triton.bind({
 
 // Workers when the library has them (each instance its own thread); else the list-of-callables
 // form, whose instances share the main thread.
-const workers = (denotriton as Record<string, unknown>)["workers"];
+const ROUNDS = calibrate();
+const workers = (denotriton as Record<string, unknown>)["workers"] as
+  | ((module: URL, options: { count: number; data: unknown }) => InstanceProvider)
+  | undefined;
 const cpuForm = typeof workers === "function" ? "workers" : "callables";
 for (const count of [1, 2]) {
   triton.bind({
     modelName: `cpu_${count}`,
-    inferFunc: Array.from({ length: count }, () => cpuInfer),
+    inferFunc: workers === undefined
+      ? Array.from({ length: count }, () => cpuInfer(ROUNDS))
+      : workers(new URL("./cpu_work.ts", import.meta.url), { count, data: { rounds: ROUNDS } }),
     inputs: x16,
     outputs: y16,
     config: { maxBatchSize: 32 },

@@ -1,0 +1,452 @@
+/**
+ * `deno task bench`: PyTriton and DenoTriton (built-in engine, Triton core) with the same models,
+ * driven by perf_analyzer only; writes `bench/results/<date>-<machine>.md` and `.svg`/`.json`,
+ * and the README's "Benchmarks" section.
+ *
+ *     deno task bench                      # everything (about 15 minutes on 2 cores)
+ *     deno task bench --quick              # one short cell per server: a harness check
+ *     deno task bench --quick --servers builtin,triton --out /tmp/x --no-readme
+ *
+ * Setup it does itself: a venv in `bench/.venv` with `nvidia-pytriton==0.7.0` and
+ * `tritonclient[http,grpc]==2.51.0` (perf_analyzer); `deno task setup:triton` when the Triton
+ * core is missing.
+ *
+ * @module
+ */
+
+import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
+import { median, type PerfResult, runPerf } from "./perf.ts";
+import { profileWhile, topFrames } from "./profile.ts";
+import { sampleRss, type ServerProcess, startServer, treeRssBytes } from "./process.ts";
+import {
+  type BenchRun,
+  type Cell,
+  type LossProfile,
+  markdownReport,
+  ratioChart,
+  readmeSection,
+  replaceReadmeSection,
+  type Scenario,
+  SERVER_TITLES,
+  type ServerFacts,
+  type ServerName,
+  throughputRatio,
+} from "./report.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const VENV = `${ROOT}/bench/.venv`;
+const WORK = `${ROOT}/bench/.work`;
+const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
+const decoder = new TextDecoder();
+
+function option(name: string): string | undefined {
+  const index = Deno.args.indexOf(`--${name}`);
+  return index >= 0 ? Deno.args[index + 1] : undefined;
+}
+
+const quick = Deno.args.includes("--quick");
+const servers = (option("servers") ?? "pytriton,builtin,triton").split(",") as ServerName[];
+for (const server of servers) {
+  if (!(server in SERVER_TITLES)) throw new Error(`Unknown server '${server}'`);
+}
+const outDir = option("out") ?? `${ROOT}/bench/results`;
+const writeReadme = !quick && !Deno.args.includes("--no-readme");
+const profileLosses = !quick && !Deno.args.includes("--no-profile");
+
+const SCENARIOS: readonly Scenario[] = [
+  { model: "identity_small", title: "1. identity float32[16] — serving overhead" },
+  {
+    model: "identity_large",
+    title:
+      "2. identity float32[1,048,576], binary tensors — data path (GB/s = 8 MiB in + out per inference)",
+    bytesPerInfer: 2 * 4 * 1048576,
+  },
+  { model: "add_sub", title: "3. add_sub, dynamic batching (max batch 32, queue delay 1 ms)" },
+  {
+    model: "fixed_5ms",
+    title: "4. fixed 5 ms per call whatever the batch size — batching efficiency",
+  },
+  { model: "cpu_1", title: "5a. CPU-bound (~2 ms of arithmetic per sample), 1 instance" },
+  { model: "cpu_2", title: "5b. CPU-bound (~2 ms of arithmetic per sample), 2 instances" },
+];
+const MODELS = SCENARIOS.map((scenario) => scenario.model);
+const PROTOCOLS = ["http", "grpc"] as const;
+const CONCURRENCIES = quick ? [1] : [1, 8, 32];
+const WINDOW_MS = quick ? 300 : 1500;
+const WINDOWS = 3;
+const STARTS = quick ? 1 : 3;
+
+async function run(command: string, args: string[], env: Record<string, string> = {}) {
+  const result = await new Deno.Command(command, { args, env, stdout: "piped", stderr: "piped" })
+    .output();
+  return {
+    ok: result.success,
+    text: (decoder.decode(result.stdout) + decoder.decode(result.stderr)).trim(),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The venv with PyTriton and perf_analyzer, created when missing. */
+async function ensureVenv(): Promise<string> {
+  const python = `${VENV}/bin/python`;
+  const probe = await run(python, ["-c", "import pytriton, tritonclient.grpc"]);
+  if (probe.ok) return python;
+  console.log(`bench: creating ${VENV} with ${PACKAGES.join(" ")} ...`);
+  if (!await exists(python)) {
+    const made = await run("python3", ["-m", "venv", VENV]);
+    if (!made.ok) throw new Error(`Cannot create the venv: ${made.text}`);
+  }
+  const installed = await run(python, ["-m", "pip", "install", "-q", ...PACKAGES]);
+  if (!installed.ok) throw new Error(`Cannot install ${PACKAGES.join(" ")}: ${installed.text}`);
+  return python;
+}
+
+async function ensureTritonCore(): Promise<void> {
+  const { defaultTritonHome } = await import("../src/engine/native/install.ts");
+  if (await exists(`${defaultTritonHome()}/install.json`)) return;
+  console.log("bench: installing the Triton core (deno task setup:triton) ...");
+  const setup = await run(Deno.execPath(), ["task", "setup:triton"]);
+  if (!setup.ok) throw new Error(`deno task setup:triton failed: ${setup.text}`);
+}
+
+/** perf_analyzer: the venv's when it has one, else one the interop tests would find. */
+async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPeer> {
+  const candidates = [];
+  if (python !== undefined) {
+    candidates.push({ python, tritonclientVersion: "2.51.0", scriptDirs: [`${VENV}/bin`] });
+  }
+  const { PYTHON } = await import("../tests/_peers.ts");
+  candidates.push(PYTHON);
+  let reason = "";
+  for (const candidate of candidates) {
+    const found = await findPerfAnalyzer(candidate);
+    if (!("missing" in found)) return found;
+    reason = found.missing;
+  }
+  if (python === undefined) {
+    // Last resort: the venv (without PyTriton's server, tritonclient brings perf_analyzer).
+    return perfAnalyzer(await ensureVenv());
+  }
+  throw new Error(`No runnable perf_analyzer: ${reason}`);
+}
+
+/** Where the venv Python's libpython lives, so PyTriton's backend stub loads the same one. */
+async function pythonLibDir(python: string): Promise<string | undefined> {
+  const probe = await run(python, [
+    "-c",
+    "import sysconfig; print(sysconfig.get_config_var('LIBDIR') or '')",
+  ]);
+  return probe.ok && probe.text !== "" ? probe.text.split("\n").at(-1) : undefined;
+}
+
+function serverCommand(
+  server: ServerName,
+  python: string | undefined,
+  libDir?: string,
+  inspect?: number,
+) {
+  const logFile = `${WORK}/${server}.log`;
+  if (server === "pytriton") {
+    const previous = Deno.env.get("LD_LIBRARY_PATH");
+    return {
+      command: python!,
+      args: (p: { http: number; grpc: number; metrics: number }) => [
+        `${ROOT}/bench/pytriton/server.py`,
+        "--http-port",
+        String(p.http),
+        "--grpc-port",
+        String(p.grpc),
+        "--metrics-port",
+        String(p.metrics),
+      ],
+      env: libDir === undefined
+        ? {}
+        : { LD_LIBRARY_PATH: previous ? `${libDir}:${previous}` : libDir },
+      models: MODELS,
+      logFile,
+    };
+  }
+  return {
+    command: Deno.execPath(),
+    args: (p: { http: number; grpc: number; metrics: number }) => [
+      "run",
+      "-A",
+      ...(inspect === undefined ? [] : [`--inspect=127.0.0.1:${inspect}`]),
+      `${ROOT}/bench/denotriton/server.ts`,
+      "--engine",
+      server,
+      "--http-port",
+      String(p.http),
+      "--grpc-port",
+      String(p.grpc),
+      "--metrics-port",
+      String(p.metrics),
+    ],
+    models: MODELS,
+    logFile,
+  };
+}
+
+async function measure(
+  pa: PerfAnalyzerPeer,
+  server: ServerProcess,
+  model: string,
+  protocol: "http" | "grpc",
+  concurrency: number,
+  windowMs = WINDOW_MS,
+): Promise<PerfResult> {
+  return await runPerf({
+    path: pa.path,
+    env: pa.env,
+    model,
+    url: `127.0.0.1:${protocol === "http" ? server.ports.http : server.ports.grpc}`,
+    protocol,
+    concurrency,
+    windowMs,
+    windows: WINDOWS,
+    timeoutMs: 120_000,
+  });
+}
+
+async function machineFacts(pa: PerfAnalyzerPeer, python: string | undefined) {
+  const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
+  const meminfo = await Deno.readTextFile("/proc/meminfo").catch(() => "");
+  const loadavg = await Deno.readTextFile("/proc/loadavg").catch(() => "");
+  const commit = await run("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = await run("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]);
+  const facts: Record<string, string> = {
+    cores: String(navigator.hardwareConcurrency),
+    cpu: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown",
+    memory: `${Math.round(Number(meminfo.match(/MemTotal:\s*(\d+)/)?.[1] ?? 0) / 1048576)} GiB`,
+    os: `${Deno.build.os} ${Deno.osRelease()}`,
+    "load average at start": loadavg.split(" ").slice(0, 3).join(" "),
+    deno: Deno.version.deno,
+    "DenoTriton commit": `${commit.text}${dirty.text === "" ? "" : " (+ uncommitted changes)"}`,
+    "Triton core (DenoTriton engine)": "2.51.0 (from the nvidia-pytriton 0.7.0 wheel)",
+    perf_analyzer: pa.version.split("\n")[0] ?? "",
+  };
+  if (python !== undefined) {
+    const versions = await run(python, [
+      "-c",
+      "import sys, numpy; from importlib.metadata import version as v; " +
+      "print(sys.version.split()[0], v('nvidia-pytriton'), v('tritonclient'), numpy.__version__)",
+    ]);
+    const [py, pytriton, tritonclient, numpy] = versions.text.split("\n").at(-1)!.split(" ");
+    Object.assign(facts, {
+      python: py ?? "",
+      "nvidia-pytriton": pytriton ?? "",
+      tritonclient: tritonclient ?? "",
+      numpy: numpy ?? "",
+    });
+  }
+  return facts;
+}
+
+async function main(): Promise<number> {
+  await Deno.mkdir(WORK, { recursive: true });
+  await Deno.mkdir(outDir, { recursive: true });
+  const wantPy = servers.includes("pytriton");
+  const python = wantPy || await exists(`${VENV}/bin/python`)
+    ? (wantPy ? await ensureVenv() : `${VENV}/bin/python`)
+    : undefined;
+  if (servers.includes("triton")) await ensureTritonCore();
+  const pa = await perfAnalyzer(python);
+  const libDir = python === undefined ? undefined : await pythonLibDir(python);
+  const facts = await machineFacts(pa, wantPy ? python : undefined);
+  const began = performance.now();
+  const cells: Cell[] = [];
+  const serverFacts: Partial<Record<ServerName, ServerFacts>> = {};
+  const notes: string[] = [
+    "perf_analyzer runs on the same machine as the server and competes with it for the cores; " +
+    "other work may share the machine too (see the load averages), so compare ratios, not " +
+    "absolute numbers, and read the spread.",
+    "Each server binds all six models at once; every cell runs after a 3-window warm-up at " +
+    "concurrency 8 (not recorded) per model and protocol.",
+    "The CPU models calibrate their work at load to about 2 ms per sample in their own language " +
+    "(numpy for PyTriton, a JavaScript loop for DenoTriton), so they compare serving and instance " +
+    "scaling, not numpy against V8.",
+  ];
+
+  for (const name of servers) {
+    const spec = serverCommand(name, python, libDir);
+    const health: number[] = [];
+    const models: number[] = [];
+    let server: ServerProcess | undefined;
+    for (let start = 0; start < STARTS; start++) {
+      server = await startServer(spec);
+      health.push(server.healthReadyMs);
+      models.push(server.modelsReadyMs);
+      if (start < STARTS - 1) await server.stop();
+    }
+    await using running = server!;
+    const log = await Deno.readTextFile(spec.logFile);
+    const formLine = log.match(/denotriton ready: (.*)/)?.[1] ??
+      log.match(/pytriton ready: (.*)/)?.[1];
+    console.log(
+      `bench: ${SERVER_TITLES[name]} ready in ${median(models).toFixed(0)} ms (${formLine ?? ""})`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const rssIdle = treeRssBytes(running.pid);
+    const sampler = sampleRss(running.pid);
+    const scenarios = quick ? SCENARIOS.slice(0, 1) : SCENARIOS;
+    for (const scenario of scenarios) {
+      for (const protocol of quick ? (["http"] as const) : PROTOCOLS) {
+        if (!quick) {
+          // Warm-up, not recorded: JIT, connection pools, first allocations.
+          await measure(pa, running, scenario.model, protocol, 8, 400).catch(() => undefined);
+        }
+        for (const concurrency of CONCURRENCIES) {
+          try {
+            const result = await measure(pa, running, scenario.model, protocol, concurrency);
+            cells.push({ server: name, model: scenario.model, protocol, concurrency, result });
+            console.log(
+              `bench: ${name} ${scenario.model} ${protocol} c${concurrency}: ` +
+                `${result.throughput.toFixed(1)} infer/s ±${(result.spread * 100).toFixed(0)}%, ` +
+                `p50 ${result.p50Us} us, p99 ${result.p99Us} us`,
+            );
+          } catch (error) {
+            const message = error instanceof Error ? error.message : String(error);
+            cells.push({
+              server: name,
+              model: scenario.model,
+              protocol,
+              concurrency,
+              error: message,
+            });
+            console.error(
+              `bench: ${name} ${scenario.model} ${protocol} c${concurrency} failed: ${
+                message.slice(0, 2000)
+              }`,
+            );
+          }
+        }
+      }
+    }
+    const rssLoad = sampler.stop();
+    const note = formLine?.includes("cpu callables")
+      ? "cpu_2: list of 2 callables on the main thread (no workers() in mod.ts yet)"
+      : formLine?.includes("cpu workers")
+      ? "cpu_1 / cpu_2: workers() with 1 / 2 Deno Workers"
+      : name === "pytriton"
+      ? "cpu_2: list of 2 callables (threads; numpy releases the GIL)"
+      : undefined;
+    serverFacts[name] = {
+      healthReadyMs: health,
+      modelsReadyMs: models,
+      rssIdleBytes: rssIdle,
+      rssLoadBytes: rssLoad,
+      ...(note === undefined ? {} : { note }),
+    };
+  }
+
+  const partial: BenchRun = {
+    date: new Date().toISOString(),
+    machine: Deno.hostname().replace(/[^a-zA-Z0-9._-]/g, "_"),
+    quick,
+    facts: {
+      ...facts,
+      "bench wall time": `${((performance.now() - began) / 60000).toFixed(1)} min`,
+    },
+    scenarios: SCENARIOS,
+    cells,
+    servers: serverFacts,
+    windowMs: WINDOW_MS,
+    windows: WINDOWS,
+    profiles: [],
+    notes,
+  };
+
+  // Profile each DenoTriton scenario that loses on average, at its worst cell.
+  const profiles: LossProfile[] = [];
+  if (profileLosses && servers.includes("pytriton")) {
+    for (const name of servers.filter((s) => s !== "pytriton")) {
+      for (const scenario of SCENARIOS) {
+        const lost = cells.filter((cell) => cell.server === name && cell.model === scenario.model)
+          .map((cell) => ({ cell, ratio: throughputRatio(partial, name, cell) }))
+          .filter((x): x is { cell: Cell; ratio: number } =>
+            x.ratio !== undefined && x.ratio < 0.95
+          )
+          .sort((a, b) => a.ratio - b.ratio);
+        const worst = lost[0];
+        if (worst === undefined) continue;
+        const inspectPort = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        const port = (inspectPort.addr as Deno.NetAddr).port;
+        inspectPort.close();
+        try {
+          await using server = await startServer(serverCommand(name, python, libDir, port));
+          await measure(
+            pa,
+            server,
+            scenario.model,
+            worst.cell.protocol,
+            worst.cell.concurrency,
+            400,
+          )
+            .catch(() => undefined);
+          const profile = await profileWhile(
+            `127.0.0.1:${port}`,
+            () => measure(pa, server, scenario.model, worst.cell.protocol, worst.cell.concurrency),
+          );
+          profiles.push({
+            server: name,
+            model: scenario.model,
+            protocol: worst.cell.protocol,
+            concurrency: worst.cell.concurrency,
+            ratio: worst.ratio,
+            top: topFrames(profile),
+          });
+          console.log(
+            `bench: profiled ${name} ${scenario.model} ${worst.cell.protocol} c${worst.cell.concurrency}`,
+          );
+        } catch (error) {
+          console.error(`bench: cannot profile ${name} ${scenario.model}: ${error}`);
+        }
+      }
+    }
+  }
+
+  const result: BenchRun = {
+    ...partial,
+    facts: {
+      ...partial.facts,
+      "load average at end": (await Deno.readTextFile("/proc/loadavg").catch(() => "")).split(" ")
+        .slice(0, 3).join(" "),
+      "bench wall time": `${((performance.now() - began) / 60000).toFixed(1)} min`,
+    },
+    profiles,
+  };
+  const base = `${result.date.slice(0, 10)}-${result.machine}${quick ? "-quick" : ""}`;
+  const chart = `${base}.svg`;
+  await Deno.writeTextFile(`${outDir}/${base}.json`, JSON.stringify(result, null, 2) + "\n");
+  await Deno.writeTextFile(
+    `${outDir}/${chart}`,
+    ratioChart(
+      (await import("./report.ts")).headlines(result),
+      `DenoTriton / PyTriton, ${result.date.slice(0, 10)}, ${result.facts["cores"]} cores`,
+    ),
+  );
+  await Deno.writeTextFile(`${outDir}/${base}.md`, markdownReport(result, chart));
+  console.log(`bench: wrote ${outDir}/${base}.md`);
+  if (writeReadme && servers.includes("pytriton")) {
+    const readme = await Deno.readTextFile(`${ROOT}/README.md`);
+    const rel = outDir.startsWith(ROOT) ? outDir.slice(ROOT.length + 1) : outDir;
+    await Deno.writeTextFile(
+      `${ROOT}/README.md`,
+      replaceReadmeSection(readme, readmeSection(result, `${rel}/${base}.md`, `${rel}/${chart}`)),
+    );
+    console.log("bench: updated the Benchmarks section of README.md");
+  }
+  const failed = cells.filter((cell) => cell.error !== undefined).length;
+  console.log(`bench: ${cells.length - failed} cells measured, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+if (import.meta.main) Deno.exit(await main());
