@@ -102,7 +102,13 @@ export interface BenchRun {
 
 const DENO_SERVERS: readonly ServerName[] = ["builtin", "triton"];
 
-function find(run: BenchRun, server: ServerName, model: string, protocol: string, c: number) {
+function find(
+  run: BenchRun,
+  server: ServerName,
+  model: string,
+  protocol: string,
+  c: number,
+): Cell | undefined {
   return run.cells.find((cell) =>
     cell.server === server && cell.model === model && cell.protocol === protocol &&
     cell.concurrency === c
@@ -219,7 +225,11 @@ function escapeXml(text: string): string {
  */
 export function ratioChart(rows: readonly Headline[], title: string): string {
   const colors: Record<string, string> = { builtin: "#3b82f6", triton: "#10b981" };
-  const left = 110, width = 520, barH = 14, gap = 8, top = 44;
+  const left = 110;
+  const width = 520;
+  const barH = 14;
+  const gap = 8;
+  const top = 44;
   const all = rows.flatMap((row) => Object.values(row.ratios));
   const maxLog = Math.max(1, ...all.map((v) => Math.abs(Math.log2(v)))) + 0.5;
   const x = (ratio: number): number => left + width / 2 + (Math.log2(ratio) / maxLog) * (width / 2);
@@ -252,7 +262,8 @@ export function ratioChart(rows: readonly Headline[], title: string): string {
       const ratio = row.ratios[server];
       if (ratio === undefined) return;
       const y = y0 + i * barH;
-      const a = x(1), b = x(ratio);
+      const a = x(1);
+      const b = x(ratio);
       parts.push(
         `<rect x="${Math.min(a, b).toFixed(1)}" y="${y}" width="${
           Math.max(1, Math.abs(b - a)).toFixed(1)

@@ -17,7 +17,13 @@
 import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { profileWhile, topFrames } from "./profile.ts";
-import { sampleRss, type ServerProcess, startServer, treeRssBytes } from "./process.ts";
+import {
+  sampleRss,
+  type ServerCommand,
+  type ServerProcess,
+  startServer,
+  treeRssBytes,
+} from "./process.ts";
 import {
   type BenchRun,
   type Cell,
@@ -76,7 +82,11 @@ const WINDOW_MS = quick ? 300 : 1500;
 const WINDOWS = 3;
 const STARTS = quick ? 1 : 3;
 
-async function run(command: string, args: string[], env: Record<string, string> = {}) {
+async function run(
+  command: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ ok: boolean; text: string }> {
   const result = await new Deno.Command(command, { args, env, stdout: "piped", stderr: "piped" })
     .output();
   return {
@@ -152,7 +162,7 @@ function serverCommand(
   python: string | undefined,
   libDir?: string,
   inspect?: number,
-) {
+): ServerCommand {
   const logFile = `${WORK}/${server}.log`;
   if (server === "pytriton") {
     const previous = Deno.env.get("LD_LIBRARY_PATH");
@@ -216,7 +226,10 @@ async function measure(
   });
 }
 
-async function machineFacts(pa: PerfAnalyzerPeer, python: string | undefined) {
+async function machineFacts(
+  pa: PerfAnalyzerPeer,
+  python: string | undefined,
+): Promise<Record<string, string>> {
   const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
   const meminfo = await Deno.readTextFile("/proc/meminfo").catch(() => "");
   const loadavg = await Deno.readTextFile("/proc/loadavg").catch(() => "");
