@@ -8,8 +8,8 @@
  */
 
 import type { ModelInfo } from "../callable/types.ts";
-import { configName } from "../tensor/dtype.ts";
-import type { ResolvedQueuePolicy } from "./model_config.ts";
+import { configName, toDType } from "../tensor/dtype.ts";
+import type { ModelWarmup, ResolvedQueuePolicy } from "./model_config.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 
 /** Triton's model-config JSON; kept loose because Triton adds fields across versions. */
@@ -36,6 +36,13 @@ export interface TritonModelConfigOptions {
    */
   gpusAvailable?: boolean;
   /**
+   * One `instance_group` entry per instance (count 1, in device order) instead of one group of
+   * all CPU instances, so that each of Triton's instances maps to one of ours.
+   *
+   * @default {false}
+   */
+  perInstance?: boolean;
+  /**
    * Fill in every field Triton prints after normalising a config (for the built-in engine's
    * `/config` answer).
    *
@@ -56,6 +63,27 @@ function queuePolicyJson(policy: ResolvedQueuePolicy): Record<string, unknown> {
     default_timeout_microseconds: policy.defaultTimeoutMicroseconds,
     allow_timeout_override: policy.allowTimeoutOverride,
     max_queue_size: policy.maxQueueSize,
+  };
+}
+
+/** Triton's `ModelWarmup`; `input_data_file` keeps the user's path (the engine relocates it). */
+function warmupJson(stage: ModelWarmup): Record<string, unknown> {
+  return {
+    name: stage.name,
+    batch_size: stage.batchSize,
+    count: stage.count ?? 1,
+    inputs: Object.fromEntries(
+      Object.entries(stage.inputs).map(([name, input]) => {
+        const json: Record<string, unknown> = {
+          data_type: configName(toDType(input.dtype)),
+          dims: [...input.shape],
+        };
+        if (input.inputDataFile !== undefined) json.input_data_file = input.inputDataFile;
+        else if (input.randomData) json.random_data = true;
+        else json.zero_data = true;
+        return [name, json];
+      }),
+    ),
   };
 }
 
@@ -94,7 +122,22 @@ function instanceGroups(
   devices: readonly string[],
   gpusAvailable: boolean,
   normalized: boolean,
+  perInstance = false,
 ): Record<string, unknown>[] {
+  if (perInstance) {
+    return devices.map((device, index) => {
+      const gpu = gpusAvailable && device.startsWith("cuda");
+      const group = {
+        name: `${name}_${index}`,
+        kind: gpu ? "KIND_GPU" : "KIND_CPU",
+        count: 1,
+        gpus: gpu ? [Number(device.split(":")[1] ?? 0)] : [],
+      };
+      return normalized
+        ? { ...group, secondary_devices: [], profile: [], passive: false, host_policy: "" }
+        : group;
+    });
+  }
   const cpuCount = devices.filter((d) => !gpusAvailable || !d.startsWith("cuda")).length;
   const groups: Record<string, unknown>[] = [];
   const extra = (group: Record<string, unknown>): Record<string, unknown> =>
@@ -155,6 +198,7 @@ export function toTritonModelConfig(
       options.devices ?? ["cpu"],
       options.gpusAvailable ?? false,
       normalized,
+      options.perInstance,
     ),
   };
   if (config.batching) {
@@ -194,6 +238,7 @@ export function toTritonModelConfig(
       parameters.map(([key, value]) => [key, { string_value: value }]),
     );
   }
+  if (config.warmup.length > 0) json.model_warmup = config.warmup.map(warmupJson);
   if (normalized) {
     Object.assign(json, {
       platform: "",
@@ -210,7 +255,7 @@ export function toTritonModelConfig(
       default_model_filename: "",
       cc_model_filenames: {},
       metric_tags: {},
-      model_warmup: [],
+      model_warmup: config.warmup.map(warmupJson),
       runtime: "",
     });
   }

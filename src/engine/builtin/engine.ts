@@ -32,6 +32,7 @@ import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { ModelStatsRecorder, nsBetween } from "./statistics.ts";
 import { StreamChannel } from "./stream_channel.ts";
+import { warmupRequests } from "../warmup.ts";
 
 /** Triton's version, reported in server metadata. */
 export const SERVER_VERSION = "2.51.0";
@@ -247,11 +248,53 @@ export class BuiltinEngine implements Engine {
         { code: "INTERNAL", cause: error },
       );
     }
+    try {
+      await this.#warmUp(model, entry.instances);
+    } catch (error) {
+      entry.state = "UNAVAILABLE";
+      entry.reason = error instanceof Error ? error.message : String(error);
+      await Promise.all(
+        entry.instances.map((i) => Promise.resolve(i[Symbol.asyncDispose]()).catch(() => {})),
+      );
+      throw new InferenceError(
+        `Failed to load model '${model.name}' version ${model.version}: ${entry.reason}`,
+        { code: "INTERNAL", cause: error },
+      );
+    }
     entry.scheduler = new ModelScheduler(model, entry.instances, entry.stats, {
       onUnrecoverable: (error) => this.#unrecoverable(error),
     });
     entry.state = "READY";
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
+  }
+
+  /**
+   * Runs every warm-up stage `count` times on every instance, through the same instance calls
+   * as inference. A failure is logged and ignored unless the model is strict.
+   */
+  async #warmUp(model: ModelDefinition, instances: readonly ModelInstance[]): Promise<void> {
+    const signal = new AbortController().signal;
+    for (const stage of model.config.warmup) {
+      try {
+        const requests = await warmupRequests(model, stage, signal);
+        await Promise.all(instances.map(async (instance) => {
+          for (let i = 0; i < (stage.count ?? 1); i++) {
+            if (model.config.decoupled) {
+              for await (const _ of instance.stream(requests)) { /* drain */ }
+            } else {
+              await instance.execute(requests);
+            }
+          }
+        }));
+        this.#logger?.debug(1, () => `Warm-up '${stage.name}' of '${model.name}' done`);
+      } catch (error) {
+        const message = `Warm-up '${stage.name}' of model '${model.name}' failed: ${
+          error instanceof Error ? error.message : String(error)
+        }`;
+        if (model.strict) throw new Error(message, { cause: error });
+        this.#logger?.warn(message);
+      }
+    }
   }
 
   #unrecoverable(error: Error): void {
@@ -373,8 +416,9 @@ export class BuiltinEngine implements Engine {
    */
   modelReady(name: string, version?: number): Promise<boolean> {
     try {
-      this.#lookup(name, version);
-      return Promise.resolve(true);
+      const entry = this.#lookup(name, version);
+      // Not ready while every instance is down (a crashed Worker restarting or given up).
+      return Promise.resolve(entry.instances.some((instance) => instance.alive));
     } catch {
       return Promise.resolve(false);
     }

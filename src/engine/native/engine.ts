@@ -24,6 +24,7 @@ import type {
   StreamResponse,
   TritonModelConfigJson,
 } from "../engine.ts";
+import { checkWarmupStage } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
 import { CompletionQueue } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
@@ -244,6 +245,8 @@ export class NativeEngine implements Engine {
       set(core.TRITONSERVER_ServerOptionsSetStrictReadiness(options, o.strictReadiness ?? true));
       set(core.TRITONSERVER_ServerOptionsSetExitTimeout(options, o.exitTimeoutSecs ?? 30));
       set(core.TRITONSERVER_ServerOptionsSetExitOnError(options, true));
+      // A failed load (e.g. a failing warm-up) must fail at once: a retry finds no free slots.
+      set(core.TRITONSERVER_ServerOptionsSetModelLoadRetryCount(options, 0));
       set(core.TRITONSERVER_ServerOptionsSetLogInfo(options, o.logInfo ?? false));
       set(core.TRITONSERVER_ServerOptionsSetLogWarn(options, true));
       set(core.TRITONSERVER_ServerOptionsSetLogError(options, true));
@@ -373,38 +376,81 @@ export class NativeEngine implements Engine {
           { code: "INTERNAL", cause: error },
         );
       }
-      const channel = bridge.dt_channel_open(instances.length, model.config.decoupled ? 1 : 0);
-      const consumers = Promise.all(instances.map((instance, slot) =>
-        consumeInstance({
-          bridge,
-          channel,
-          slot,
-          instance,
-          model,
-          ...(this.#options.onUnrecoverable
-            ? { onUnrecoverable: this.#options.onUnrecoverable }
-            : {}),
-        }).catch((error) => {
-          this.#options.logger?.error(
-            `Instance ${slot} of '${model.name}' stopped serving: ${String(error)}`,
-          );
-        })
-      )).then(() => {});
+      const attach = (): { channel: bigint; consumers: Promise<void> } => {
+        const channel = bridge.dt_channel_open(instances.length, model.config.decoupled ? 1 : 0);
+        const consumers = Promise.all(instances.map((instance, slot) =>
+          consumeInstance({
+            bridge,
+            channel,
+            slot,
+            instance,
+            model,
+            ...(this.#options.onUnrecoverable
+              ? { onUnrecoverable: this.#options.onUnrecoverable }
+              : {}),
+          }).catch((error) => {
+            this.#options.logger?.error(
+              `Instance ${slot} of '${model.name}' stopped serving: ${String(error)}`,
+            );
+          })
+        )).then(() => {});
+        return { channel, consumers };
+      };
+      let attached = attach();
+      const detach = async (): Promise<void> => {
+        bridge.dt_channel_close(attached.channel);
+        await attached.consumers;
+      };
+      let warmup = model.config.warmup.length > 0;
+      if (warmup) {
+        try {
+          for (const stage of model.config.warmup) checkWarmupStage(model, stage);
+        } catch (error) {
+          if (model.strict) {
+            await detach();
+            await this.#disposeInstances(model, instances);
+            throw new InferenceError(
+              `Failed to load model '${model.name}' version ${model.version}: ${
+                (error as Error).message
+              }`,
+              { code: "INVALID_ARG", cause: error },
+            );
+          }
+          this.#options.logger?.warn(`${(error as Error).message}: loading without warm-up`);
+          warmup = false;
+        }
+      }
+      try {
+        await this.#loadIntoCore(model, attached.channel, instances.length, warmup);
+      } catch (error) {
+        await detach();
+        if (!warmup || model.strict) {
+          await this.#disposeInstances(model, instances);
+          throw error;
+        }
+        // Triton fails the load when a warm-up sample fails; without strict, log it and load
+        // again without warm-up (a new channel: the failed load finalized the old slots).
+        this.#options.logger?.warn(
+          `Warm-up of model '${model.name}' failed: ${
+            (error as Error).message
+          }: loading without warm-up`,
+        );
+        attached = attach();
+        try {
+          await this.#loadIntoCore(model, attached.channel, instances.length, false);
+        } catch (retryError) {
+          await detach();
+          await this.#disposeInstances(model, instances);
+          throw retryError;
+        }
+      }
       const entry: ModelEntry = {
         definition: model,
-        channel,
+        channel: attached.channel,
         instances,
-        consumers,
+        consumers: attached.consumers,
         order: model.outputs.map((o) => o.name),
       };
-      try {
-        await this.#loadIntoCore(model, channel, instances.length);
-      } catch (error) {
-        bridge.dt_channel_close(channel);
-        await consumers;
-        await this.#dispose(entry);
-        throw error;
-      }
       this.#models.set(model.name, entry);
       this.#options.logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
     } finally {
@@ -412,17 +458,45 @@ export class NativeEngine implements Engine {
     }
   }
 
-  async #loadIntoCore(model: ModelDefinition, channel: bigint, count: number): Promise<void> {
+  async #disposeInstances(model: ModelDefinition, instances: ModelInstance[]): Promise<void> {
+    await this.#dispose({
+      definition: model,
+      channel: 0n,
+      instances,
+      consumers: Promise.resolve(),
+      order: [],
+    });
+  }
+
+  async #loadIntoCore(
+    model: ModelDefinition,
+    channel: bigint,
+    count: number,
+    warmup: boolean,
+  ): Promise<void> {
     const core = this.#core;
-    await Deno.mkdir(`${this.#repository}/${model.name}/${model.version}`, { recursive: true });
+    const modelDirectory = `${this.#repository}/${model.name}`;
+    await Deno.mkdir(`${modelDirectory}/${model.version}`, { recursive: true });
     const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
+    devices.forEach((device, index) => {
+      if (device.startsWith("cuda")) {
+        this.#options.logger?.info(
+          `Instance ${index} of '${model.name}' is pinned to ${device} but the core runs without GPUs: its instance group is KIND_CPU`,
+        );
+      }
+    });
+    // One group per instance: Triton initializes them in order, so instance thread i attaches
+    // to slot i and feeds our instance i (and its Worker).
     const config = toTritonModelConfig(model, {
       backend: BACKEND_NAME,
       devices,
       gpusAvailable: false,
+      perInstance: true,
       parameters: { [CHANNEL_PARAMETER]: String(channel) },
     });
     config.version_policy = { specific: { versions: [model.version] } };
+    if (!warmup) delete config.model_warmup;
+    else await this.#placeWarmupFiles(modelDirectory, config);
     const parameter = core.TRITONSERVER_ParameterNew(
       cString("config"),
       PARAMETER_STRING,
@@ -445,6 +519,22 @@ export class NativeEngine implements Engine {
       );
     } finally {
       core.TRITONSERVER_ParameterDelete(parameter);
+    }
+  }
+
+  /** Copies warm-up data files into `<model dir>/warmup/`, where Triton reads them. */
+  async #placeWarmupFiles(modelDirectory: string, config: Record<string, unknown>): Promise<void> {
+    const stages = config.model_warmup as { inputs: Record<string, Record<string, unknown>> }[];
+    let index = 0;
+    for (const stage of stages) {
+      for (const input of Object.values(stage.inputs)) {
+        const source = input.input_data_file;
+        if (typeof source !== "string") continue;
+        const name = `input_${index++}`;
+        await Deno.mkdir(`${modelDirectory}/warmup`, { recursive: true });
+        await Deno.copyFile(source, `${modelDirectory}/warmup/${name}`);
+        input.input_data_file = name;
+      }
     }
   }
 
@@ -517,7 +607,9 @@ export class NativeEngine implements Engine {
         ready,
       ),
     );
-    return Promise.resolve(failure === undefined && ready[0] === 1);
+    // Not ready while every instance is down (a crashed Worker restarting or given up).
+    const alive = this.#models.get(name)?.instances.some((instance) => instance.alive) ?? false;
+    return Promise.resolve(failure === undefined && ready[0] === 1 && alive);
   }
 
   #message(call: (slot: BigUint64Array) => Deno.PointerValue): unknown {

@@ -46,6 +46,8 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerOptionsSetLogWarn: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogError: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogVerbose: { parameters: [P, "i32"], result: P },
+  TRITONSERVER_ServerOptionsSetLogFormat: { parameters: [P, "i32"], result: P },
+  TRITONSERVER_ServerOptionsSetModelLoadRetryCount: { parameters: [P, "u32"], result: P },
   TRITONSERVER_ServerOptionsSetMetrics: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetGpuMetrics: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetCpuMetrics: { parameters: [P, "bool"], result: P },
