@@ -77,7 +77,19 @@ export type {
   WarmupInput,
 } from "./src/config/model_config.ts";
 export type { ResolvedTritonConfig, TritonConfig } from "./src/config/triton_config.ts";
-export type { InstanceProvider, ModelInstance } from "./src/instances/instance.ts";
+export type {
+  InstanceProvider,
+  ModelInstance,
+  NativeLocations,
+  NativeTensorLocation,
+} from "./src/instances/instance.ts";
+export {
+  type WorkerContext,
+  WorkerInstances,
+  workers,
+  type WorkersOptions,
+  type WorkerTransferStats,
+} from "./src/instances/workers.ts";
 
 export {
   type ErrorCode,

@@ -7,6 +7,20 @@
 
 import type { InferResult, ModelInfo, Request } from "../callable/types.ts";
 
+/** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
+export interface NativeTensorLocation {
+  /** The address, as `Deno.UnsafePointer.value` gives it. */
+  readonly address: bigint;
+  /** The byte count (length-prefixed elements for BYTES tensors). */
+  readonly byteLength: number;
+}
+
+/**
+ * The native location of each request's inputs, by input name, in request order. The Triton
+ * engine passes it so that instances in other isolates can read the inputs in place.
+ */
+export type NativeLocations = readonly Readonly<Record<string, NativeTensorLocation>>[];
+
 /** One running instance of a model's callable. */
 export interface ModelInstance extends AsyncDisposable {
   /** Instance index within the model, from 0. */
@@ -17,14 +31,16 @@ export interface ModelInstance extends AsyncDisposable {
   readonly alive: boolean;
   /**
    * Runs one batch of a coupled model. Resolves to exactly one validated result per request, in
-   * order; rejects with the error that fails the whole batch.
+   * order; rejects with the error that fails the whole batch. `native`, when given, locates the
+   * inputs in the Triton core's memory (instances may ignore it).
    */
-  execute(requests: Request[]): Promise<InferResult[]>;
+  execute(requests: Request[], native?: NativeLocations): Promise<InferResult[]>;
   /**
    * Runs one batch of a decoupled model: each step holds one validated result per request. The
    * iterable ends when the callable is done and throws the error that ends every stream.
+   * `native` is as for {@linkcode ModelInstance.execute}.
    */
-  stream(requests: Request[]): AsyncIterable<InferResult[]>;
+  stream(requests: Request[], native?: NativeLocations): AsyncIterable<InferResult[]>;
 }
 
 /** Creates the instances of a model when it is loaded. */

@@ -567,6 +567,13 @@ export class BuiltinEngine implements Engine {
   ): { entry: ModelEntry; validated: ValidatedRequest } {
     this.#checkRunning(request.modelName);
     const entry = this.#lookup(request.modelName, request.modelVersion);
+    if (!entry.instances.some((instance) => instance.alive)) {
+      // The scheduler only dispatches to live instances: queueing now could wait forever.
+      throw new InferenceError(
+        `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
+        { code: "UNAVAILABLE" },
+      );
+    }
     try {
       return { entry, validated: validateInferenceRequest(entry.definition, request) };
     } catch (error) {

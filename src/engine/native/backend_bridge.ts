@@ -13,7 +13,7 @@
 
 import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
 import { type ErrorCode, toInferenceError, TritonUnrecoverableError } from "../../errors.ts";
-import type { ModelInstance } from "../../instances/instance.ts";
+import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { type DescribedParameter, type DescribedTensor, parameterValues } from "./response.ts";
@@ -136,9 +136,12 @@ async function runBatch(
   );
   const requests: Request[] = [];
   const indices: number[] = [];
+  // Addresses too, so instances in Workers can read the inputs in place.
+  const native: Record<string, NativeTensorLocation>[] = [];
   described.forEach((entry, index) => {
     try {
       const data: Record<string, NDArray> = {};
+      const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
         if (input.gpu) throw new Error(`Input '${input.name}' is in GPU memory`);
         data[input.name] = tensorInPlace(
@@ -146,6 +149,7 @@ async function runBatch(
           input.shape,
           viewAt(input.ptr, input.size),
         );
+        locations[input.name] = { address: BigInt(input.ptr), byteLength: input.size };
       }
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
@@ -155,6 +159,7 @@ async function runBatch(
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
       });
+      native.push(locations);
       indices.push(index);
     } catch (error) {
       const failure = toInferenceError(error, "INVALID_ARG");
@@ -164,7 +169,7 @@ async function runBatch(
   if (requests.length === 0) return;
   try {
     if (model.config.decoupled) {
-      for await (const step of instance.stream(requests)) {
+      for await (const step of instance.stream(requests, native)) {
         step.forEach((result, i) =>
           sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, false)
         );
@@ -172,7 +177,7 @@ async function runBatch(
       // The flags-only final closes every stream.
       for (const index of indices) bridge.dt_send(channel, slot, index, 1, -1, null);
     } else {
-      const results = await instance.execute(requests);
+      const results = await instance.execute(requests, native);
       results.forEach((result, i) =>
         sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, true)
       );

@@ -1,0 +1,137 @@
+/**
+ * The entry module of every instance Worker: loads the user's instance module, calls its default
+ * export (the factory) once with the instance's {@linkcode WorkerContext}, then runs one batch at a
+ * time: rebuilds the requests from the wire (in place), calls the callable with the
+ * `InferContext`, validates the results and moves the outputs back.
+ *
+ * @module
+ */
+
+/// <reference no-default-lib="true" />
+/// <reference lib="deno.worker" />
+
+import { runCoupled, runDecoupled } from "../callable/invoke.ts";
+import type { InferCallable, InferContext, InferResult, Request } from "../callable/types.ts";
+import { validateResults } from "../callable/validate.ts";
+import { TritonValidationError } from "../errors.ts";
+import type { NDArray } from "../tensor/ndarray.ts";
+import {
+  fromWireTensor,
+  type FromWorker,
+  toWireError,
+  toWireTensor,
+  type ToWorker,
+  type WireRequest,
+  type WireTensor,
+  type WorkerContext,
+  zeroCounts,
+} from "./worker_protocol.ts";
+
+let callable: InferCallable | undefined;
+let context: InferContext | undefined;
+let workerContext: WorkerContext | undefined;
+/** Abort controllers of the running batch, by request index. */
+const running = new Map<number, AbortController[]>();
+
+function post(message: FromWorker, transfer: Transferable[] = []): void {
+  self.postMessage(message, transfer);
+}
+
+async function init(module: string, ctx: WorkerContext): Promise<void> {
+  try {
+    const loaded = await import(module);
+    const factory = loaded.default;
+    if (typeof factory !== "function") {
+      throw new TritonValidationError(
+        `Invalid instance module ${module}: its default export must be a factory function, got ${typeof factory}`,
+      );
+    }
+    const made = await factory(ctx);
+    if (
+      typeof made !== "function" &&
+      !(typeof made === "object" && made !== null && typeof made.infer === "function")
+    ) {
+      throw new TritonValidationError(
+        `Invalid instance module ${module}: its factory must return an inference function or an object with an infer method, got ${
+          made === null ? "null" : typeof made
+        }`,
+      );
+    }
+    callable = made as InferCallable;
+    workerContext = ctx;
+    context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device };
+    post({ type: "ready" });
+  } catch (error) {
+    post({ type: "load-failed", error: toWireError(error) });
+  }
+}
+
+function toRequests(id: number, wire: readonly WireRequest[]): Request[] {
+  const controllers = wire.map(() => new AbortController());
+  running.set(id, controllers);
+  return wire.map((entry, index) => {
+    const data: Record<string, NDArray> = {};
+    for (const [name, tensor] of Object.entries(entry.data)) data[name] = fromWireTensor(tensor);
+    if (entry.cancelled) controllers[index]!.abort();
+    return {
+      data,
+      parameters: entry.parameters,
+      requestedOutputNames: entry.requestedOutputNames,
+      signal: controllers[index]!.signal,
+    };
+  });
+}
+
+function postResults(id: number, results: InferResult[]): void {
+  const transfer: Transferable[] = [];
+  const counts = zeroCounts();
+  const wire = results.map((result) => {
+    const out: Record<string, WireTensor> = {};
+    for (const [name, array] of Object.entries(result)) {
+      out[name] = toWireTensor(array, transfer, counts);
+    }
+    return out;
+  });
+  post({ type: "results", id, results: wire, counts }, transfer);
+}
+
+async function runBatch(
+  id: number,
+  decoupled: boolean,
+  wire: readonly WireRequest[],
+): Promise<void> {
+  try {
+    if (callable === undefined || context === undefined || workerContext === undefined) {
+      throw new Error("The instance received a batch before it was loaded");
+    }
+    const requests = toRequests(id, wire);
+    if (decoupled) {
+      for await (const step of runDecoupled(callable, requests, context)) {
+        postResults(id, validateResults(step, requests, workerContext.model));
+      }
+      post({ type: "done", id });
+    } else {
+      const value = await runCoupled(callable, requests, context);
+      postResults(id, validateResults(value, requests, workerContext.model));
+    }
+  } catch (error) {
+    post({ type: "failed", id, error: toWireError(error) });
+  } finally {
+    running.delete(id);
+  }
+}
+
+self.onmessage = (event: MessageEvent<ToWorker>): void => {
+  const message = event.data;
+  switch (message.type) {
+    case "init":
+      void init(message.module, message.context);
+      break;
+    case "batch":
+      void runBatch(message.id, message.decoupled, message.requests);
+      break;
+    case "cancel":
+      running.get(message.id)?.[message.request]?.abort();
+      break;
+  }
+};

@@ -1,0 +1,266 @@
+/**
+ * The messages between a {@linkcode WorkerInstances} instance (main isolate) and its Worker
+ * (`worker_main.ts`), and how tensors cross without structured-clone copies: numeric buffers are
+ * moved (transferred) or shared, BYTES tensors travel as one packed buffer of length-prefixed
+ * elements, and tensors in the Triton core's memory travel as raw addresses the Worker views in
+ * place.
+ *
+ * @module
+ */
+
+import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import {
+  type ErrorCode,
+  InferenceError,
+  TritonError,
+  TritonUnrecoverableError,
+} from "../errors.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { serializeBytes } from "../tensor/bytes_codec.ts";
+import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
+import type { NativeTensorLocation } from "./instance.ts";
+
+/** What the instance module's factory receives: the instance's identity and device. */
+export interface WorkerContext {
+  /** Device string: `"cpu"` or `"cuda:N"`. */
+  readonly device: string;
+  /** `"cpu"` or `"gpu"`. */
+  readonly deviceKind: "cpu" | "gpu";
+  /** The GPU index for `"cuda:N"`, -1 for `"cpu"`. */
+  readonly deviceId: number;
+  /** Index of the instance within the model, from 0. */
+  readonly instanceIndex: number;
+  /** Model name. */
+  readonly modelName: string;
+  /** Model version. */
+  readonly modelVersion: number;
+  /** The bound model (tensors, config), as callables see it in `InferContext.model`. */
+  readonly model: ModelInfo;
+  /** 0 for the first start, then how many times this instance was restarted. */
+  readonly attempt: number;
+  /** The `data` option of `workers()`, structured-cloned (a `SharedArrayBuffer` stays shared). */
+  readonly data: unknown;
+}
+
+/** A tensor on the wire: in a buffer (moved or shared) or at a native address. */
+export type WireTensor =
+  | {
+    readonly dtype: DType;
+    readonly shape: readonly number[];
+    readonly buffer: ArrayBufferLike;
+    readonly byteOffset: number;
+    readonly byteLength: number;
+  }
+  | {
+    readonly dtype: DType;
+    readonly shape: readonly number[];
+    readonly address: bigint;
+    readonly byteLength: number;
+  };
+
+/** One request on the wire. */
+export interface WireRequest {
+  /** Input tensors by name. */
+  readonly data: Record<string, WireTensor>;
+  /** Request parameters. */
+  readonly parameters: Record<string, ParameterValue>;
+  /** Requested outputs. */
+  readonly requestedOutputNames: readonly string[];
+  /** Whether the request was cancelled before the batch was sent. */
+  readonly cancelled: boolean;
+}
+
+/** An error on the wire. */
+export interface WireError {
+  /** The error class name. */
+  readonly name: string;
+  /** The message. */
+  readonly message: string;
+  /** Triton's code, for `InferenceError`s. */
+  readonly code?: ErrorCode;
+}
+
+/** Bytes the packing of one message copied and moved. */
+export interface WireCounts {
+  /** Bytes copied into a fresh buffer (misaligned/shared-buffer views, BYTES packing). */
+  copied: number;
+  /** Bytes moved by transfer or shared through a `SharedArrayBuffer` (no copy). */
+  moved: number;
+  /** Bytes passed as native addresses (read in place). */
+  native: number;
+}
+
+/** Main → Worker. */
+export type ToWorker =
+  | { readonly type: "init"; readonly module: string; readonly context: WorkerContext }
+  | {
+    readonly type: "batch";
+    readonly id: number;
+    readonly decoupled: boolean;
+    readonly requests: readonly WireRequest[];
+  }
+  | { readonly type: "cancel"; readonly id: number; readonly request: number };
+
+/** Worker → main. */
+export type FromWorker =
+  | { readonly type: "ready" }
+  | { readonly type: "load-failed"; readonly error: WireError }
+  | {
+    readonly type: "results";
+    readonly id: number;
+    readonly results: readonly Record<string, WireTensor>[];
+    readonly counts: WireCounts;
+  }
+  | { readonly type: "done"; readonly id: number }
+  | { readonly type: "failed"; readonly id: number; readonly error: WireError };
+
+/** Fresh zero counts. */
+export function zeroCounts(): WireCounts {
+  return { copied: 0, moved: 0, native: 0 };
+}
+
+/**
+ * Packs a tensor for `postMessage`: a buffer the view spans alone is moved, a shared buffer is
+ * shared, anything else (a view into a larger buffer, BYTES elements) is copied once into a fresh
+ * buffer that is moved. Every buffer it returns is either in `transfer` or shared, so the message
+ * never structured-clones tensor data.
+ *
+ * @param array The tensor.
+ * @param transfer Collects the buffers to transfer.
+ * @param counts Accumulates copied and moved bytes.
+ * @returns The wire tensor.
+ *
+ * @example A whole buffer moves
+ * ```ts
+ * import { toWireTensor, zeroCounts } from "./worker_protocol.ts";
+ * import { ndarray } from "../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const transfer: Transferable[] = [];
+ * const counts = zeroCounts();
+ * toWireTensor(ndarray(new Float32Array(4)), transfer, counts);
+ * toWireTensor(ndarray(new Float32Array(8).subarray(2, 4)), transfer, counts);
+ * assert.deepEqual(counts, { copied: 8, moved: 16, native: 0 });
+ * assert.equal(transfer.length, 2);
+ * ```
+ */
+export function toWireTensor(
+  array: NDArray,
+  transfer: Transferable[],
+  counts: WireCounts,
+): WireTensor {
+  const { dtype, shape } = array;
+  if (array.dtype === "bytes") {
+    const packed = serializeBytes(array.data);
+    counts.copied += packed.byteLength;
+    transfer.push(packed.buffer as ArrayBuffer);
+    return { dtype, shape, buffer: packed.buffer, byteOffset: 0, byteLength: packed.byteLength };
+  }
+  const data = array.data;
+  const buffer = data.buffer;
+  if (typeof SharedArrayBuffer !== "undefined" && buffer instanceof SharedArrayBuffer) {
+    counts.moved += data.byteLength;
+    return { dtype, shape, buffer, byteOffset: data.byteOffset, byteLength: data.byteLength };
+  }
+  const whole = data.byteOffset === 0 && data.byteLength === buffer.byteLength &&
+    !(buffer as ArrayBuffer).resizable && !(buffer as ArrayBuffer).detached;
+  if (whole) {
+    // The same buffer may back two tensors of one message; transfer it once.
+    if (!transfer.includes(buffer as ArrayBuffer)) transfer.push(buffer as ArrayBuffer);
+    counts.moved += data.byteLength;
+    return { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength };
+  }
+  const copy = new Uint8Array(data.byteLength);
+  copy.set(new Uint8Array(buffer, data.byteOffset, data.byteLength));
+  counts.copied += data.byteLength;
+  transfer.push(copy.buffer);
+  return { dtype, shape, buffer: copy.buffer, byteOffset: 0, byteLength: data.byteLength };
+}
+
+/**
+ * A wire tensor for data in the Triton core's memory: only its address travels.
+ *
+ * @param array The tensor (a view of that memory).
+ * @param location Its address and byte count.
+ * @param counts Accumulates the bytes passed by address.
+ * @returns The wire tensor.
+ */
+export function toNativeWireTensor(
+  array: NDArray,
+  location: NativeTensorLocation,
+  counts: WireCounts,
+): WireTensor {
+  counts.native += location.byteLength;
+  return {
+    dtype: array.dtype,
+    shape: array.shape,
+    address: location.address,
+    byteLength: location.byteLength,
+  };
+}
+
+/**
+ * Rebuilds a tensor from the wire, in place: a view of the received buffer, or of native memory
+ * at the given address (needs `--allow-ffi`).
+ *
+ * @param wire The wire tensor.
+ * @returns The tensor.
+ *
+ * @example
+ * ```ts
+ * import { fromWireTensor } from "./worker_protocol.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const buffer = new Int16Array([1, 2]).buffer;
+ * const t = fromWireTensor({ dtype: "int16", shape: [2], buffer, byteOffset: 0, byteLength: 4 });
+ * assert.deepEqual([...(t.data as Int16Array)], [1, 2]);
+ * ```
+ */
+export function fromWireTensor(wire: WireTensor): NDArray {
+  if ("address" in wire) {
+    const bytes = wire.byteLength === 0 || wire.address === 0n ? new Uint8Array(0) : new Uint8Array(
+      Deno.UnsafePointerView.getArrayBuffer(
+        Deno.UnsafePointer.create(wire.address)!,
+        wire.byteLength,
+      ),
+    );
+    return fromRawBytes(wire.dtype, wire.shape, bytes);
+  }
+  return fromRawBytes(
+    wire.dtype,
+    wire.shape,
+    new Uint8Array(wire.buffer, wire.byteOffset, wire.byteLength),
+  );
+}
+
+/**
+ * An error as it crosses isolates.
+ *
+ * @param error Anything thrown.
+ * @returns Its name, message and Triton code.
+ */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof InferenceError) {
+    return { name: error.name, message: error.message, code: error.code };
+  }
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { name: "Error", message: String(error) };
+}
+
+/**
+ * Rebuilds an error from the wire: an `InferenceError` keeps its code, a
+ * `TritonUnrecoverableError` stays one (it stops the server), others become plain errors with
+ * their name.
+ *
+ * @param wire The wire error.
+ * @returns The error.
+ */
+export function fromWireError(wire: WireError): Error {
+  if (wire.code !== undefined) return new InferenceError(wire.message, { code: wire.code });
+  if (wire.name === "TritonUnrecoverableError") return new TritonUnrecoverableError(wire.message);
+  const error = wire.name.startsWith("Triton")
+    ? new TritonError(wire.message)
+    : new Error(wire.message);
+  error.name = wire.name;
+  return error;
+}

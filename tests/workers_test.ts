@@ -1,0 +1,151 @@
+/**
+ * Worker instances end to end on both engines: factory contexts, concurrent batches (proved by
+ * overlap, not timing), crash → failed batch → restart, not-ready when no instance is alive, load
+ * failures, and device strings on a host without GPUs.
+ */
+
+import assert from "node:assert/strict";
+import { type BindOptions, workers } from "../mod.ts";
+import { ENGINES, startServer } from "./_helpers.ts";
+
+const MODULE = new URL("./_workers/instance.ts", import.meta.url);
+
+function model(name: string, inferFunc: BindOptions["inferFunc"]): BindOptions {
+  return {
+    modelName: name,
+    inferFunc,
+    inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+    outputs: [{ name: "y", dtype: "float32", shape: [-1] }, {
+      name: "who",
+      dtype: "bytes",
+      shape: [1],
+    }],
+    config: { maxBatchSize: 1 },
+  };
+}
+
+interface Answer {
+  status: number;
+  body: {
+    error?: string;
+    outputs?: { name: string; data: (number | string)[] }[];
+  };
+}
+
+async function infer(
+  http: string,
+  name: string,
+  x: number[],
+  parameters: Record<string, boolean> = {},
+): Promise<Answer> {
+  const response = await fetch(`${http}/v2/models/${name}/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: [{ name: "x", datatype: "FP32", shape: [1, x.length], data: x }],
+      parameters,
+    }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+function output(answer: Answer, name: string): (number | string)[] {
+  const found = answer.body.outputs?.find((o) => o.name === name);
+  assert.ok(found, `no output ${name} in ${JSON.stringify(answer.body)}`);
+  return found.data;
+}
+
+async function ready(http: string, name: string): Promise<boolean> {
+  const response = await fetch(`${http}/v2/models/${name}/ready`);
+  await response.body?.cancel();
+  return response.status === 200;
+}
+
+/** Polls until `check` holds (bounded by iterations, not by a timed assertion). */
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`Gave up waiting until ${what}`);
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`workers on the ${engine} engine: contexts, devices and concurrent batches`, async () => {
+    const sab = new SharedArrayBuffer(8);
+    const flags = new Int32Array(sab);
+    const devices = ["cuda:0", "cuda:1", "cpu"];
+    await using triton = await startServer({
+      engine,
+      models: [model("Pinned", workers(MODULE, { devices, data: sab }))],
+    });
+    const http = triton.urls.http!;
+    // Each batch waits until all three have started: only three concurrent Workers finish.
+    const answers = [1, 2, 3].map((v) => infer(http, "Pinned", [v], { wait: true }));
+    await until(() => Atomics.load(flags, 0) === 3, "three batches run at once");
+    Atomics.store(flags, 1, 1);
+    Atomics.notify(flags, 1);
+    const done = await Promise.all(answers);
+    done.forEach((answer, i) => {
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.deepEqual(output(answer, "y"), [2 * (i + 1)]);
+    });
+    assert.deepEqual(done.map((a) => output(a, "who")[0]).sort(), [
+      "cpu|cpu|-1|2|Pinned|1|0",
+      "cuda:0|gpu|0|0|Pinned|1|0",
+      "cuda:1|gpu|1|1|Pinned|1|0",
+    ]);
+    assert.equal(await ready(http, "Pinned"), true);
+  });
+
+  Deno.test(`workers on the ${engine} engine: a crash fails the batch and restarts`, async () => {
+    const sab = new SharedArrayBuffer(8);
+    const provider = workers(MODULE, { count: 1, data: sab });
+    await using triton = await startServer({ engine, models: [model("Crashy", provider)] });
+    const http = triton.urls.http!;
+    assert.equal(output(await infer(http, "Crashy", [1]), "who")[0], "cpu|cpu|-1|0|Crashy|1|0");
+    const crashed = await infer(http, "Crashy", [1], { crash: true });
+    assert.notEqual(crashed.status, 200);
+    assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'Crashy' crashed: .*boom/);
+    await until(() => ready(http, "Crashy"), "the instance is restarted");
+    const after = await infer(http, "Crashy", [3]);
+    assert.equal(after.status, 200, JSON.stringify(after.body));
+    assert.deepEqual(output(after, "y"), [6]);
+    assert.equal(output(after, "who")[0], "cpu|cpu|-1|0|Crashy|1|1");
+    // A terminated Worker is handled the same way.
+    provider.instances[0]!.kill();
+    await until(() => ready(http, "Crashy"), "the instance is restarted again");
+    assert.equal(output(await infer(http, "Crashy", [1]), "who")[0], "cpu|cpu|-1|0|Crashy|1|2");
+  });
+
+  Deno.test(`workers on the ${engine} engine: not ready once no instance is alive`, async () => {
+    const sab = new SharedArrayBuffer(8);
+    await using triton = await startServer({
+      engine,
+      models: [model("NoRestart", workers(MODULE, { count: 1, data: sab, maxRestarts: 2 }))],
+    });
+    const http = triton.urls.http!;
+    assert.equal(await ready(http, "NoRestart"), true);
+    const crashed = await infer(http, "NoRestart", [1], { crash: true });
+    assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'NoRestart' crashed/);
+    assert.equal(await ready(http, "NoRestart"), false);
+    // Restarts fail (the factory refuses a second start): the instance stays down.
+    const refused = await infer(http, "NoRestart", [1]);
+    assert.notEqual(refused.status, 200);
+    assert.match(
+      refused.body.error!,
+      engine === "builtin"
+        ? /Model 'NoRestart' version 1 is not ready: no instance is alive/
+        : /Instance 0 \(cpu\) of model 'NoRestart' is not available: its Worker crashed and could not be restarted/,
+    );
+    assert.equal(await ready(http, "NoRestart"), false);
+  });
+
+  Deno.test(`workers on the ${engine} engine: a factory that throws fails bind`, async () => {
+    await using triton = await startServer({ engine });
+    await assert.rejects(
+      triton.bind(model("FailsToLoad", workers(MODULE, { count: 2 }))),
+      /Instance \d \(cpu\) of model 'FailsToLoad' failed to load .*instance\.ts: Error: cannot load weights/,
+    );
+    assert.equal(await ready(triton.urls.http!, "FailsToLoad"), false);
+  });
+}
