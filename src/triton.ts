@@ -6,6 +6,11 @@
 
 import type { InferCallable } from "./callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "./config/model_config.ts";
+import {
+  type ResolvedSecurityConfig,
+  resolveSecurityConfig,
+  type SecurityConfig,
+} from "./config/security_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "./config/tensor_spec.ts";
 import {
   type ResolvedTritonConfig,
@@ -21,6 +26,7 @@ import {
   TritonValidationError,
 } from "./errors.ts";
 import { GrpcFrontend } from "./frontend/grpc/server.ts";
+import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
@@ -48,6 +54,15 @@ export interface TritonOptions {
    * @default {"auto"}
    */
   engine?: EngineChoice;
+  /**
+   * Token-based access restriction of endpoint groups (like PyTriton's `TritonSecurityConfig`):
+   * by default shared-memory, model-repository, statistics, trace and logging need the token
+   * (generated when not given; read it with {@linkcode Triton.getAccessToken}); an empty
+   * `restrictedEndpoints` list restricts nothing.
+   *
+   * @default {{}}
+   */
+  securityConfig?: SecurityConfig;
 }
 
 /** Options of {@linkcode Triton.bind}. */
@@ -166,6 +181,7 @@ export class Triton implements AsyncDisposable {
   #options: TritonOptions;
   #models = new Map<string, ModelDefinition>();
   #config: ResolvedTritonConfig | undefined;
+  #security: ResolvedSecurityConfig;
   #logger: Logger | undefined;
   #engine: Engine | undefined;
   #http: HttpFrontend | undefined;
@@ -190,6 +206,18 @@ export class Triton implements AsyncDisposable {
     if (options.config !== undefined) resolveOptions.config = options.config;
     if (options.configFile !== undefined) resolveOptions.configFile = options.configFile;
     this.#config = resolveTritonConfig(resolveOptions);
+    this.#security = resolveSecurityConfig(options.securityConfig);
+  }
+
+  /**
+   * The access token clients send to reach restricted endpoints (the `triton-access-token` HTTP
+   * header, the `triton-grpc-protocol-triton-access-token` gRPC metadata key).
+   *
+   * @returns The given or generated token; `undefined` when nothing is restricted and no token
+   *   was given.
+   */
+  getAccessToken(): string | undefined {
+    return this.#security.accessToken;
   }
 
   /** The resolved server configuration. */
@@ -366,12 +394,14 @@ export class Triton implements AsyncDisposable {
     this.#engine = await createEngine(this.#options.engine ?? "auto", engineOptions);
     await this.#engine.start();
     for (const model of this.#models.values()) await this.#load(model);
+    const accessCheck = httpAccessCheck(this.#security);
     if (config.allowHttp) {
       this.#http = await HttpFrontend.start(this.#engine, {
         hostname: config.httpAddress,
         port: config.httpPort,
         maxRequestBytes: config.maxRequestBytes,
         logger,
+        ...(accessCheck === undefined ? {} : { accessCheck }),
         ...(config.httpHeaderForwardPattern === undefined
           ? {}
           : { headerForwardPattern: config.httpHeaderForwardPattern }),
@@ -384,6 +414,7 @@ export class Triton implements AsyncDisposable {
         port: config.grpcPort,
         maxMessageBytes: config.grpcMaxMessageBytes,
         logger,
+        security: this.#security,
         ...(config.grpcHeaderForwardPattern === undefined
           ? {}
           : { headerForwardPattern: config.grpcHeaderForwardPattern }),
@@ -475,7 +506,11 @@ export class Triton implements AsyncDisposable {
     await attempt(() => this.#http?.shutdown());
     await attempt(() => this.#grpc?.shutdown());
     await attempt(() => this.#metrics?.shutdown());
-    this.#engine = this.#http = this.#grpc = this.#metrics = undefined;
+    this.#engine =
+      this.#http =
+      this.#grpc =
+      this.#metrics =
+        undefined;
     for (const error of errors) this.#logger?.error(`Error while stopping: ${error}`);
     this.#logger?.info("Server stopped");
     this.#logger?.close();

@@ -7,6 +7,7 @@
 
 import { type BindOptions, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
+import type { SecurityConfig } from "../src/config/security_config.ts";
 import type { TritonConfig } from "../src/config/triton_config.ts";
 
 /**
@@ -45,6 +46,11 @@ export interface StartServerOptions {
   models?: readonly BindOptions[];
   /** Extra server configuration (ports default to 0 = ephemeral). */
   config?: TritonConfig;
+  /**
+   * Access restriction; by default nothing is restricted (like Triton's own default), so the
+   * protocol suites reach every endpoint without a token.
+   */
+  securityConfig?: SecurityConfig;
 }
 
 /**
@@ -56,7 +62,15 @@ export interface StartServerOptions {
 export async function startServer(options: StartServerOptions): Promise<Triton> {
   const triton = new Triton({
     engine: options.engine,
-    config: { httpPort: 0, grpcPort: 0, metricsPort: 0, httpAddress: "127.0.0.1", grpcAddress: "127.0.0.1", ...options.config },
+    securityConfig: options.securityConfig ?? { restrictedEndpoints: [] },
+    config: {
+      httpPort: 0,
+      grpcPort: 0,
+      metricsPort: 0,
+      httpAddress: "127.0.0.1",
+      grpcAddress: "127.0.0.1",
+      ...options.config,
+    },
   });
   try {
     for (const model of options.models ?? []) await triton.bind(model);

@@ -9,7 +9,9 @@ import * as grpc from "@grpc/grpc-js";
 import type { Engine } from "../../engine/engine.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { createServices } from "./service.ts";
+import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
+import { withAccessCheck } from "./access.ts";
+import { createServices, type GrpcService } from "./service.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
 export interface GrpcFrontendOptions {
@@ -51,6 +53,12 @@ export interface GrpcFrontendOptions {
    * @default {undefined}
    */
   logger?: Logger;
+  /**
+   * Access tokens for restricted endpoint groups.
+   *
+   * @default {undefined}
+   */
+  security?: ResolvedSecurityConfig;
 }
 
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -137,8 +145,11 @@ export class GrpcFrontend implements AsyncDisposable {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
       ...(options.logger !== undefined ? { logger: options.logger } : {}),
     });
-    server.addService(inference.definition, inference.implementation);
-    server.addService(health.definition, health.implementation);
+    const guard = (service: GrpcService): GrpcService =>
+      options.security === undefined ? service : withAccessCheck(service, options.security);
+    const [checkedInference, checkedHealth] = [guard(inference), guard(health)];
+    server.addService(checkedInference.definition, checkedInference.implementation);
+    server.addService(checkedHealth.definition, checkedHealth.implementation);
     const bound = await new Promise<number>((resolve, reject) => {
       server.bindAsync(
         hostPort(address, port),
