@@ -10,6 +10,8 @@ import { bindMultipliers } from "../examples/multiple_models/model.ts";
 import { runClient as multipliersClient } from "../examples/multiple_models/client.ts";
 import { bindParamsAndHeaders, HEADER_PATTERN } from "../examples/parameters_headers/model.ts";
 import { runClient as paramsClient } from "../examples/parameters_headers/client.ts";
+import { bindLinear } from "../examples/multi_instance/model.ts";
+import { runClient as linearClient } from "../examples/multi_instance/client.ts";
 
 const decoder = new TextDecoder();
 
@@ -17,7 +19,10 @@ for (const engine of ENGINES) {
   Deno.test(`examples on the ${engine} engine`, async (t) => {
     await using triton = await startServer({
       engine,
-      config: { httpHeaderForwardPattern: HEADER_PATTERN, grpcHeaderForwardPattern: HEADER_PATTERN },
+      config: {
+        httpHeaderForwardPattern: HEADER_PATTERN,
+        grpcHeaderForwardPattern: HEADER_PATTERN,
+      },
     });
     await bindAddSub(triton);
     await bindIdentity(triton);
@@ -104,3 +109,15 @@ Deno.test("examples/add_sub/server.ts serves and exits 0 on SIGINT", async () =>
     await reader.cancel().catch(() => {});
   }
 });
+
+for (const engine of ENGINES) {
+  Deno.test(`examples/multi_instance on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    await bindLinear(triton);
+    for (const url of [triton.urls.http!, triton.urls.grpc!]) {
+      const { ys, devices } = await linearClient(url);
+      assert.deepEqual(ys, [0, 1, 2, 3, 4, 5, 6, 7].map((i) => [1, 1, 1, 1].map((b) => b + 2 * i)));
+      for (const device of devices) assert.ok(["cuda:0#0", "cuda:1#1"].includes(device), device);
+    }
+  });
+}
