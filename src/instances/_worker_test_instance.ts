@@ -1,0 +1,28 @@
+/**
+ * Instance module of `workers_test.ts`: echoes `x` as `y` (a fresh array) and `s` as `t`; in a
+ * decoupled model it yields one step per element of `x`.
+ *
+ * @module
+ */
+
+import type { InferFunc, InferResult, Request } from "../callable/types.ts";
+import { ndarray } from "../tensor/ndarray.ts";
+import type { WorkerContext } from "./worker_protocol.ts";
+
+function echo(request: Request): InferResult {
+  const x = request.data.x!;
+  const result: InferResult = { y: ndarray((x.data as Float32Array).slice(), x.shape) };
+  if (request.data.s !== undefined) result.t = request.data.s;
+  return result;
+}
+
+/** The factory. */
+export default function factory(ctx: WorkerContext): InferFunc {
+  if (ctx.model.config.decoupled) {
+    return async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+      const x = requests[0]!.data.x!.data as Float32Array;
+      for (const value of x) yield requests.map(() => ({ y: ndarray(new Float32Array([value])) }));
+    };
+  }
+  return (requests: Request[]) => requests.map(echo);
+}
