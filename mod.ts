@@ -87,6 +87,7 @@ export {
   type WorkerContext,
   WorkerInstances,
   workers,
+  type WorkersLogger,
   type WorkersOptions,
   type WorkerTransferStats,
 } from "./src/instances/workers.ts";

@@ -27,6 +27,14 @@ import {
 
 export type { WorkerContext } from "./worker_protocol.ts";
 
+/** Where {@linkcode workers} logs crashes and restarts (a `Logger` fits). */
+export interface WorkersLogger {
+  /** Logs a restart. */
+  info(message: string): void;
+  /** Logs a crash or a failed restart. */
+  error(message: string): void;
+}
+
 /** Options of {@linkcode workers}. */
 export interface WorkersOptions {
   /**
@@ -66,7 +74,7 @@ export interface WorkersOptions {
    *
    * @default {a stderr Logger}
    */
-  logger?: Logger;
+  logger?: WorkersLogger;
 }
 
 /** Bytes the tensors of all batches cost on their way to and from the Workers. */
@@ -143,7 +151,7 @@ interface Shared {
   readonly module: string;
   readonly options: WorkersOptions;
   readonly stats: WorkerTransferStats;
-  readonly logger: Logger;
+  readonly logger: WorkersLogger;
 }
 
 function deviceOf(device: string): { deviceKind: "cpu" | "gpu"; deviceId: number } {
