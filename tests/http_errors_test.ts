@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ENGINES } from "./_helpers.ts";
 import { IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
 import type { InferResult, Request as InferRequest } from "../src/callable/types.ts";
 
@@ -292,65 +293,71 @@ async function expectServing(url: string): Promise<void> {
   assert.deepEqual(body.outputs[0].data, [1, 2]);
 }
 
-Deno.test("HTTP /infer answers every malformed request with a status and a clear error, then keeps serving", async (t) => {
-  await using server = await startHttpServer([IDENTITY, DECOUPLED, FAILING], {
-    maxRequestBytes: 1024,
-  });
-  for (const entry of CASES) {
-    await t.step(entry.name, async () => {
-      const response = await fetch(`${server.url}${entry.path ?? "/v2/models/Identity/infer"}`, {
-        method: "POST",
-        body: entry.body,
-        headers: entry.headers ?? {},
-      });
-      assert.equal(response.status, entry.status);
-      assert.equal(response.headers.get("content-type"), "application/json");
-      const body = await response.json();
-      assert.deepEqual(Object.keys(body), ["error"]);
-      assert.match(body.error, entry.message);
-      await expectServing(server.url);
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer answers every malformed request with a status and a clear error, then keeps serving [${engine}]`, async (t) => {
+    await using server = await startHttpServer(engine, [IDENTITY, DECOUPLED, FAILING], {
+      maxRequestBytes: 1024,
     });
-  }
-});
-
-Deno.test("HTTP /infer enforces the body limit after decompression", async () => {
-  await using server = await startHttpServer([IDENTITY], { maxRequestBytes: 1024 });
-  const json = JSON.stringify({
-    inputs: [{ ...INT32, shape: [1, 2000], data: new Array(2000).fill(0) }],
+    for (const entry of CASES) {
+      await t.step(entry.name, async () => {
+        const response = await fetch(`${server.url}${entry.path ?? "/v2/models/Identity/infer"}`, {
+          method: "POST",
+          body: entry.body,
+          headers: entry.headers ?? {},
+        });
+        assert.equal(response.status, entry.status);
+        assert.equal(response.headers.get("content-type"), "application/json");
+        const body = await response.json();
+        assert.deepEqual(Object.keys(body), ["error"]);
+        assert.match(body.error, entry.message);
+        await expectServing(server.url);
+      });
+    }
   });
-  const packed = await new Response(
-    new Blob([json]).stream().pipeThrough(new CompressionStream("gzip")),
-  ).bytes();
-  assert.ok(packed.byteLength < 1024);
-  const response = await fetch(`${server.url}/v2/models/Identity/infer`, {
-    method: "POST",
-    body: packed,
-    headers: { "content-encoding": "gzip" },
-  });
-  assert.equal(response.status, 413);
-  assert.match(
-    (await response.json()).error,
-    /the decompressed body exceeds the limit of 1024 bytes/,
-  );
-  await expectServing(server.url);
-});
+}
 
-Deno.test("HTTP front end answers unknown paths with 404 and wrong methods with 405", async () => {
-  await using server = await startHttpServer([IDENTITY]);
-  const cases: [string, string, number, string][] = [
-    ["GET", "/", 404, "Not Found"],
-    ["GET", "/v2/", 404, "Not Found"],
-    ["GET", "/v2/models/Identity/versions/one", 404, "Not Found"],
-    ["POST", "/v2/models/Identity/versions/-1/infer", 404, "Not Found"],
-    ["GET", "/v2/models/Identity/infer", 405, "Method Not Allowed"],
-    ["POST", "/v2/health/live", 405, "Method Not Allowed"],
-    ["PUT", "/v2/models/Identity/infer", 405, "Method Not Allowed"],
-    ["GET", "/v2/repository/index", 405, "Method Not Allowed"],
-  ];
-  for (const [method, path, status, error] of cases) {
-    const response = await fetch(`${server.url}${path}`, { method });
-    assert.equal(response.status, status, `${method} ${path}`);
-    assert.deepEqual(await response.json(), { error });
-  }
-  await expectServing(server.url);
-});
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer enforces the body limit after decompression [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [IDENTITY], { maxRequestBytes: 1024 });
+    const json = JSON.stringify({
+      inputs: [{ ...INT32, shape: [1, 2000], data: new Array(2000).fill(0) }],
+    });
+    const packed = await new Response(
+      new Blob([json]).stream().pipeThrough(new CompressionStream("gzip")),
+    ).bytes();
+    assert.ok(packed.byteLength < 1024);
+    const response = await fetch(`${server.url}/v2/models/Identity/infer`, {
+      method: "POST",
+      body: packed,
+      headers: { "content-encoding": "gzip" },
+    });
+    assert.equal(response.status, 413);
+    assert.match(
+      (await response.json()).error,
+      /the decompressed body exceeds the limit of 1024 bytes/,
+    );
+    await expectServing(server.url);
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP front end answers unknown paths with 404 and wrong methods with 405 [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const cases: [string, string, number, string][] = [
+      ["GET", "/", 404, "Not Found"],
+      ["GET", "/v2/", 404, "Not Found"],
+      ["GET", "/v2/models/Identity/versions/one", 404, "Not Found"],
+      ["POST", "/v2/models/Identity/versions/-1/infer", 404, "Not Found"],
+      ["GET", "/v2/models/Identity/infer", 405, "Method Not Allowed"],
+      ["POST", "/v2/health/live", 405, "Method Not Allowed"],
+      ["PUT", "/v2/models/Identity/infer", 405, "Method Not Allowed"],
+      ["GET", "/v2/repository/index", 405, "Method Not Allowed"],
+    ];
+    for (const [method, path, status, error] of cases) {
+      const response = await fetch(`${server.url}${path}`, { method });
+      assert.equal(response.status, status, `${method} ${path}`);
+      assert.deepEqual(await response.json(), { error });
+    }
+    await expectServing(server.url);
+  });
+}

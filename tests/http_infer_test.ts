@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { ENGINES } from "./_helpers.ts";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { ALL_DTYPES, IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
@@ -144,119 +145,130 @@ function jsonData(values: unknown[], dtype: string): string {
   return `[[${values.map((v) => dtype.includes("int64") ? v : JSON.stringify(v)).join(",")}]]`;
 }
 
-Deno.test("HTTP /infer round-trips every dtype in JSON and binary form", async (t) => {
-  await using server = await startHttpServer([IDENTITY]);
-  const url = `${server.url}/v2/models/Identity/infer`;
-  for (const dtype of ALL_DTYPES) {
-    const sample = SAMPLES[dtype]!;
-    const datatype = kserveName(dtype);
-    await t.step(`${datatype} binary in, binary out`, async () => {
-      const { body, headers } = binaryBody({
-        inputs: [{
-          name: `in_${dtype}`,
-          datatype,
-          shape: [1, 3],
-          parameters: { binary_data_size: sample.bytes.length },
-        }],
-        outputs: [{ name: `out_${dtype}`, parameters: { binary_data: true } }],
-      }, new Uint8Array(sample.bytes));
-      const reply = await post(url, body, headers);
-      assert.equal(reply.status, 200, JSON.stringify(reply.json));
-      assert.equal(reply.headers.get("content-type"), "application/octet-stream");
-      assert.deepEqual(reply.json, {
-        model_name: "Identity",
-        model_version: "1",
-        outputs: [{
-          name: `out_${dtype}`,
-          datatype,
-          shape: [1, 3],
-          parameters: { binary_data_size: sample.bytes.length },
-        }],
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer round-trips every dtype in JSON and binary form [${engine}]`, async (t) => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const url = `${server.url}/v2/models/Identity/infer`;
+    for (const dtype of ALL_DTYPES) {
+      const sample = SAMPLES[dtype]!;
+      const datatype = kserveName(dtype);
+      await t.step(`${datatype} binary in, binary out`, async () => {
+        const { body, headers } = binaryBody({
+          inputs: [{
+            name: `in_${dtype}`,
+            datatype,
+            shape: [1, 3],
+            parameters: { binary_data_size: sample.bytes.length },
+          }],
+          outputs: [{ name: `out_${dtype}`, parameters: { binary_data: true } }],
+        }, new Uint8Array(sample.bytes));
+        const reply = await post(url, body, headers);
+        assert.equal(reply.status, 200, JSON.stringify(reply.json));
+        assert.equal(reply.headers.get("content-type"), "application/octet-stream");
+        assert.deepEqual(reply.json, {
+          model_name: "Identity",
+          model_version: "1",
+          outputs: [{
+            name: `out_${dtype}`,
+            datatype,
+            shape: [1, 3],
+            parameters: { binary_data_size: sample.bytes.length },
+          }],
+        });
+        assert.deepEqual(Array.from(reply.binary), sample.bytes);
       });
-      assert.deepEqual(Array.from(reply.binary), sample.bytes);
-    });
-    if (sample.json === undefined) continue;
-    await t.step(`${datatype} JSON in, JSON out`, async () => {
-      const text =
-        `{"inputs":[{"name":"in_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
-          jsonData(sample.json!, dtype)
-        }}],"outputs":[{"name":"out_${dtype}"}]}`;
-      const response = await fetch(url, { method: "POST", body: text });
-      assert.equal(response.status, 200);
-      assert.equal(response.headers.get("content-type"), "application/json");
-      const replyText = await response.text();
-      assert.ok(
-        replyText.endsWith(
-          `{"name":"out_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
-            jsonData(sample.json!, dtype).slice(1, -1)
-          }}]}`,
-        ),
-        replyText,
-      );
-    });
-    await t.step(`${datatype} JSON in, binary out (binary_data_output)`, async () => {
-      const text =
-        `{"parameters":{"binary_data_output":true},"inputs":[{"name":"in_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
-          jsonData(sample.json!, dtype)
-        }}]}`;
-      const reply = await post(url, text);
-      assert.equal(reply.status, 200);
-      assert.deepEqual(Array.from(reply.binary), sample.bytes);
-    });
-  }
-});
+      if (sample.json === undefined) continue;
+      await t.step(`${datatype} JSON in, JSON out`, async () => {
+        const text =
+          `{"inputs":[{"name":"in_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
+            jsonData(sample.json!, dtype)
+          }}],"outputs":[{"name":"out_${dtype}"}]}`;
+        const response = await fetch(url, { method: "POST", body: text });
+        assert.equal(response.status, 200);
+        assert.equal(response.headers.get("content-type"), "application/json");
+        const replyText = await response.text();
+        assert.ok(
+          replyText.endsWith(
+            `{"name":"out_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
+              jsonData(sample.json!, dtype).slice(1, -1)
+            }}]}`,
+          ),
+          replyText,
+        );
+      });
+      await t.step(`${datatype} JSON in, binary out (binary_data_output)`, async () => {
+        const text =
+          `{"parameters":{"binary_data_output":true},"inputs":[{"name":"in_${dtype}","datatype":"${datatype}","shape":[1,3],"data":${
+            jsonData(sample.json!, dtype)
+          }}]}`;
+        const reply = await post(url, text);
+        assert.equal(reply.status, 200);
+        assert.deepEqual(Array.from(reply.binary), sample.bytes);
+      });
+    }
+  });
+}
 
-Deno.test("HTTP /infer mixes JSON and binary outputs, echoes the id and keeps output order", async () => {
-  await using server = await startHttpServer([IDENTITY]);
-  const { body, headers } = binaryBody({
-    id: "req-7",
-    inputs: [
-      { name: "in_float16", datatype: "FP16", shape: [1, 1], parameters: { binary_data_size: 2 } },
-      { name: "in_int32", datatype: "INT32", shape: [1, 2], data: [[7, 8]] },
-    ],
-    outputs: [{ name: "out_int32" }, { name: "out_float16", parameters: { binary_data: true } }],
-  }, new Uint8Array([0x00, 0x3c]));
-  const reply = await post(`${server.url}/v2/models/Identity/versions/1/infer`, body, headers);
-  assert.equal(reply.status, 200);
-  assert.equal(reply.json.id, "req-7");
-  const outputs = reply.json.outputs!;
-  const byName = Object.fromEntries(outputs.map((output) => [output.name, output]));
-  assert.deepEqual(byName.out_int32, {
-    name: "out_int32",
-    datatype: "INT32",
-    shape: [1, 2],
-    data: [7, 8],
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer mixes JSON and binary outputs, echoes the id and keeps output order [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const { body, headers } = binaryBody({
+      id: "req-7",
+      inputs: [
+        {
+          name: "in_float16",
+          datatype: "FP16",
+          shape: [1, 1],
+          parameters: { binary_data_size: 2 },
+        },
+        { name: "in_int32", datatype: "INT32", shape: [1, 2], data: [[7, 8]] },
+      ],
+      outputs: [{ name: "out_int32" }, { name: "out_float16", parameters: { binary_data: true } }],
+    }, new Uint8Array([0x00, 0x3c]));
+    const reply = await post(`${server.url}/v2/models/Identity/versions/1/infer`, body, headers);
+    assert.equal(reply.status, 200);
+    assert.equal(reply.json.id, "req-7");
+    const outputs = reply.json.outputs!;
+    const byName = Object.fromEntries(outputs.map((output) => [output.name, output]));
+    assert.deepEqual(byName.out_int32, {
+      name: "out_int32",
+      datatype: "INT32",
+      shape: [1, 2],
+      data: [7, 8],
+    });
+    assert.deepEqual(byName.out_float16, {
+      name: "out_float16",
+      datatype: "FP16",
+      shape: [1, 1],
+      parameters: { binary_data_size: 2 },
+    });
+    assert.deepEqual(Array.from(reply.binary), [0x00, 0x3c]);
   });
-  assert.deepEqual(byName.out_float16, {
-    name: "out_float16",
-    datatype: "FP16",
-    shape: [1, 1],
-    parameters: { binary_data_size: 2 },
-  });
-  assert.deepEqual(Array.from(reply.binary), [0x00, 0x3c]);
-});
+}
 
-Deno.test("HTTP /infer forwards matching headers and body parameters to the model", async () => {
-  await using server = await startHttpServer([PARAMS], { headerForwardPattern: "^my-" });
-  const reply = await post(
-    `${server.url}/v2/models/Params/infer`,
-    JSON.stringify({
-      parameters: { scale: 2, mode: "fast", on: true, ratio: 0.5, priority: 0, timeout: 0 },
-      inputs: [{ name: "in", datatype: "FP32", shape: [1, 1], data: [1] }],
-    }),
-    { "My-Header": "value 1", "x-my-other": "not forwarded", "My-Second": "two" },
-  );
-  assert.equal(reply.status, 200, JSON.stringify(reply.json));
-  const seen = JSON.parse((reply.json.outputs![0]!.data as string[])[0]!);
-  assert.deepEqual(seen, {
-    "my-header": "value 1",
-    "my-second": "two",
-    scale: 2,
-    mode: "fast",
-    on: true,
-    ratio: 0.5,
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer forwards matching headers and body parameters to the model [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [PARAMS], { headerForwardPattern: "^my-" });
+    const reply = await post(
+      `${server.url}/v2/models/Params/infer`,
+      JSON.stringify({
+        parameters: { scale: 2, mode: "fast", on: true, ratio: 0.5, priority: 0, timeout: 0 },
+        inputs: [{ name: "in", datatype: "FP32", shape: [1, 1], data: [1] }],
+      }),
+      { "My-Header": "value 1", "x-my-other": "not forwarded", "My-Second": "two" },
+    );
+    assert.equal(reply.status, 200, JSON.stringify(reply.json));
+    const seen = JSON.parse((reply.json.outputs![0]!.data as string[])[0]!);
+    assert.deepEqual(seen, {
+      "my-header": "value 1",
+      "my-second": "two",
+      scale: 2,
+      mode: "fast",
+      on: true,
+      ratio: 0.5,
+    });
   });
-});
+}
 
 /** POSTs with node:http, which hands back the body exactly as sent (no transparent decoding). */
 function rawPost(
@@ -290,117 +302,125 @@ async function transform(
   ).bytes();
 }
 
-Deno.test("HTTP /infer decompresses gzip/deflate requests and compresses responses", async (t) => {
-  await using server = await startHttpServer([IDENTITY]);
-  const { body, headers } = binaryBody({
-    inputs: [{
-      name: "in_bytes",
-      datatype: "BYTES",
-      shape: [1, 2],
-      parameters: { binary_data_size: 11 },
-    }],
-    outputs: [{ name: "out_bytes", parameters: { binary_data: true } }],
-  }, new Uint8Array([2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]));
-  for (const encoding of ["gzip", "deflate"] as const) {
-    await t.step(encoding, async () => {
-      const packed = await transform(body, new CompressionStream(encoding));
-      const response = await rawPost(`${server.url}/v2/models/Identity/infer`, packed, {
-        ...headers,
-        "content-encoding": encoding,
-        "accept-encoding": encoding,
-      });
-      assert.equal(response.status, 200);
-      assert.equal(response.headers["content-encoding"], encoding);
-      const bytes = await transform(response.body, new DecompressionStream(encoding));
-      // The header length counts the uncompressed JSON.
-      const jsonEnd = Number(response.headers["inference-header-content-length"]);
-      const json = JSON.parse(decoder.decode(bytes.subarray(0, jsonEnd)));
-      assert.equal(json.outputs[0].parameters.binary_data_size, 11);
-      assert.deepEqual(Array.from(bytes.subarray(jsonEnd)), [2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]);
-    });
-  }
-});
-
-Deno.test("HTTP /infer takes a raw binary body with Inference-Header-Content-Length: 0", async () => {
-  await using server = await startHttpServer([RAW]);
-  const reply = await post(
-    `${server.url}/v2/models/Raw/infer`,
-    new Uint8Array(new Int32Array([1, 2, 3, 4, 5, 6]).buffer),
-    { "inference-header-content-length": "0" },
-  );
-  assert.equal(reply.status, 200, JSON.stringify(reply.json));
-  assert.deepEqual(reply.json.outputs, [
-    { name: "y", datatype: "INT32", shape: [2, 3], parameters: { binary_data_size: 24 } },
-  ]);
-  assert.deepEqual(Array.from(new Int32Array(reply.binary.slice().buffer)), [1, 2, 3, 4, 5, 6]);
-});
-
-Deno.test("HTTP /infer answers classification as top-N BYTES strings", async () => {
-  await using server = await startHttpServer([SCORES]);
-  const reply = await post(
-    `${server.url}/v2/models/Scores/infer`,
-    JSON.stringify({
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer decompresses gzip/deflate requests and compresses responses [${engine}]`, async (t) => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const { body, headers } = binaryBody({
       inputs: [{
-        name: "x",
-        datatype: "FP32",
-        shape: [2, 4],
-        data: [[0.1, 0.4, 0.3, 0.2], [4, 3, 2, 1]],
+        name: "in_bytes",
+        datatype: "BYTES",
+        shape: [1, 2],
+        parameters: { binary_data_size: 11 },
       }],
-      outputs: [{ name: "probs", parameters: { classification: 2 } }],
-    }),
-  );
-  assert.equal(reply.status, 200, JSON.stringify(reply.json));
-  assert.deepEqual(reply.json.outputs, [{
-    name: "probs",
-    datatype: "BYTES",
-    shape: [2, 2],
-    data: ["0.400000:1", "0.300000:2", "4.000000:0", "3.000000:1"],
-  }]);
-});
-
-Deno.test("HTTP /infer passes a client disconnect to the model as an aborted signal", async () => {
-  const { promise: aborted, resolve } = Promise.withResolvers<boolean>();
-  const { promise: started, resolve: start } = Promise.withResolvers<void>();
-  const slow: TestModel = {
-    name: "Slow",
-    fn: async (requests: InferRequest[]) => {
-      start();
-      const signal = requests[0]!.signal;
-      await new Promise<void>((done) => {
-        if (signal.aborted) return done();
-        signal.addEventListener("abort", () => done(), { once: true });
+      outputs: [{ name: "out_bytes", parameters: { binary_data: true } }],
+    }, new Uint8Array([2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]));
+    for (const encoding of ["gzip", "deflate"] as const) {
+      await t.step(encoding, async () => {
+        const packed = await transform(body, new CompressionStream(encoding));
+        const response = await rawPost(`${server.url}/v2/models/Identity/infer`, packed, {
+          ...headers,
+          "content-encoding": encoding,
+          "accept-encoding": encoding,
+        });
+        assert.equal(response.status, 200);
+        assert.equal(response.headers["content-encoding"], encoding);
+        const bytes = await transform(response.body, new DecompressionStream(encoding));
+        // The header length counts the uncompressed JSON.
+        const jsonEnd = Number(response.headers["inference-header-content-length"]);
+        const json = JSON.parse(decoder.decode(bytes.subarray(0, jsonEnd)));
+        assert.equal(json.outputs[0].parameters.binary_data_size, 11);
+        assert.deepEqual(Array.from(bytes.subarray(jsonEnd)), [2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]);
       });
-      resolve(signal.aborted);
-      return requests.map((request) => ({ y: request.data.x! }));
-    },
-    inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
-    outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
-  };
-  await using server = await startHttpServer([slow]);
-  // A raw socket closed mid-request is a deterministic disconnect; fetch's abort may leave a
-  // pooled connection open.
-  const port = Number(new URL(server.url).port);
-  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
-  const body = JSON.stringify({
-    inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [1] }],
+    }
   });
-  await connection.write(new TextEncoder().encode(
-    `POST /v2/models/Slow/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${body.length}\r\n\r\n${body}`,
-  ));
-  await started;
-  connection.close();
-  // Guard against a hang: a disconnect that never reaches the model fails instead.
-  const guard = setTimeout(() => resolve(false), 30_000);
-  try {
-    assert.equal(await aborted, true, "the model never saw the disconnect");
-  } finally {
-    clearTimeout(guard);
-  }
-  const health = await fetch(`${server.url}/v2/health/ready`);
-  assert.equal(health.status, 200);
-  await health.body?.cancel();
-});
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer takes a raw binary body with Inference-Header-Content-Length: 0 [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [RAW]);
+    const reply = await post(
+      `${server.url}/v2/models/Raw/infer`,
+      new Uint8Array(new Int32Array([1, 2, 3, 4, 5, 6]).buffer),
+      { "inference-header-content-length": "0" },
+    );
+    assert.equal(reply.status, 200, JSON.stringify(reply.json));
+    assert.deepEqual(reply.json.outputs, [
+      { name: "y", datatype: "INT32", shape: [2, 3], parameters: { binary_data_size: 24 } },
+    ]);
+    assert.deepEqual(Array.from(new Int32Array(reply.binary.slice().buffer)), [1, 2, 3, 4, 5, 6]);
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer answers classification as top-N BYTES strings [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [SCORES]);
+    const reply = await post(
+      `${server.url}/v2/models/Scores/infer`,
+      JSON.stringify({
+        inputs: [{
+          name: "x",
+          datatype: "FP32",
+          shape: [2, 4],
+          data: [[0.1, 0.4, 0.3, 0.2], [4, 3, 2, 1]],
+        }],
+        outputs: [{ name: "probs", parameters: { classification: 2 } }],
+      }),
+    );
+    assert.equal(reply.status, 200, JSON.stringify(reply.json));
+    assert.deepEqual(reply.json.outputs, [{
+      name: "probs",
+      datatype: "BYTES",
+      shape: [2, 2],
+      data: ["0.400000:1", "0.300000:2", "4.000000:0", "3.000000:1"],
+    }]);
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer passes a client disconnect to the model as an aborted signal [${engine}]`, async () => {
+    const { promise: aborted, resolve } = Promise.withResolvers<boolean>();
+    const { promise: started, resolve: start } = Promise.withResolvers<void>();
+    const slow: TestModel = {
+      name: "Slow",
+      fn: async (requests: InferRequest[]) => {
+        start();
+        const signal = requests[0]!.signal;
+        await new Promise<void>((done) => {
+          if (signal.aborted) return done();
+          signal.addEventListener("abort", () => done(), { once: true });
+        });
+        resolve(signal.aborted);
+        return requests.map((request) => ({ y: request.data.x! }));
+      },
+      inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+      outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+    };
+    await using server = await startHttpServer(engine, [slow]);
+    // A raw socket closed mid-request is a deterministic disconnect; fetch's abort may leave a
+    // pooled connection open.
+    const port = Number(new URL(server.url).port);
+    const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+    const body = JSON.stringify({
+      inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [1] }],
+    });
+    await connection.write(new TextEncoder().encode(
+      `POST /v2/models/Slow/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n${body}`,
+    ));
+    await started;
+    connection.close();
+    // Guard against a hang: a disconnect that never reaches the model fails instead.
+    const guard = setTimeout(() => resolve(false), 30_000);
+    try {
+      assert.equal(await aborted, true, "the model never saw the disconnect");
+    } finally {
+      clearTimeout(guard);
+    }
+    const health = await fetch(`${server.url}/v2/health/ready`);
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+  });
+}
 
 const PYTHON_CLIENT = String.raw`
 import sys, json, numpy as np
@@ -443,21 +463,23 @@ except httpclient.InferenceServerException as error:
 print(json.dumps(client.get_inference_statistics("Identity")["model_stats"][0]["inference_count"]))
 `;
 
-Deno.test("the official Python tritonclient talks to the HTTP front end", async (t) => {
-  const check = await new Deno.Command("python3", {
-    args: ["-c", "import tritonclient.http, numpy"],
-    stderr: "null",
-  })
-    .output().catch(() => undefined);
-  if (check === undefined || !check.success) {
-    if (PEERS_REQUIRED) throw new Error("python3 with tritonclient[http] is required");
-    await t.step("skipped: python3 with tritonclient[http] is not installed", () => {});
-    return;
-  }
-  await using server = await startHttpServer([IDENTITY]);
-  const output = await new Deno.Command("python3", {
-    args: ["-c", PYTHON_CLIENT, server.url.replace("http://", "")],
-  }).output();
-  assert.ok(output.success, decoder.decode(output.stderr));
-  assert.equal(decoder.decode(output.stdout).trim(), String(3 * 2 * 8 - 3));
-});
+for (const engine of ENGINES) {
+  Deno.test(`the official Python tritonclient talks to the HTTP front end [${engine}]`, async (t) => {
+    const check = await new Deno.Command("python3", {
+      args: ["-c", "import tritonclient.http, numpy"],
+      stderr: "null",
+    })
+      .output().catch(() => undefined);
+    if (check === undefined || !check.success) {
+      if (PEERS_REQUIRED) throw new Error("python3 with tritonclient[http] is required");
+      await t.step("skipped: python3 with tritonclient[http] is not installed", () => {});
+      return;
+    }
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const output = await new Deno.Command("python3", {
+      args: ["-c", PYTHON_CLIENT, server.url.replace("http://", "")],
+    }).output();
+    assert.ok(output.success, decoder.decode(output.stderr));
+    assert.equal(decoder.decode(output.stdout).trim(), String(3 * 2 * 8 - 3));
+  });
+}

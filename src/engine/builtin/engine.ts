@@ -489,11 +489,23 @@ export class BuiltinEngine implements Engine {
       let entries: ModelEntry[];
       if (name === undefined || name === "") {
         entries = this.#loadedEntries();
-      } else if (version === undefined || version === -1) {
-        this.#lookup(name);
-        entries = this.#loadedEntries().filter((entry) => entry.definition.name === name);
       } else {
-        entries = [this.#lookup(name, version)];
+        // Triton answers INVALID_ARG here (not NOT_FOUND as for metadata), with its own wording.
+        entries = this.#loadedEntries().filter((entry) => entry.definition.name === name);
+        if (entries.length === 0) {
+          throw new InferenceError(`requested model '${name}' is not available`, {
+            code: "INVALID_ARG",
+          });
+        }
+        if (version !== undefined && version !== -1) {
+          entries = entries.filter((entry) => entry.definition.version === version);
+          if (entries.length === 0) {
+            throw new InferenceError(
+              `requested model version is not available for model '${name}'`,
+              { code: "INVALID_ARG" },
+            );
+          }
+        }
       }
       return Promise.resolve({ model_stats: entries.map((entry) => entry.stats.snapshot()) });
     } catch (error) {

@@ -85,7 +85,14 @@ Deno.test("BuiltinEngine reports unknown models and versions with Triton's messa
   );
   await assert.rejects(engine.modelMetadata("nope"), isError("NOT_FOUND", /'nope' is not found/));
   await assert.rejects(engine.modelConfig("m", 3), isError("NOT_FOUND", /version 3/));
-  await assert.rejects(engine.modelStatistics("nope"), isError("NOT_FOUND", /'nope'/));
+  await assert.rejects(
+    engine.modelStatistics("nope"),
+    isError("INVALID_ARG", "requested model 'nope' is not available"),
+  );
+  await assert.rejects(
+    engine.modelStatistics("m", 3),
+    isError("INVALID_ARG", "requested model version is not available for model 'm'"),
+  );
   await assert.rejects(engine.isDecoupled("nope"), isError("NOT_FOUND", /'nope'/));
   assert.equal(await engine.modelReady("nope"), false);
   assert.equal(await engine.modelReady("m", 2), false);
