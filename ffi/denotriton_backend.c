@@ -675,6 +675,19 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
 }
 
 /**
+ * Whether the core marked a request of the taken batch cancelled (its client went away): 1 yes,
+ * 0 no, negative on error. Lets a decoupled stream stop while it runs, not only at batch start.
+ */
+DT_EXPORT int32_t dt_request_cancelled(uint64_t id, uint32_t index, uint32_t request) {
+  dt_slot* s = taken_slot(id, index, request);
+  if (!s) return -99;
+  bool cancelled = false;
+  TRITONSERVER_Error* err = TRITONBACKEND_RequestIsCancelled(s->requests[request], &cancelled);
+  if (err) return slot_fail(s, err);
+  return cancelled ? 1 : 0;
+}
+
+/**
  * Sends the open response of a request (creating an empty one if none is open). `error_code`
  * < 0 sends success, otherwise an error with `message`. For decoupled models `final` marks the
  * last response; a final with no open response and no error sends the flags-only final.

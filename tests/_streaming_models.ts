@@ -51,7 +51,7 @@ export function countModel(): BindOptions {
     },
     inputs: [{ name: "n", dtype: "int32", shape: [1] }],
     outputs: [{ name: "i", dtype: "int32", shape: [1] }],
-    config: { decoupled: true },
+    config: { decoupled: true, batching: false },
   };
 }
 
@@ -101,7 +101,7 @@ export function failAfterModel(): BindOptions {
     },
     inputs: [{ name: "n", dtype: "int32", shape: [1] }],
     outputs: [{ name: "i", dtype: "int32", shape: [1] }],
-    config: { decoupled: true },
+    config: { decoupled: true, batching: false },
   };
 }
 
@@ -109,9 +109,9 @@ export function failAfterModel(): BindOptions {
 export interface EndlessLog {
   /** Responses yielded, per request id parameter `tag`. */
   yielded: Map<string, number>;
-  /** Tags whose callable saw `request.signal` aborted and returned. */
+  /** Tags whose `request.signal` was aborted when their generator finished. */
   cancelled: Set<string>;
-  /** Tags whose generator was closed by the engine (`finally` ran). */
+  /** Tags whose generator finished (returned, or closed by the engine). */
   closed: Set<string>;
 }
 
@@ -131,22 +131,22 @@ export function endlessModel(log: EndlessLog): BindOptions {
       const tag = String(request.parameters.tag ?? "");
       const delay = delayOf(request) || 10;
       try {
-        for (let i = 0;; i++) {
-          if (request.signal.aborted) {
-            log.cancelled.add(tag);
-            return;
-          }
+        // Bounded, so a broken cancellation cannot keep the server busy forever.
+        for (let i = 0; i < 1000; i++) {
+          if (request.signal.aborted) return;
           yield [{ i: ndarray([i], [1], { dtype: "int32" }) }];
           log.yielded.set(tag, (log.yielded.get(tag) ?? 0) + 1);
           await sleep(delay, request.signal);
         }
       } finally {
+        // Closed by the engine (not pulled any further) or returned on its own.
+        if (request.signal.aborted) log.cancelled.add(tag);
         log.closed.add(tag);
       }
     },
     inputs: [{ name: "n", dtype: "int32", shape: [1] }],
     outputs: [{ name: "i", dtype: "int32", shape: [1] }],
-    config: { decoupled: true },
+    config: { decoupled: true, batching: false },
   };
 }
 

@@ -12,7 +12,12 @@
  */
 
 import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
-import { type ErrorCode, toInferenceError, TritonUnrecoverableError } from "../../errors.ts";
+import {
+  type ErrorCode,
+  InferenceError,
+  toInferenceError,
+  TritonUnrecoverableError,
+} from "../../errors.ts";
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { BridgeLibrary } from "./ffi.ts";
@@ -45,6 +50,7 @@ export interface ConsumeOptions {
 }
 
 const WAIT_MS = 1000;
+const CANCEL_POLL_MS = 20;
 
 /**
  * Serves one instance's batches until Triton finalizes the instance or the channel closes.
@@ -135,6 +141,7 @@ async function runBatch(
     readCString(bridge.dt_batch_describe(channel, slot)),
   );
   const requests: Request[] = [];
+  const controllers: AbortController[] = [];
   const indices: number[] = [];
   // Addresses too, so instances in Workers can read the inputs in place.
   const native: Record<string, NativeTensorLocation>[] = [];
@@ -160,6 +167,7 @@ async function runBatch(
         signal: controller.signal,
       });
       native.push(locations);
+      controllers.push(controller);
       indices.push(index);
     } catch (error) {
       const failure = toInferenceError(error, "INVALID_ARG");
@@ -169,10 +177,41 @@ async function runBatch(
   if (requests.length === 0) return;
   try {
     if (model.config.decoupled) {
-      for await (const step of instance.stream(requests, native)) {
-        step.forEach((result, i) =>
-          sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, false)
-        );
+      // The core marks a request cancelled when its client goes away: polled while the stream
+      // runs, so the callable sees request.signal abort and is not pulled any further.
+      const isCancelled = bridge.dt_request_cancelled;
+      const allCancelled = (): boolean => {
+        let live = 0;
+        indices.forEach((index, i) => {
+          const controller = controllers[i]!;
+          if (!controller.signal.aborted && isCancelled?.(channel, slot, index) === 1) {
+            controller.abort(
+              new InferenceError(`Request for model '${model.name}' was cancelled`, {
+                code: "CANCELLED",
+              }),
+            );
+          }
+          if (!controller.signal.aborted) live++;
+        });
+        return live === 0;
+      };
+      const poll = isCancelled === null ? undefined : setInterval(allCancelled, CANCEL_POLL_MS);
+      try {
+        for await (const step of instance.stream(requests, native)) {
+          step.forEach((result, i) =>
+            sendResult(
+              options,
+              nameOf,
+              indices[i]!,
+              requests[i]!.requestedOutputNames,
+              result,
+              false,
+            )
+          );
+          if (allCancelled()) break;
+        }
+      } finally {
+        clearInterval(poll);
       }
       // The flags-only final closes every stream.
       for (const index of indices) bridge.dt_send(channel, slot, index, 1, -1, null);

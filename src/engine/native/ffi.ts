@@ -108,6 +108,9 @@ export const BRIDGE_SYMBOLS = {
   },
   dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
   dt_batch_done: { parameters: ["u64", "u32"], result: "i32" },
+  // Optional: a backend built before it existed still loads (cancellation then reaches the
+  // callable only at batch start).
+  dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32", optional: true },
   dt_wait_events: { parameters: [B, "i32", "i32"], result: "i32", nonblocking: true },
   dt_wake_events: { parameters: [], result: "void" },
   dt_request_bind: { parameters: [P, "u64"], result: P },
