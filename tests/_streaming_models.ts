@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type BindOptions, ndarray, type Request } from "../mod.ts";
+import { type BindOptions, type InferResult, ndarray, type Request } from "../mod.ts";
 
 /** The message `FailAfter` throws after its responses. */
 export const STREAM_FAILURE_MESSAGE = "Deliberate failure after the partial responses";
@@ -41,7 +41,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function countModel(): BindOptions {
   return {
     modelName: "Count",
-    inferFunc: async function* (requests) {
+    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
       const [request] = requests;
       const n = countOf(request!);
       for (let i = 0; i < n; i++) {
@@ -64,7 +64,7 @@ export function countModel(): BindOptions {
 export function countBatchedModel(): BindOptions {
   return {
     modelName: "CountBatched",
-    inferFunc: async function* (requests) {
+    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
       const steps = Math.max(
         ...requests.map((request) => Math.max(...(request.data.n!.data as Int32Array))),
       );
@@ -91,7 +91,7 @@ export function countBatchedModel(): BindOptions {
 export function failAfterModel(): BindOptions {
   return {
     modelName: "FailAfter",
-    inferFunc: async function* (requests) {
+    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
       const n = countOf(requests[0]!);
       for (let i = 0; i < n; i++) {
         await Promise.resolve();
@@ -126,7 +126,7 @@ export interface EndlessLog {
 export function endlessModel(log: EndlessLog): BindOptions {
   return {
     modelName: "Endless",
-    inferFunc: async function* (requests) {
+    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
       const request = requests[0]!;
       const tag = String(request.parameters.tag ?? "");
       const delay = delayOf(request) || 10;

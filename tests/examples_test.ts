@@ -12,6 +12,8 @@ import { bindParamsAndHeaders, HEADER_PATTERN } from "../examples/parameters_hea
 import { runClient as paramsClient } from "../examples/parameters_headers/client.ts";
 import { bindLinear } from "../examples/multi_instance/model.ts";
 import { runClient as linearClient } from "../examples/multi_instance/client.ts";
+import { bindStreaming } from "../examples/streaming/model.ts";
+import { runClient as streamingClient } from "../examples/streaming/client.ts";
 
 const decoder = new TextDecoder();
 
@@ -29,6 +31,7 @@ for (const engine of ENGINES) {
     await bindAddSubOptional(triton);
     await bindMultipliers(triton);
     await bindParamsAndHeaders(triton);
+    await bindStreaming(triton);
     const urls = [triton.urls.http!, ...(triton.urls.grpc ? [triton.urls.grpc] : [])];
     for (const url of urls) {
       const protocol = url.split(":")[0];
@@ -54,6 +57,13 @@ for (const engine of ENGINES) {
       });
       await t.step(`parameters_headers over ${protocol}`, async () => {
         assert.deepEqual(await paramsClient(url), [3, 1]);
+      });
+      await t.step(`streaming over ${protocol}`, async () => {
+        const arrived: string[] = [];
+        const tokens = await streamingClient(url, "Once", (token) => arrived.push(token));
+        assert.deepEqual(tokens, ["upon", "a", "time", "there", "was", "a"]);
+        assert.deepEqual(arrived, tokens);
+        assert.deepEqual(await streamingClient(url, "hello"), ["world", "."]);
       });
     }
   });
