@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
 import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
+import { countModel } from "./_streaming_models.ts";
 
 const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
 const missing = "missing" in PERF_ANALYZER ? PERF_ANALYZER.missing : undefined;
@@ -84,4 +85,71 @@ for (const engine of ENGINES) {
       },
     });
   }
+}
+
+for (const engine of ENGINES) {
+  const name = `perf_analyzer -i grpc --streaming on a decoupled model on the ${engine} engine`;
+  Deno.test({
+    name: missing === undefined ? name : `${name} (skipped: ${missing})`,
+    ignore: missing !== undefined && !PEERS_REQUIRED,
+    async fn(): Promise<void> {
+      if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${missing}`);
+      await using triton = await startServer({ engine, models: [countModel()] });
+      const url = triton.urls.grpc;
+      if (url === undefined) {
+        assert.ok(!PEERS_REQUIRED, "The server has no gRPC URL");
+        console.warn("Skipping perf_analyzer --streaming: the server has no gRPC URL");
+        return;
+      }
+      // Each request asks Count for 3 responses.
+      const data = await Deno.makeTempFile({ suffix: ".json" });
+      try {
+        await Deno.writeTextFile(data, JSON.stringify({ data: [{ n: [3] }] }));
+        const result = await new Deno.Command(PERF_ANALYZER.path, {
+          args: [
+            "-m",
+            "Count",
+            "-u",
+            url.replace(/^\w+:\/\//, ""),
+            "-i",
+            "grpc",
+            "--streaming",
+            "--input-data",
+            data,
+            "--concurrency-range",
+            "1:2",
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "50",
+            "--max-trials",
+            "5",
+            "--stability-percentage",
+            "100",
+          ],
+          env: PERF_ANALYZER.env,
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(120_000),
+        }).output();
+        const decoder = new TextDecoder();
+        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
+        for (let concurrency = 1; concurrency <= 2; concurrency++) {
+          assert.match(
+            output,
+            new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
+            `No throughput line for concurrency ${concurrency}:\n${output}`,
+          );
+        }
+        assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+        const stats = await (await fetch(`${triton.urls.http}/v2/models/Count/stats`)).json();
+        const inference = stats.model_stats[0].inference_stats;
+        assert.ok(Number(inference.success.count) >= 2 * 50, JSON.stringify(inference));
+        assert.equal(Number(inference.fail.count), 0, `Failed inferences:\n${output}`);
+      } finally {
+        await Deno.remove(data);
+      }
+    },
+  });
 }
