@@ -45,7 +45,9 @@ export function countModel(): BindOptions {
       const [request] = requests;
       const n = countOf(request!);
       for (let i = 0; i < n; i++) {
-        if (delayOf(request!) > 0) await sleep(delayOf(request!));
+        if (delayOf(request!) > 0) await sleep(delayOf(request!), request!.signal);
+        // A cancelled request frees the (single) instance at once.
+        if (request!.signal.aborted) return;
         yield [{ i: ndarray([i], [1], { dtype: "int32" }) }];
       }
     },
