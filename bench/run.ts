@@ -300,13 +300,7 @@ async function main(): Promise<number> {
       if (start < STARTS - 1) await server.stop();
     }
     await using running = server!;
-    const log = await Deno.readTextFile(spec.logFile);
-    const formLine = log.match(/denotriton ready: (.*)/)?.[1] ??
-      log.match(/pytriton ready: (.*)/)?.[1];
-    console.log(
-      `bench: ${SERVER_TITLES[name]} ready in ${median(models).toFixed(0)} ms (${formLine ?? ""})`,
-    );
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    console.log(`bench: ${SERVER_TITLES[name]} ready in ${median(models).toFixed(0)} ms`);
     const rssIdle = treeRssBytes(running.pid);
     const sampler = sampleRss(running.pid);
     const scenarios = quick ? SCENARIOS.slice(0, 1) : SCENARIOS;
@@ -344,6 +338,12 @@ async function main(): Promise<number> {
       }
     }
     const rssLoad = sampler.stop();
+    // Read after stopping: a piped stdout may only be flushed at exit.
+    await running.stop();
+    const log = await Deno.readTextFile(spec.logFile);
+    const formLine = log.match(/denotriton ready: (.*)/)?.[1] ??
+      log.match(/pytriton ready: (.*)/)?.[1];
+    if (formLine !== undefined) console.log(`bench: ${SERVER_TITLES[name]}: ${formLine}`);
     const note = formLine?.includes("cpu callables")
       ? "cpu_2: list of 2 callables on the main thread (no workers() in mod.ts yet)"
       : formLine?.includes("cpu workers")

@@ -28,6 +28,9 @@ const identity = batch(({ x }) => ({ y: x! }));
 
 await using triton = new Triton({
   engine,
+  // perf_analyzer reads statistics, which are restricted by default (as in PyTriton 0.7.0, whose
+  // script lifts the restriction too).
+  securityConfig: { restrictedEndpoints: [] },
   config: {
     httpAddress: "127.0.0.1",
     httpPort: Number(flag("http-port", "8000")),
