@@ -435,9 +435,24 @@ export function markdownReport(run: BenchRun, chartFile: string): string {
       "and the tensor stores); the peak is sampled every 250 ms over all load cells.",
     "",
   );
+  const losses = run.cells.filter((cell) => cell.server !== "pytriton").map((cell) => ({
+    cell,
+    ratio: throughputRatio(run, cell.server, cell),
+  })).filter((x): x is { cell: Cell; ratio: number } => x.ratio !== undefined && x.ratio < 1);
+  if (losses.length > 0) {
+    lines.push(
+      "## Cells DenoTriton loses",
+      "",
+      ...losses.map(({ cell, ratio }) =>
+        `- ${SERVER_TITLES[cell.server]}, ${cell.model} ${cell.protocol} c${cell.concurrency}: ` +
+        `${ratio.toFixed(2)}× (spread ±${fmt((cell.result?.spread ?? 0) * 100)}%)`
+      ),
+      "",
+    );
+  }
   if (run.profiles.length > 0) {
     lines.push(
-      "## Where DenoTriton loses",
+      "## Where DenoTriton loses: profiles",
       "",
       "CPU profile of the DenoTriton server over that cell (V8 sampling profiler through " +
         "`deno run --inspect`; the main thread only), top frames by self time:",
