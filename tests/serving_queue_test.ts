@@ -151,7 +151,7 @@ async function serve(
   return {
     triton,
     client,
-    async [Symbol.asyncDispose]() {
+    async [Symbol.asyncDispose](): Promise<void> {
       model.open();
       client[Symbol.dispose]();
       await triton.stop();
