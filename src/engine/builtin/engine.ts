@@ -780,6 +780,7 @@ export class BuiltinEngine implements Engine {
       this.#loadedEntries().map((entry) => ({
         stats: entry.stats.snapshot(),
         pending: entry.scheduler?.queued ?? 0,
+        cached: entry.definition.config.responseCache && this.#cache !== undefined,
       })),
     ));
   }

@@ -13,6 +13,12 @@ export interface ModelMetricsSource {
   readonly stats: ModelStatistics;
   /** Requests queued and not yet running. */
   readonly pending: number;
+  /**
+   * Whether the model uses the response cache; only then has it cache metrics, like Triton.
+   *
+   * @default {false}
+   */
+  readonly cached?: boolean;
 }
 
 interface Family {
@@ -20,6 +26,7 @@ interface Family {
   help: string;
   type: "counter" | "gauge";
   value: (source: ModelMetricsSource) => number;
+  cacheOnly?: boolean;
 }
 
 const us = (ns: number): number => Math.floor(ns / 1000);
@@ -91,12 +98,14 @@ const FAMILIES: readonly Family[] = [
     name: "nv_cache_num_hits_per_model",
     help: "Number of cache hits per model",
     type: "counter",
+    cacheOnly: true,
     value: (s) => s.stats.inference_stats.cache_hit.count,
   },
   {
     name: "nv_cache_num_misses_per_model",
     help: "Number of cache misses per model",
     type: "counter",
+    cacheOnly: true,
     value: (s) => s.stats.inference_stats.cache_miss.count,
   },
 ];
@@ -126,8 +135,10 @@ export function renderMetrics(sources: readonly ModelMetricsSource[]): string {
   if (sources.length === 0) return "";
   const lines: string[] = [];
   for (const family of FAMILIES) {
+    const members = family.cacheOnly ? sources.filter((s) => s.cached) : sources;
+    if (members.length === 0) continue;
     lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);
-    for (const source of sources) {
+    for (const source of members) {
       const labels = `model="${escapeLabel(source.stats.name)}",version="${
         escapeLabel(source.stats.version)
       }"`;
