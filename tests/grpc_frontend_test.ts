@@ -8,6 +8,7 @@ import { codecs, type ModelRef } from "../src/frontend/grpc/codec.ts";
 import { modelConfigToJson } from "../src/frontend/grpc/model_config_proto.ts";
 import { GrpcFrontend } from "../src/frontend/grpc/server.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
+import { ENGINES } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 async function rejectsWith(
@@ -23,221 +24,246 @@ async function rejectsWith(
   });
 }
 
-Deno.test("Health RPCs answer for the server and its models", async () => {
-  await using server = await startTestServer();
-  using client = new TestGrpcClient(server.frontend.port);
-  const empty = codecs.Empty;
-  assert.deepEqual(await client.call("ServerLive", empty, codecs.ServerLiveResponse, {}), {
-    live: true,
-  });
-  assert.deepEqual(await client.call("ServerReady", empty, codecs.ReadyResponse, {}), {
-    ready: true,
-  });
-  const ready = (ref: ModelRef): Promise<unknown> =>
-    client.call("ModelReady", codecs.ModelRef, codecs.ReadyResponse, ref);
-  assert.deepEqual(await ready({ name: "AddSub" }), { ready: true });
-  assert.deepEqual(await ready({ name: "AddSub", version: "1" }), { ready: true });
-  assert.deepEqual(await ready({ name: "AddSub", version: "2" }), { ready: false });
-  assert.deepEqual(await ready({ name: "Missing" }), { ready: false });
-  await rejectsWith(
-    ready({ name: "AddSub", version: "x" }),
-    grpc.status.INVALID_ARGUMENT,
-    "Invalid model version: 'x' is not a non-negative integer",
-  );
-  const check = await client.raw(
-    "Check",
-    codecs.HealthCheckRequest.encode({}),
-    undefined,
-    "/grpc.health.v1.Health/",
-  );
-  assert.deepEqual([...check], [8, 1]); // status: SERVING
-});
-
-Deno.test("ServerMetadata and ModelMetadata", async () => {
-  await using server = await startTestServer();
-  using client = new TestGrpcClient(server.frontend.port);
-  const metadata = await client.call(
-    "ServerMetadata",
-    codecs.Empty,
-    codecs.ServerMetadataResponse,
-    {},
-  );
-  assert.deepEqual(metadata, server.engine.serverMetadata());
-  const model = await client.call(
-    "ModelMetadata",
-    codecs.ModelRef,
-    codecs.ModelMetadataResponse,
-    { name: "AddSub" },
-  );
-  assert.deepEqual(model, {
-    name: "AddSub",
-    versions: ["1"],
-    platform: (await server.engine.modelMetadata("AddSub")).platform,
-    inputs: [
-      { name: "a", datatype: "FP32", shape: ["-1", "-1"] },
-      { name: "b", datatype: "FP32", shape: ["-1", "-1"] },
-    ],
-    outputs: [
-      { name: "add", datatype: "FP32", shape: ["-1", "-1"] },
-      { name: "sub", datatype: "FP32", shape: ["-1", "-1"] },
-    ],
-  });
-  await rejectsWith(
-    client.call("ModelMetadata", codecs.ModelRef, codecs.ModelMetadataResponse, {
-      name: "Missing",
-    }),
-    grpc.status.NOT_FOUND,
-    "Request for unknown model: 'Missing' is not found",
-  );
-});
-
-Deno.test("ModelConfig answers the engine's config as a protobuf ModelConfig", async () => {
-  await using server = await startTestServer();
-  using client = new TestGrpcClient(server.frontend.port);
-  const { config } = await client.call(
-    "ModelConfig",
-    codecs.ModelRef,
-    codecs.ModelConfigResponse,
-    { name: "AddSub" },
-  );
-  assert.ok(config);
-  const json = modelConfigToJson(config);
-  const expected = await server.engine.modelConfig("AddSub");
-  assert.equal(json.name, "AddSub");
-  assert.equal(json.max_batch_size, 8);
-  assert.deepEqual(
-    json.input,
-    (expected.input as Record<string, unknown>[]).map((input) => ({
-      format: "FORMAT_NONE",
-      is_shape_tensor: false,
-      allow_ragged_batch: false,
-      optional: false,
-      is_non_linear_format_io: false,
-      // Unset messages (JSON null) have no protobuf form.
-      ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null)),
-    })),
-  );
-  assert.deepEqual(
-    (json.instance_group as { kind: string; count: number }[]).map((g) => [g.kind, g.count]),
-    [["KIND_CPU", 1]],
-  );
-  assert.ok(json.dynamic_batching);
-  const stream = await client.call("ModelConfig", codecs.ModelRef, codecs.ModelConfigResponse, {
-    name: "Stream",
-  });
-  assert.deepEqual(stream.config?.model_transaction_policy, { decoupled: true });
-  await rejectsWith(
-    client.call("ModelConfig", codecs.ModelRef, codecs.ModelConfigResponse, { name: "Missing" }),
-    grpc.status.NOT_FOUND,
-    "Request for unknown model: 'Missing' is not found",
-  );
-});
-
-Deno.test("ModelStatistics and RepositoryIndex", async () => {
-  await using server = await startTestServer();
-  using client = new TestGrpcClient(server.frontend.port);
-  const one = await client.call(
-    "ModelStatistics",
-    codecs.ModelRef,
-    codecs.ModelStatisticsResponse,
-    { name: "AddSub" },
-  );
-  assert.equal(one.model_stats.length, 1);
-  assert.equal(one.model_stats[0]!.name, "AddSub");
-  assert.equal(one.model_stats[0]!.inference_count, "0");
-  const every = await client.call(
-    "ModelStatistics",
-    codecs.ModelRef,
-    codecs.ModelStatisticsResponse,
-    {},
-  );
-  assert.deepEqual(
-    every.model_stats.map((s) => s.name).sort(),
-    ["AddSub", "Echo", "Fail", "Identity", "Stream", "Wait"],
-  );
-  await rejectsWith(
-    client.call("ModelStatistics", codecs.ModelRef, codecs.ModelStatisticsResponse, {
-      name: "Missing",
-    }),
-    grpc.status.NOT_FOUND,
-    /Missing/,
-  );
-  const index = await client.call(
-    "RepositoryIndex",
-    codecs.RepositoryIndexRequest,
-    codecs.RepositoryIndexResponse,
-    { ready: true },
-  );
-  assert.deepEqual(
-    index.models.find((m) => m.name === "AddSub"),
-    { name: "AddSub", version: "1", state: "READY", reason: "" },
-  );
-  await rejectsWith(
-    client.call("RepositoryIndex", codecs.RepositoryIndexRequest, codecs.RepositoryIndexResponse, {
-      repository_name: "other",
-    }),
-    grpc.status.UNIMPLEMENTED,
-    "'repository_name' specification is not supported",
-  );
-});
-
-Deno.test("Unsupported RPCs answer UNIMPLEMENTED with a clear message", async () => {
-  await using server = await startTestServer();
-  using client = new TestGrpcClient(server.frontend.port);
-  await rejectsWith(
-    client.call("RepositoryModelLoad", codecs.RepositoryModelRequest, codecs.Empty, {
-      model_name: "AddSub",
-    }),
-    grpc.status.UNIMPLEMENTED,
-    "Cannot load model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not loaded from a repository",
-  );
-  await rejectsWith(
-    client.call("RepositoryModelUnload", codecs.RepositoryModelRequest, codecs.Empty, {
-      model_name: "AddSub",
-    }),
-    grpc.status.UNIMPLEMENTED,
-    "Cannot unload model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not unloaded from a repository",
-  );
-  for (const rpc of ["SystemSharedMemoryStatus", "SystemSharedMemoryRegister"]) {
+for (const engine of ENGINES) {
+  Deno.test(`Health RPCs answer for the server and its models [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    using client = new TestGrpcClient(server.frontend.port);
+    const empty = codecs.Empty;
+    assert.deepEqual(await client.call("ServerLive", empty, codecs.ServerLiveResponse, {}), {
+      live: true,
+    });
+    assert.deepEqual(await client.call("ServerReady", empty, codecs.ReadyResponse, {}), {
+      ready: true,
+    });
+    const ready = (ref: ModelRef): Promise<unknown> =>
+      client.call("ModelReady", codecs.ModelRef, codecs.ReadyResponse, ref);
+    assert.deepEqual(await ready({ name: "AddSub" }), { ready: true });
+    assert.deepEqual(await ready({ name: "AddSub", version: "1" }), { ready: true });
+    assert.deepEqual(await ready({ name: "AddSub", version: "2" }), { ready: false });
+    assert.deepEqual(await ready({ name: "Missing" }), { ready: false });
     await rejectsWith(
-      client.raw(rpc, new Uint8Array()),
-      grpc.status.UNIMPLEMENTED,
-      "System shared memory is not supported by DenoTriton: send tensors in the request",
+      ready({ name: "AddSub", version: "x" }),
+      grpc.status.INVALID_ARGUMENT,
+      "Invalid model version: 'x' is not a non-negative integer",
     );
-  }
-  await rejectsWith(
-    client.raw("CudaSharedMemoryRegister", new Uint8Array()),
-    grpc.status.UNIMPLEMENTED,
-    /CUDA shared memory is not supported/,
-  );
-  await rejectsWith(
-    client.raw("TraceSetting", new Uint8Array()),
-    grpc.status.UNIMPLEMENTED,
-    /Trace settings/,
-  );
-  await rejectsWith(
-    client.raw("LogSettings", new Uint8Array()),
-    grpc.status.UNIMPLEMENTED,
-    /Log settings/,
-  );
-  await rejectsWith(client.raw("NoSuchRpc", new Uint8Array()), grpc.status.UNIMPLEMENTED, /./);
-  assert.deepEqual(await client.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}), {
-    live: true,
+    const check = await client.raw(
+      "Check",
+      codecs.HealthCheckRequest.encode({}),
+      undefined,
+      "/grpc.health.v1.Health/",
+    );
+    assert.deepEqual([...check], [8, 1]); // status: SERVING
   });
-});
+}
 
-Deno.test("Messages over maxMessageBytes are refused and the server keeps serving", async () => {
-  await using server = await startTestServer({ maxMessageBytes: 1024 });
-  using client = new TestGrpcClient(server.frontend.port);
-  await rejectsWith(
-    client.raw("ModelInfer", new Uint8Array(2048)),
-    grpc.status.RESOURCE_EXHAUSTED,
-    /./,
-  );
-  assert.deepEqual(await client.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}), {
-    live: true,
+for (const engine of ENGINES) {
+  Deno.test(`ServerMetadata and ModelMetadata [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    using client = new TestGrpcClient(server.frontend.port);
+    const metadata = await client.call(
+      "ServerMetadata",
+      codecs.Empty,
+      codecs.ServerMetadataResponse,
+      {},
+    );
+    assert.deepEqual(metadata, server.engine.serverMetadata());
+    const model = await client.call(
+      "ModelMetadata",
+      codecs.ModelRef,
+      codecs.ModelMetadataResponse,
+      { name: "AddSub" },
+    );
+    assert.deepEqual(model, {
+      name: "AddSub",
+      versions: ["1"],
+      platform: (await server.engine.modelMetadata("AddSub")).platform,
+      inputs: [
+        { name: "a", datatype: "FP32", shape: ["-1", "-1"] },
+        { name: "b", datatype: "FP32", shape: ["-1", "-1"] },
+      ],
+      outputs: [
+        { name: "add", datatype: "FP32", shape: ["-1", "-1"] },
+        { name: "sub", datatype: "FP32", shape: ["-1", "-1"] },
+      ],
+    });
+    await rejectsWith(
+      client.call("ModelMetadata", codecs.ModelRef, codecs.ModelMetadataResponse, {
+        name: "Missing",
+      }),
+      grpc.status.NOT_FOUND,
+      "Request for unknown model: 'Missing' is not found",
+    );
   });
-});
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`ModelConfig answers the engine's config as a protobuf ModelConfig [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    using client = new TestGrpcClient(server.frontend.port);
+    const { config } = await client.call(
+      "ModelConfig",
+      codecs.ModelRef,
+      codecs.ModelConfigResponse,
+      { name: "AddSub" },
+    );
+    assert.ok(config);
+    const json = modelConfigToJson(config);
+    const expected = await server.engine.modelConfig("AddSub");
+    assert.equal(json.name, "AddSub");
+    assert.equal(json.max_batch_size, 8);
+    assert.deepEqual(
+      json.input,
+      (expected.input as Record<string, unknown>[]).map((input) => ({
+        format: "FORMAT_NONE",
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        optional: false,
+        is_non_linear_format_io: false,
+        // Unset messages (JSON null) have no protobuf form.
+        ...Object.fromEntries(Object.entries(input).filter(([, value]) => value !== null)),
+      })),
+    );
+    assert.deepEqual(
+      (json.instance_group as { kind: string; count: number }[]).map((g) => [g.kind, g.count]),
+      [["KIND_CPU", 1]],
+    );
+    assert.ok(json.dynamic_batching);
+    const stream = await client.call("ModelConfig", codecs.ModelRef, codecs.ModelConfigResponse, {
+      name: "Stream",
+    });
+    assert.deepEqual(stream.config?.model_transaction_policy, { decoupled: true });
+    await rejectsWith(
+      client.call("ModelConfig", codecs.ModelRef, codecs.ModelConfigResponse, { name: "Missing" }),
+      grpc.status.NOT_FOUND,
+      "Request for unknown model: 'Missing' is not found",
+    );
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`ModelStatistics and RepositoryIndex [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    using client = new TestGrpcClient(server.frontend.port);
+    const one = await client.call(
+      "ModelStatistics",
+      codecs.ModelRef,
+      codecs.ModelStatisticsResponse,
+      { name: "AddSub" },
+    );
+    assert.equal(one.model_stats.length, 1);
+    assert.equal(one.model_stats[0]!.name, "AddSub");
+    assert.equal(one.model_stats[0]!.inference_count, "0");
+    const every = await client.call(
+      "ModelStatistics",
+      codecs.ModelRef,
+      codecs.ModelStatisticsResponse,
+      {},
+    );
+    assert.deepEqual(
+      every.model_stats.map((s) => s.name).sort(),
+      ["AddSub", "Echo", "Fail", "Identity", "Stream", "Wait"],
+    );
+    await rejectsWith(
+      client.call("ModelStatistics", codecs.ModelRef, codecs.ModelStatisticsResponse, {
+        name: "Missing",
+      }),
+      grpc.status.INVALID_ARGUMENT,
+      "requested model 'Missing' is not available",
+    );
+    await rejectsWith(
+      client.call("ModelStatistics", codecs.ModelRef, codecs.ModelStatisticsResponse, {
+        name: "AddSub",
+        version: "7",
+      }),
+      grpc.status.INVALID_ARGUMENT,
+      "requested model version is not available for model 'AddSub'",
+    );
+    const index = await client.call(
+      "RepositoryIndex",
+      codecs.RepositoryIndexRequest,
+      codecs.RepositoryIndexResponse,
+      { ready: true },
+    );
+    assert.deepEqual(
+      index.models.find((m) => m.name === "AddSub"),
+      { name: "AddSub", version: "1", state: "READY", reason: "" },
+    );
+    await rejectsWith(
+      client.call(
+        "RepositoryIndex",
+        codecs.RepositoryIndexRequest,
+        codecs.RepositoryIndexResponse,
+        {
+          repository_name: "other",
+        },
+      ),
+      grpc.status.UNIMPLEMENTED,
+      "'repository_name' specification is not supported",
+    );
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`Unsupported RPCs answer UNIMPLEMENTED with a clear message [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    using client = new TestGrpcClient(server.frontend.port);
+    await rejectsWith(
+      client.call("RepositoryModelLoad", codecs.RepositoryModelRequest, codecs.Empty, {
+        model_name: "AddSub",
+      }),
+      grpc.status.UNIMPLEMENTED,
+      "Cannot load model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not loaded from a repository",
+    );
+    await rejectsWith(
+      client.call("RepositoryModelUnload", codecs.RepositoryModelRequest, codecs.Empty, {
+        model_name: "AddSub",
+      }),
+      grpc.status.UNIMPLEMENTED,
+      "Cannot unload model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not unloaded from a repository",
+    );
+    for (const rpc of ["SystemSharedMemoryStatus", "SystemSharedMemoryRegister"]) {
+      await rejectsWith(
+        client.raw(rpc, new Uint8Array()),
+        grpc.status.UNIMPLEMENTED,
+        "System shared memory is not supported by DenoTriton: send tensors in the request",
+      );
+    }
+    await rejectsWith(
+      client.raw("CudaSharedMemoryRegister", new Uint8Array()),
+      grpc.status.UNIMPLEMENTED,
+      /CUDA shared memory is not supported/,
+    );
+    await rejectsWith(
+      client.raw("TraceSetting", new Uint8Array()),
+      grpc.status.UNIMPLEMENTED,
+      /Trace settings/,
+    );
+    await rejectsWith(
+      client.raw("LogSettings", new Uint8Array()),
+      grpc.status.UNIMPLEMENTED,
+      /Log settings/,
+    );
+    await rejectsWith(client.raw("NoSuchRpc", new Uint8Array()), grpc.status.UNIMPLEMENTED, /./);
+    assert.deepEqual(await client.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}), {
+      live: true,
+    });
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`Messages over maxMessageBytes are refused and the server keeps serving [${engine}]`, async () => {
+    await using server = await startTestServer(engine, { maxMessageBytes: 1024 });
+    using client = new TestGrpcClient(server.frontend.port);
+    await rejectsWith(
+      client.raw("ModelInfer", new Uint8Array(2048)),
+      grpc.status.RESOURCE_EXHAUSTED,
+      /./,
+    );
+    assert.deepEqual(await client.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}), {
+      live: true,
+    });
+  });
+}
 
 Deno.test("GrpcFrontend reports its port and URL, and shutdown is idempotent", async () => {
   await using engine = new BuiltinEngine({});

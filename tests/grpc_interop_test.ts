@@ -3,6 +3,7 @@
 // Skipped when python3 or tritonclient is missing, unless DENOTRITON_REQUIRE_PEERS=1.
 
 import assert from "node:assert/strict";
+import { ENGINES } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 const SCRIPT = new URL("./interop/grpc_client.py", import.meta.url).pathname;
@@ -23,24 +24,26 @@ async function tritonclientAvailable(): Promise<boolean> {
 const required = Deno.env.get("DENOTRITON_REQUIRE_PEERS") === "1";
 const available = await tritonclientAvailable();
 
-Deno.test({
-  name: "gRPC front end interoperates with tritonclient.grpc",
-  ignore: !available && !required,
-  async fn() {
-    assert.ok(
-      available,
-      "python3 with tritonclient[grpc] is required (DENOTRITON_REQUIRE_PEERS=1)",
-    );
-    await using server = await startTestServer();
-    const { code, stdout, stderr } = await new Deno.Command("python3", {
-      args: ["-B", SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const out = new TextDecoder().decode(stdout);
-    const err = new TextDecoder().decode(stderr);
-    assert.equal(code, 0, `grpc_client.py failed:\n${out}\n${err}`);
-    assert.match(out, /ok streaming/);
-    assert.match(out, /all checks passed/);
-  },
-});
+for (const engine of ENGINES) {
+  Deno.test({
+    name: `gRPC front end interoperates with tritonclient.grpc [${engine}]`,
+    ignore: !available && !required,
+    async fn(): Promise<void> {
+      assert.ok(
+        available,
+        "python3 with tritonclient[grpc] is required (DENOTRITON_REQUIRE_PEERS=1)",
+      );
+      await using server = await startTestServer(engine);
+      const { code, stdout, stderr } = await new Deno.Command("python3", {
+        args: ["-B", SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const out = new TextDecoder().decode(stdout);
+      const err = new TextDecoder().decode(stderr);
+      assert.equal(code, 0, `grpc_client.py failed:\n${out}\n${err}`);
+      assert.match(out, /ok streaming/);
+      assert.match(out, /all checks passed/);
+    },
+  });
+}

@@ -1,11 +1,12 @@
-// A gRPC front end over the built-in engine with the models the gRPC tests use. Run directly
-// (`deno run -A tests/grpc_test_server.ts`) it serves on an ephemeral port and prints it.
+// A gRPC front end over an engine of the given kind (made by `createEngine`, as the facade makes
+// it) with the models the gRPC tests use. Run directly (`deno run -A tests/grpc_test_server.ts
+// [builtin|triton]`) it serves on an ephemeral port and prints it.
 
 import type { InferResult, Request } from "../src/callable/types.ts";
 import { resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.ts";
-import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
-import type { ModelDefinition } from "../src/engine/engine.ts";
+import type { Engine, EngineKind, ModelDefinition } from "../src/engine/engine.ts";
+import { createEngine } from "../src/engine/select.ts";
 import { InferenceError } from "../src/errors.ts";
 import { GrpcFrontend, type GrpcFrontendOptions } from "../src/frontend/grpc/server.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
@@ -51,7 +52,7 @@ const DTYPES = [
 /** A running engine and front end; dispose to stop both. */
 export interface TestServer extends AsyncDisposable {
   /** The engine. */
-  readonly engine: BuiltinEngine;
+  readonly engine: Engine;
   /** The front end. */
   readonly frontend: GrpcFrontend;
   /** Resolves with the abort reason the next time a `Wait` request is aborted. */
@@ -61,7 +62,7 @@ export interface TestServer extends AsyncDisposable {
 }
 
 /**
- * Starts the built-in engine with the test models and a gRPC front end on an ephemeral port.
+ * Starts an engine of the given kind with the test models and a gRPC front end on an ephemeral port.
  *
  * Models:
  * - `AddSub` (batching, max 8): FP32 `a`, `b` [-1] → `add`, `sub`.
@@ -72,9 +73,21 @@ export interface TestServer extends AsyncDisposable {
  * - `Fail` (no batching): FP32 `x` [1] → throws.
  * - `Wait` (no batching): FP32 `x` [1] → never answers until the request is aborted.
  */
-export async function startTestServer(options: GrpcFrontendOptions = {}): Promise<TestServer> {
-  const engine = new BuiltinEngine({});
+export async function startTestServer(
+  kind: EngineKind,
+  options: GrpcFrontendOptions = {},
+): Promise<TestServer> {
+  const engine = await createEngine(kind, { logFile: "/dev/null" });
   await engine.start();
+  try {
+    return await serveModels(engine, options);
+  } catch (error) {
+    await engine.stop();
+    throw error;
+  }
+}
+
+async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promise<TestServer> {
   await engine.loadModel(model(
     "AddSub",
     [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
@@ -181,7 +194,7 @@ export async function startTestServer(options: GrpcFrontendOptions = {}): Promis
 }
 
 if (import.meta.main) {
-  const server = await startTestServer();
+  const server = await startTestServer((Deno.args[0] ?? "builtin") as EngineKind);
   console.log(server.frontend.port);
   Deno.addSignalListener("SIGTERM", async () => {
     await server[Symbol.asyncDispose]();

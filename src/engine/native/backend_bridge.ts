@@ -175,43 +175,39 @@ async function runBatch(
     }
   });
   if (requests.length === 0) return;
+  // The core marks a request cancelled when its client goes away: polled while the callable
+  // runs, so it sees request.signal abort (and a stream is not pulled any further).
+  const isCancelled = bridge.dt_request_cancelled;
+  const allCancelled = (): boolean => {
+    let live = 0;
+    indices.forEach((index, i) => {
+      const controller = controllers[i]!;
+      if (!controller.signal.aborted && isCancelled?.(channel, slot, index) === 1) {
+        controller.abort(
+          new InferenceError(`Request for model '${model.name}' was cancelled`, {
+            code: "CANCELLED",
+          }),
+        );
+      }
+      if (!controller.signal.aborted) live++;
+    });
+    return live === 0;
+  };
+  const poll = isCancelled === null ? undefined : setInterval(allCancelled, CANCEL_POLL_MS);
   try {
     if (model.config.decoupled) {
-      // The core marks a request cancelled when its client goes away: polled while the stream
-      // runs, so the callable sees request.signal abort and is not pulled any further.
-      const isCancelled = bridge.dt_request_cancelled;
-      const allCancelled = (): boolean => {
-        let live = 0;
-        indices.forEach((index, i) => {
-          const controller = controllers[i]!;
-          if (!controller.signal.aborted && isCancelled?.(channel, slot, index) === 1) {
-            controller.abort(
-              new InferenceError(`Request for model '${model.name}' was cancelled`, {
-                code: "CANCELLED",
-              }),
-            );
-          }
-          if (!controller.signal.aborted) live++;
-        });
-        return live === 0;
-      };
-      const poll = isCancelled === null ? undefined : setInterval(allCancelled, CANCEL_POLL_MS);
-      try {
-        for await (const step of instance.stream(requests, native)) {
-          step.forEach((result, i) =>
-            sendResult(
-              options,
-              nameOf,
-              indices[i]!,
-              requests[i]!.requestedOutputNames,
-              result,
-              false,
-            )
-          );
-          if (allCancelled()) break;
-        }
-      } finally {
-        clearInterval(poll);
+      for await (const step of instance.stream(requests, native)) {
+        step.forEach((result, i) =>
+          sendResult(
+            options,
+            nameOf,
+            indices[i]!,
+            requests[i]!.requestedOutputNames,
+            result,
+            false,
+          )
+        );
+        if (allCancelled()) break;
       }
       // The flags-only final closes every stream.
       for (const index of indices) bridge.dt_send(channel, slot, index, 1, -1, null);
@@ -225,5 +221,7 @@ async function runBatch(
     const failure = toInferenceError(error);
     for (const index of indices) sendError(options, index, failure.code, failure.message);
     if (error instanceof TritonUnrecoverableError) options.onUnrecoverable?.(error);
+  } finally {
+    clearInterval(poll);
   }
 }
