@@ -7,7 +7,8 @@
  * warm-up. Prints requests/s and p50/p99 latency per engine and the core/builtin ratio, and writes
  * the table to `bench/results/engines-<date>.md`.
  *
- * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8] [--engines builtin,triton]`
+ * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8] [--engines builtin,triton]
+ * [--rounds 2]`
  *
  * @module
  */
@@ -146,7 +147,12 @@ async function measureEngine(
   return results;
 }
 
-function report(rows: readonly Measurement[], seconds: number, warmup: number): string {
+function report(
+  rows: readonly Measurement[],
+  seconds: number,
+  warmup: number,
+  rounds: number,
+): string {
   const date = new Date().toISOString();
   const out = [
     `# DenoTriton engines over HTTP: built-in vs Triton core`,
@@ -155,7 +161,7 @@ function report(rows: readonly Measurement[], seconds: number, warmup: number): 
     `${navigator.hardwareConcurrency} CPUs). Model: \`examples/add_sub\` (FP32 [1, 8] a and b, ` +
     "dynamic batching up to 128, 100 µs queue delay). Each engine serves in its own subprocess; " +
     `one closed-loop HTTP/JSON load generator, ${warmup} s warm-up then ${seconds} s measured per ` +
-    "concurrency level. Latency is client-side, per request.",
+    `concurrency level; best of ${rounds} alternating rounds. Latency is client-side, per request.`,
     "",
     "| engine | concurrency | requests | errors | req/s | p50 ms | p99 ms |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -188,11 +194,25 @@ if (import.meta.main) {
     const warmup = Number(flag("warmup", "1"));
     const levels = flag("concurrency", "1,8").split(",").map(Number);
     const rows: Measurement[] = [];
+    const rounds = Number(flag("rounds", "2"));
     const engines = flag("engines", "builtin,triton").split(",") as EngineKind[];
-    for (const engine of engines) {
-      rows.push(...await measureEngine(engine, levels, seconds, warmup));
+    // The machine is shared and noisy: engines alternate over rounds and each (engine,
+    // concurrency) keeps its best round.
+    for (let round = 0; round < rounds; round++) {
+      for (const engine of engines) {
+        for (const row of await measureEngine(engine, levels, seconds, warmup)) {
+          const at = rows.findIndex((r) =>
+            r.engine === row.engine && r.concurrency === row.concurrency
+          );
+          if (at < 0) rows.push(row);
+          else if (row.rps > rows[at]!.rps) rows[at] = row;
+        }
+      }
     }
-    const text = report(rows, seconds, warmup);
+    rows.sort((a, b) =>
+      engines.indexOf(a.engine) - engines.indexOf(b.engine) || a.concurrency - b.concurrency
+    );
+    const text = report(rows, seconds, warmup, rounds);
     console.log(`\n${text}`);
     const path = new URL(
       `./results/engines-${new Date().toISOString().slice(0, 10)}.md`,
