@@ -216,7 +216,8 @@ export function toTritonModelConfig(
     if (b.defaultPriorityLevel > 0 || normalized) {
       batcher.default_priority_level = b.defaultPriorityLevel;
     }
-    if (b.hasDefaultQueuePolicy || normalized) {
+    // Like Triton's normalised config: message fields appear only when set.
+    if (b.hasDefaultQueuePolicy) {
       batcher.default_queue_policy = queuePolicyJson(b.defaultQueuePolicy);
     }
     if (b.priorityQueuePolicy.size > 0 || normalized) {
@@ -228,10 +229,8 @@ export function toTritonModelConfig(
     }
     json.dynamic_batching = batcher;
   }
-  if (config.decoupled || normalized) {
-    json.model_transaction_policy = { decoupled: config.decoupled };
-  }
-  if (config.responseCache || normalized) json.response_cache = { enable: config.responseCache };
+  if (config.decoupled) json.model_transaction_policy = { decoupled: true };
+  if (config.responseCache) json.response_cache = { enable: true };
   const parameters = Object.entries(options.parameters ?? {});
   if (parameters.length > 0 || normalized) {
     json.parameters = Object.fromEntries(
@@ -242,7 +241,8 @@ export function toTritonModelConfig(
   if (normalized) {
     Object.assign(json, {
       platform: "",
-      version_policy: { latest: { num_versions: 1 } },
+      // Each bound version is served as given, as the Triton-core engine loads it.
+      version_policy: { specific: { versions: [model.version] } },
       batch_input: [],
       batch_output: [],
       optimization: {

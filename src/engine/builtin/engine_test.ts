@@ -48,14 +48,12 @@ Deno.test("BuiltinEngine answers server and model metadata like Triton", async (
     preserve_ordering: false,
     priority_levels: 0,
     default_priority_level: 0,
-    default_queue_policy: {
-      timeout_action: "REJECT",
-      default_timeout_microseconds: 0,
-      allow_timeout_override: false,
-      max_queue_size: 0,
-    },
     priority_queue_policy: {},
   });
+  // As the Triton core prints it: unset message fields are absent, the version is served as bound.
+  assert.deepEqual(config.version_policy, { specific: { versions: [2] } });
+  assert.equal(config.model_transaction_policy, undefined);
+  assert.equal(config.response_cache, undefined);
   const response = await engine.infer(requestOf([5]));
   assert.equal(response.modelVersion, "2");
   assert.equal(response.id, undefined);
