@@ -107,6 +107,28 @@ export function failAfterModel(): BindOptions {
   };
 }
 
+/**
+ * `Late`: decoupled, unbatched. Input `delay_ms` INT32 `[1]`; waits that long (or until the
+ * request is cancelled), then yields one response with output `i` INT32 `[1]` = 0. For clients
+ * that cannot send parameters (PyTriton's DecoupledModelClient).
+ *
+ * @returns The bind options.
+ */
+export function lateModel(): BindOptions {
+  return {
+    modelName: "Late",
+    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
+      const request = requests[0]!;
+      await sleep(Number((request.data.delay_ms!.data as Int32Array)[0]), request.signal);
+      if (request.signal.aborted) return;
+      yield [{ i: ndarray([0], [1], { dtype: "int32" }) }];
+    },
+    inputs: [{ name: "delay_ms", dtype: "int32", shape: [1] }],
+    outputs: [{ name: "i", dtype: "int32", shape: [1] }],
+    config: { decoupled: true, batching: false },
+  };
+}
+
 /** What `Endless` observed of its requests' cancellation. */
 export interface EndlessLog {
   /** Responses yielded, per request id parameter `tag`. */
@@ -179,11 +201,11 @@ export async function eventually(condition: () => boolean, limitMs = 10_000): Pr
 }
 
 /**
- * Every streaming test model (`Count`, `CountBatched`, `FailAfter`, `Endless`).
+ * Every streaming test model (`Count`, `CountBatched`, `FailAfter`, `Late`, `Endless`).
  *
  * @param log The log `Endless` writes to.
  * @returns Their bind options.
  */
 export function streamingModels(log: EndlessLog = endlessLog()): BindOptions[] {
-  return [countModel(), countBatchedModel(), failAfterModel(), endlessModel(log)];
+  return [countModel(), countBatchedModel(), failAfterModel(), lateModel(), endlessModel(log)];
 }

@@ -777,8 +777,9 @@ export class NativeEngine implements Engine {
   }
 
   /**
-   * Runs one request of a decoupled model: its responses, the last one marked final (an empty
-   * final response when the model yielded nothing).
+   * Runs one request of a decoupled model: each response as it arrives (`final: false`), then
+   * one `final: true` response without outputs (Triton's flags-only final), like the built-in
+   * engine.
    *
    * @param request The request.
    * @returns The responses.
@@ -827,7 +828,6 @@ export class NativeEngine implements Engine {
     });
     let finished = false;
     try {
-      let held: InferenceResponse | undefined;
       while (true) {
         if (events.length === 0) {
           await new Promise<void>((resolve) => wake = resolve);
@@ -836,24 +836,22 @@ export class NativeEngine implements Engine {
         }
         const event = events.shift()!;
         if (event.kind === "value") {
-          if (held !== undefined) yield { ...held, final: false };
-          held = event.value;
+          // Sent at once (streaming latency), and never merged with the final flag: clients such
+          // as PyTriton's DecoupledModelClient drop the outputs of a response marked final.
+          yield { ...event.value, final: false };
           continue;
         }
         finished = true;
         if (event.kind === "end") {
-          yield held === undefined
-            ? {
-              modelName: entry.definition.name,
-              modelVersion: String(entry.definition.version),
-              ...(request.id === undefined || request.id === "" ? {} : { id: request.id }),
-              outputs: new Map(),
-              final: true,
-            }
-            : { ...held, final: true };
+          yield {
+            modelName: entry.definition.name,
+            modelVersion: String(entry.definition.version),
+            ...(request.id === undefined || request.id === "" ? {} : { id: request.id }),
+            outputs: new Map(),
+            final: true,
+          };
           return;
         }
-        if (held !== undefined) yield { ...held, final: false };
         throw event.error;
       }
     } finally {
