@@ -510,7 +510,8 @@ export function readmeSection(run: BenchRun, reportPath: string, chartPath: stri
     ),
     "",
     "Above 1× DenoTriton does better: throughput ratio per scenario (geometric mean over HTTP/gRPC " +
-    "and concurrency 1, 8, 32), PyTriton ÷ DenoTriton for startup time and resident memory.",
+    "and concurrency 1, 8, 32), PyTriton ÷ DenoTriton for startup time and resident memory. " +
+    "The report lists every cell DenoTriton loses, with a CPU profile of the worst one per scenario.",
     "",
   ].join("\n");
 }

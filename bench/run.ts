@@ -76,6 +76,11 @@ const SCENARIOS: readonly Scenario[] = [
   { model: "cpu_2", title: "5b. CPU-bound (~2 ms of arithmetic per sample), 2 instances" },
 ];
 const MODELS = SCENARIOS.map((scenario) => scenario.model);
+// `--scenarios cpu_1,cpu_2` measures only those (e.g. to redo them; see render.ts --replace).
+const only = option("scenarios")?.split(",");
+for (const model of only ?? []) {
+  if (!MODELS.includes(model)) throw new Error(`Unknown scenario '${model}'`);
+}
 const PROTOCOLS = ["http", "grpc"] as const;
 const CONCURRENCIES = quick ? [1] : [1, 8, 32];
 const WINDOW_MS = quick ? 300 : 1500;
@@ -303,7 +308,9 @@ async function main(): Promise<number> {
     console.log(`bench: ${SERVER_TITLES[name]} ready in ${median(models).toFixed(0)} ms`);
     const rssIdle = treeRssBytes(running.pid);
     const sampler = sampleRss(running.pid);
-    const scenarios = quick ? SCENARIOS.slice(0, 1) : SCENARIOS;
+    const scenarios = quick
+      ? SCENARIOS.slice(0, 1)
+      : SCENARIOS.filter((scenario) => only === undefined || only.includes(scenario.model));
     for (const scenario of scenarios) {
       for (const protocol of quick ? (["http"] as const) : PROTOCOLS) {
         if (!quick) {
@@ -436,7 +443,9 @@ async function main(): Promise<number> {
     },
     profiles,
   };
-  const base = `${result.date.slice(0, 10)}-${result.machine}${quick ? "-quick" : ""}`;
+  const base = `${result.date.slice(0, 10)}-${result.machine}${quick ? "-quick" : ""}${
+    only === undefined ? "" : `-${only.join("-")}`
+  }`;
   const chart = `${base}.svg`;
   await Deno.writeTextFile(`${outDir}/${base}.json`, JSON.stringify(result, null, 2) + "\n");
   await Deno.writeTextFile(
@@ -448,7 +457,7 @@ async function main(): Promise<number> {
   );
   await Deno.writeTextFile(`${outDir}/${base}.md`, markdownReport(result, chart));
   console.log(`bench: wrote ${outDir}/${base}.md`);
-  if (writeReadme && servers.includes("pytriton")) {
+  if (writeReadme && only === undefined && servers.includes("pytriton")) {
     const readme = await Deno.readTextFile(`${ROOT}/README.md`);
     const rel = outDir.startsWith(ROOT) ? outDir.slice(ROOT.length + 1) : outDir;
     await Deno.writeTextFile(
