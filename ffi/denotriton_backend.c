@@ -64,6 +64,8 @@ enum { DT_RESPONSE_FINAL = 1 };
 
 extern TRITONSERVER_Error* TRITONSERVER_ErrorNew(int code, const char* msg);
 extern void TRITONSERVER_ErrorDelete(TRITONSERVER_Error* error);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceResponseDelete(
+    TRITONSERVER_InferenceResponse* response);
 extern int TRITONSERVER_ErrorCode(TRITONSERVER_Error* error);
 extern const char* TRITONSERVER_ErrorMessage(TRITONSERVER_Error* error);
 extern TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(
@@ -962,49 +964,137 @@ typedef struct {
   uint64_t pointer;
 } dt_event;
 
+/*
+ * One queue per engine: several engines (several Triton objects, or parallel test workers) can
+ * live in one process, and each must see only its own events. The queue id rides in the top 16
+ * bits of every tag, so the callbacks route without a lookup table per request.
+ */
+typedef struct dt_queue {
+  uint64_t id;
+  pthread_cond_t cv;
+  dt_event* events;
+  size_t head, len, cap;
+  int wake;
+  int closed;
+  int waiters;
+  struct dt_queue* next;
+} dt_queue;
+
+#define DT_QUEUE_SHIFT 48
+
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;
-static dt_event* q_events = NULL;
-static size_t q_head = 0, q_len = 0, q_cap = 0;
-static int q_wake = 0;
+static dt_queue* q_list = NULL;
+static uint64_t q_next_id = 1;
+
+static dt_queue* find_queue_locked(uint64_t id) {
+  for (dt_queue* q = q_list; q; q = q->next) {
+    if (q->id == id) return q;
+  }
+  return NULL;
+}
+
+static void free_queue(dt_queue* q) {
+  pthread_cond_destroy(&q->cv);
+  free(q->events);
+  free(q);
+}
+
+/** Opens an event queue and returns its id (0 when out of memory or ids). */
+DT_EXPORT uint64_t dt_events_open(void) {
+  dt_queue* q = calloc(1, sizeof *q);
+  if (!q) return 0;
+  pthread_cond_init(&q->cv, NULL);
+  pthread_mutex_lock(&q_mu);
+  if (q_next_id >= (1ull << (64 - DT_QUEUE_SHIFT))) {
+    pthread_mutex_unlock(&q_mu);
+    free_queue(q);
+    return 0;
+  }
+  q->id = q_next_id++;
+  q->next = q_list;
+  q_list = q;
+  pthread_mutex_unlock(&q_mu);
+  return q->id;
+}
+
+/** Closes a queue; a wait still in flight returns and the last waiter frees it. */
+DT_EXPORT void dt_events_close(uint64_t id) {
+  pthread_mutex_lock(&q_mu);
+  dt_queue** link = &q_list;
+  while (*link && (*link)->id != id) link = &(*link)->next;
+  dt_queue* q = *link;
+  if (q) {
+    *link = q->next;
+    q->closed = 1;
+    pthread_cond_broadcast(&q->cv);
+    if (q->waiters == 0) free_queue(q);
+  }
+  pthread_mutex_unlock(&q_mu);
+}
+
+static void drop_orphan(uint64_t kind, void* pointer) {
+  /* Nobody will read this event: its engine is gone. Free what Triton handed over. */
+  if (kind == EVENT_RESPONSE && pointer) {
+    TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseDelete(pointer);
+    if (err) TRITONSERVER_ErrorDelete(err);
+  }
+}
 
 static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointer) {
   pthread_mutex_lock(&q_mu);
-  if (q_len == q_cap) {
-    size_t cap = q_cap ? q_cap * 2 : 64;
+  dt_queue* q = find_queue_locked(tag >> DT_QUEUE_SHIFT);
+  if (!q) {
+    pthread_mutex_unlock(&q_mu);
+    drop_orphan(kind, pointer);
+    return;
+  }
+  if (q->len == q->cap) {
+    size_t cap = q->cap ? q->cap * 2 : 64;
     dt_event* grown = malloc(cap * sizeof *grown);
     if (!grown) abort();
-    for (size_t i = 0; i < q_len; ++i) grown[i] = q_events[(q_head + i) % q_cap];
-    free(q_events);
-    q_events = grown;
-    q_cap = cap;
-    q_head = 0;
+    for (size_t i = 0; i < q->len; ++i) grown[i] = q->events[(q->head + i) % q->cap];
+    free(q->events);
+    q->events = grown;
+    q->cap = cap;
+    q->head = 0;
   }
-  q_events[(q_head + q_len) % q_cap] =
+  q->events[(q->head + q->len) % q->cap] =
       (dt_event){tag, kind | ((uint64_t)flags << 8), (uint64_t)(uintptr_t)pointer};
-  ++q_len;
-  pthread_cond_broadcast(&q_cv);
+  ++q->len;
+  pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q_mu);
 }
 
 /**
- * Waits up to `timeout_ms` for client events and copies up to `max` of them into `out` as
- * triples of u64 (tag, kind | flags << 8, pointer). Returns how many (0 on timeout or wake).
- * JS calls this as a nonblocking FFI call.
+ * Waits up to `timeout_ms` for events of queue `id` and copies up to `max` of them into `out`
+ * as triples of u64 (tag, kind | flags << 8, pointer). Returns how many (0 on timeout or wake,
+ * -1 for an unknown or closed queue). JS calls this as a nonblocking FFI call.
  */
-DT_EXPORT int32_t dt_wait_events(uint64_t* out, int32_t max, int32_t timeout_ms) {
+DT_EXPORT int32_t dt_wait_events(uint64_t id, uint64_t* out, int32_t max, int32_t timeout_ms) {
   struct timespec deadline;
   deadline_after(&deadline, timeout_ms);
   pthread_mutex_lock(&q_mu);
-  while (q_len == 0 && !q_wake) {
-    if (pthread_cond_timedwait(&q_cv, &q_mu, &deadline) == ETIMEDOUT) break;
+  dt_queue* q = find_queue_locked(id);
+  if (!q) {
+    pthread_mutex_unlock(&q_mu);
+    return -1;
   }
-  q_wake = 0;
+  ++q->waiters;
+  while (q->len == 0 && !q->wake && !q->closed) {
+    if (pthread_cond_timedwait(&q->cv, &q_mu, &deadline) == ETIMEDOUT) break;
+  }
+  --q->waiters;
+  if (q->closed) {
+    if (q->waiters == 0) free_queue(q);
+    pthread_mutex_unlock(&q_mu);
+    return -1;
+  }
+  q->wake = 0;
   int32_t n = 0;
-  while (q_len > 0 && n < max) {
-    dt_event e = q_events[q_head];
-    q_head = (q_head + 1) % q_cap;
-    --q_len;
+  while (q->len > 0 && n < max) {
+    dt_event e = q->events[q->head];
+    q->head = (q->head + 1) % q->cap;
+    --q->len;
     out[n * 3] = e.tag;
     out[n * 3 + 1] = e.kind_flags;
     out[n * 3 + 2] = e.pointer;
@@ -1014,11 +1104,14 @@ DT_EXPORT int32_t dt_wait_events(uint64_t* out, int32_t max, int32_t timeout_ms)
   return n;
 }
 
-/** Makes a waiting `dt_wait_events` return now. */
-DT_EXPORT void dt_wake_events(void) {
+/** Makes a waiting `dt_wait_events` on queue `id` return now. */
+DT_EXPORT void dt_wake_events(uint64_t id) {
   pthread_mutex_lock(&q_mu);
-  q_wake = 1;
-  pthread_cond_broadcast(&q_cv);
+  dt_queue* q = find_queue_locked(id);
+  if (q) {
+    q->wake = 1;
+    pthread_cond_broadcast(&q->cv);
+  }
   pthread_mutex_unlock(&q_mu);
 }
 

@@ -918,6 +918,8 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     await this.#queue?.idle();
+    this.#queue?.[Symbol.dispose]();
+    this.#queue = undefined;
     await Promise.all(entries.map((entry) => this.#dispose(entry)));
     this.#models.clear();
     if (this.#repository !== undefined) {

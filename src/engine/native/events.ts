@@ -22,11 +22,19 @@ const EVENT_RESPONSE = 1;
 const EVENT_RELEASE = 2;
 const BATCH = 64;
 
-/** Dispatches bridge events to pending requests, pumping only while any are pending. */
-export class CompletionQueue {
+// The bridge routes each event by the queue id in a tag's top 16 bits.
+const QUEUE_SHIFT = 48n;
+
+/**
+ * Dispatches bridge events to pending requests, pumping only while any are pending. Each queue
+ * has its own C-side queue, so engines sharing a process never see each other's events.
+ */
+export class CompletionQueue implements Disposable {
   #bridge: BridgeLibrary;
+  #id: bigint;
   #handlers = new Map<bigint, CompletionHandlers>();
-  #nextTag = 1n;
+  #nextTag: bigint;
+  #closed = false;
   #pump: Promise<void> | undefined;
   #events = new BigUint64Array(BATCH * 3);
 
@@ -37,6 +45,16 @@ export class CompletionQueue {
    */
   constructor(bridge: BridgeLibrary) {
     this.#bridge = bridge;
+    this.#id = bridge.dt_events_open();
+    if (this.#id === 0n) throw new Error("Cannot open a DenoTriton event queue: out of memory");
+    this.#nextTag = (this.#id << QUEUE_SHIFT) | 1n;
+  }
+
+  /** Closes the C-side queue; call once the pump is idle (see {@linkcode CompletionQueue.idle}). */
+  [Symbol.dispose](): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#bridge.dt_events_close(this.#id);
   }
 
   /** How many requests wait for events. */
@@ -64,7 +82,7 @@ export class CompletionQueue {
    */
   unregister(tag: bigint): void {
     this.#handlers.delete(tag);
-    if (this.#handlers.size === 0) this.#bridge.dt_wake_events();
+    if (this.#handlers.size === 0) this.#bridge.dt_wake_events(this.#id);
   }
 
   /** Resolves when the pump has stopped (nothing pending). */
@@ -75,7 +93,8 @@ export class CompletionQueue {
   async #run(): Promise<void> {
     try {
       while (this.#handlers.size > 0) {
-        const count = await this.#bridge.dt_wait_events(this.#events, BATCH, 1000);
+        const count = await this.#bridge.dt_wait_events(this.#id, this.#events, BATCH, 1000);
+        if (count < 0) break; // closed
         for (let i = 0; i < count; i++) {
           const tag = this.#events[i * 3]!;
           const kindFlags = Number(this.#events[i * 3 + 1]!);
@@ -96,7 +115,7 @@ export class CompletionQueue {
     } finally {
       this.#pump = undefined;
       // A request registered while the last wait was finishing needs a fresh pump.
-      if (this.#handlers.size > 0) this.#pump = this.#run();
+      if (this.#handlers.size > 0 && !this.#closed) this.#pump = this.#run();
     }
   }
 }

@@ -111,8 +111,10 @@ export const BRIDGE_SYMBOLS = {
   // Optional: a backend built before it existed still loads (cancellation then reaches the
   // callable only at batch start).
   dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32", optional: true },
-  dt_wait_events: { parameters: [B, "i32", "i32"], result: "i32", nonblocking: true },
-  dt_wake_events: { parameters: [], result: "void" },
+  dt_events_open: { parameters: [], result: "u64" },
+  dt_events_close: { parameters: ["u64"], result: "void" },
+  dt_wait_events: { parameters: ["u64", B, "i32", "i32"], result: "i32", nonblocking: true },
+  dt_wake_events: { parameters: ["u64"], result: "void" },
   dt_request_bind: { parameters: [P, "u64"], result: P },
   dt_response_describe: { parameters: [P], result: P },
   dt_free: { parameters: [P], result: "void" },
