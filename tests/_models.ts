@@ -68,11 +68,12 @@ export const FAILING_MESSAGE = "Deliberate failure: division by zero in the test
  * `Failing`: every call throws an `Error` with {@linkcode FAILING_MESSAGE}. Input `x` FP32 `[-1]`,
  * output `y` FP32 `[-1]`, batched.
  *
+ * @param modelName The model name.
  * @returns The bind options.
  */
-export function failingModel(): BindOptions {
+export function failingModel(modelName = "Failing"): BindOptions {
   return {
-    modelName: "Failing",
+    modelName,
     inferFunc: () => {
       throw new Error(FAILING_MESSAGE);
     },

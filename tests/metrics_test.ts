@@ -58,7 +58,9 @@ for (const engine of ENGINES) {
       models: [
         countingModel("Plain", plain, false),
         countingModel("Cached", cached, true),
-        failingModel(),
+        // The core's Prometheus registry is process-wide and keeps series of unloaded models, so
+        // the failing model needs a name no other test in this process uses.
+        failingModel("MetricsFailing"),
       ],
       config: { responseCacheByteSize: 1 << 20 },
     });
@@ -69,7 +71,7 @@ for (const engine of ENGINES) {
       assert.equal(status, 200);
       assert.deepEqual((body.outputs as { data: number[] }[])[0]!.data, [7, 8]);
     }
-    const failed = await infer(http, "Failing", [1]);
+    const failed = await infer(http, "MetricsFailing", [1]);
     assert.equal(failed.status, 500);
     assert.match(String(failed.body.error), new RegExp(FAILING_MESSAGE));
     assert.deepEqual(plain, [1, 2, 3]);
@@ -82,8 +84,8 @@ for (const engine of ENGINES) {
     assert.equal(m.types.get("nv_inference_request_duration_us"), "counter");
     assert.equal(metric(m, "nv_inference_request_success", "Plain"), 3);
     assert.equal(metric(m, "nv_inference_request_failure", "Plain"), 0);
-    assert.equal(metric(m, "nv_inference_request_failure", "Failing"), 1);
-    assert.equal(metric(m, "nv_inference_request_success", "Failing"), 0);
+    assert.equal(metric(m, "nv_inference_request_failure", "MetricsFailing"), 1);
+    assert.equal(metric(m, "nv_inference_request_success", "MetricsFailing"), 0);
     assert.equal(metric(m, "nv_inference_count", "Plain"), 3);
     assert.equal(metric(m, "nv_inference_exec_count", "Plain"), 3);
     const duration = metric(m, "nv_inference_request_duration_us", "Plain");
@@ -127,7 +129,7 @@ for (const engine of ENGINES) {
     assert.equal(c.inference_stats.cache_miss.count, 1);
     assert.equal(c.execution_count, 1);
     // deno-lint-ignore no-explicit-any
-    const f = byName.get("Failing") as any;
+    const f = byName.get("MetricsFailing") as any;
     assert.equal(f.inference_stats.fail.count, 1);
     assert.equal(f.inference_stats.success.count, 0);
   });
