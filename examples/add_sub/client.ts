@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray, type NDArray } from "../../mod.ts";
+import { type NDArray, ndarray } from "../../mod.ts";
 
 /**
  * Sends `a = [[1,1],[2,2]]`, `b = [[1,1],[1,1]]` and returns the outputs.

@@ -11,8 +11,8 @@ import {
   fillOptionals,
   firstValue,
   groupByKeys,
-  ndarray,
   type NDArray,
+  ndarray,
   type Triton,
 } from "../../mod.ts";
 

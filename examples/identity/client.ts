@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray, type NDArray } from "../../mod.ts";
+import { type NDArray, ndarray } from "../../mod.ts";
 
 /**
  * Sends one sample and returns the outputs.
@@ -26,5 +26,8 @@ export async function runClient(url: string): Promise<Record<string, NDArray>> {
 if (import.meta.main) {
   const outputs = await runClient(Deno.args[0] ?? "http://127.0.0.1:8000");
   console.log("values", Array.from(outputs.values!.data as Float64Array));
-  console.log("texts", (outputs.texts!.data as Uint8Array[]).map((b) => new TextDecoder().decode(b)));
+  console.log(
+    "texts",
+    (outputs.texts!.data as Uint8Array[]).map((b) => new TextDecoder().decode(b)),
+  );
 }

@@ -4,9 +4,9 @@
  * @module
  */
 
-import { batch, ndarray, type Triton } from "../../mod.ts";
+import { batch, type InferFunc, ndarray, type Triton } from "../../mod.ts";
 
-function multiplier(factor: number) {
+function multiplier(factor: number): InferFunc {
   return batch(({ x }) => ({
     y: ndarray((x!.data as Float32Array).map((v) => v * factor), x!.shape),
   }));

@@ -25,8 +25,10 @@ export function bindParamsAndHeaders(triton: Triton): Promise<void> {
       requests.map((request) => {
         const multiplier = Number(request.parameters.multiplier ?? 1);
         const divisor = Number(request.parameters.header_divisor ?? 1);
-        const a = request.data.a!, b = request.data.b!;
-        const x = a.data as Float32Array, y = b.data as Float32Array;
+        const a = request.data.a!;
+        const b = request.data.b!;
+        const x = a.data as Float32Array;
+        const y = b.data as Float32Array;
         return {
           scaled_add: ndarray(x.map((v, i) => (v + y[i]!) * multiplier / divisor), a.shape),
           scaled_sub: ndarray(x.map((v, i) => (v - y[i]!) * multiplier / divisor), a.shape),
