@@ -76,7 +76,12 @@ export type {
   TimeoutAction,
   WarmupInput,
 } from "./src/config/model_config.ts";
-export type { ResolvedTritonConfig, TritonConfig } from "./src/config/triton_config.ts";
+export type {
+  GrpcCompressionLevel,
+  ResolvedTritonConfig,
+  TritonConfig,
+} from "./src/config/triton_config.ts";
+export type { SecurityConfig } from "./src/config/security_config.ts";
 export type {
   InstanceProvider,
   ModelInstance,
