@@ -22,6 +22,49 @@ async function addSubStats(httpUrl: string): Promise<{ success: number; fail: nu
   return { success: Number(inference.success.count), fail: Number(inference.fail.count) };
 }
 
+/**
+ * Runs perf_analyzer with count windows of 50 requests per concurrency level and checks the run:
+ * exit 0, a throughput line per level, no error in its output.
+ *
+ * @param args The model, URL, protocol and data arguments.
+ * @param maxConcurrency The highest concurrency level (from 1).
+ * @returns perf_analyzer's stdout and stderr.
+ */
+async function runPerfAnalyzer(args: string[], maxConcurrency: number): Promise<string> {
+  if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${missing}`);
+  const result = await new Deno.Command(PERF_ANALYZER.path, {
+    args: [
+      ...args,
+      "--concurrency-range",
+      `1:${maxConcurrency}`,
+      "--measurement-mode",
+      "count_windows",
+      "--measurement-request-count",
+      "50",
+      "--max-trials",
+      "5",
+      "--stability-percentage",
+      "100",
+    ],
+    env: PERF_ANALYZER.env,
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(120_000),
+  }).output();
+  const decoder = new TextDecoder();
+  const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+  assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
+  for (let concurrency = 1; concurrency <= maxConcurrency; concurrency++) {
+    assert.match(
+      output,
+      new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
+      `No throughput line for concurrency ${concurrency}:\n${output}`,
+    );
+  }
+  assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+  return output;
+}
+
 for (const engine of ENGINES) {
   for (const protocol of ["http", "grpc"] as const) {
     const name = `perf_analyzer -i ${protocol} on the ${engine} engine`;
@@ -29,7 +72,6 @@ for (const engine of ENGINES) {
       name: missing === undefined ? name : `${name} (skipped: ${missing})`,
       ignore: missing !== undefined && !PEERS_REQUIRED,
       async fn(): Promise<void> {
-        if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${missing}`);
         await using triton = await startServer({ engine });
         await bindAddSub(triton);
         const url = protocol === "http" ? triton.urls.http : triton.urls.grpc;
@@ -40,45 +82,18 @@ for (const engine of ENGINES) {
           return;
         }
         const before = await addSubStats(triton.urls.http!);
-        const result = await new Deno.Command(PERF_ANALYZER.path, {
-          args: [
-            "-m",
-            "AddSub",
-            "-u",
-            url.replace(/^\w+:\/\//, ""),
-            "-i",
-            protocol,
-            "--shape",
-            "a:16",
-            "--shape",
-            "b:16",
-            "--concurrency-range",
-            "1:4",
-            "--measurement-mode",
-            "count_windows",
-            "--measurement-request-count",
-            "50",
-            "--max-trials",
-            "5",
-            "--stability-percentage",
-            "100",
-          ],
-          env: PERF_ANALYZER.env,
-          stdout: "piped",
-          stderr: "piped",
-          signal: AbortSignal.timeout(120_000),
-        }).output();
-        const decoder = new TextDecoder();
-        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
-        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
-        for (let concurrency = 1; concurrency <= 4; concurrency++) {
-          assert.match(
-            output,
-            new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
-            `No throughput line for concurrency ${concurrency}:\n${output}`,
-          );
-        }
-        assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+        const output = await runPerfAnalyzer([
+          "-m",
+          "AddSub",
+          "-u",
+          url.replace(/^\w+:\/\//, ""),
+          "-i",
+          protocol,
+          "--shape",
+          "a:16",
+          "--shape",
+          "b:16",
+        ], 4);
         const after = await addSubStats(triton.urls.http!);
         assert.ok(after.success - before.success >= 4 * 50, `Too few successes: ${after.success}`);
         assert.equal(after.fail, before.fail, `Failed inferences:\n${output}`);
@@ -105,44 +120,17 @@ for (const engine of ENGINES) {
       const data = await Deno.makeTempFile({ suffix: ".json" });
       try {
         await Deno.writeTextFile(data, JSON.stringify({ data: [{ n: [3] }] }));
-        const result = await new Deno.Command(PERF_ANALYZER.path, {
-          args: [
-            "-m",
-            "Count",
-            "-u",
-            url.replace(/^\w+:\/\//, ""),
-            "-i",
-            "grpc",
-            "--streaming",
-            "--input-data",
-            data,
-            "--concurrency-range",
-            "1:2",
-            "--measurement-mode",
-            "count_windows",
-            "--measurement-request-count",
-            "50",
-            "--max-trials",
-            "5",
-            "--stability-percentage",
-            "100",
-          ],
-          env: PERF_ANALYZER.env,
-          stdout: "piped",
-          stderr: "piped",
-          signal: AbortSignal.timeout(120_000),
-        }).output();
-        const decoder = new TextDecoder();
-        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
-        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
-        for (let concurrency = 1; concurrency <= 2; concurrency++) {
-          assert.match(
-            output,
-            new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
-            `No throughput line for concurrency ${concurrency}:\n${output}`,
-          );
-        }
-        assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+        const output = await runPerfAnalyzer([
+          "-m",
+          "Count",
+          "-u",
+          url.replace(/^\w+:\/\//, ""),
+          "-i",
+          "grpc",
+          "--streaming",
+          "--input-data",
+          data,
+        ], 2);
         const stats = await (await fetch(`${triton.urls.http}/v2/models/Count/stats`)).json();
         const inference = stats.model_stats[0].inference_stats;
         assert.ok(Number(inference.success.count) >= 2 * 50, JSON.stringify(inference));
