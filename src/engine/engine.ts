@@ -160,6 +160,19 @@ export interface RepositoryIndexEntry {
   readonly reason?: string;
 }
 
+/**
+ * The KServe/Triton protocol extensions both engines implement. Front ends add the ones they
+ * implement themselves (e.g. `logging`).
+ */
+export const ENGINE_EXTENSIONS: readonly string[] = [
+  "binary_tensor_data",
+  "parameters",
+  "statistics",
+  "model_configuration",
+  "model_repository",
+  "schedule_policy",
+];
+
 /** Which engine runs. */
 export type EngineKind = "builtin" | "triton";
 

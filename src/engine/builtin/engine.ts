@@ -13,18 +13,19 @@ import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
-import type {
-  Engine,
-  EngineKind,
-  InferenceRequest,
-  InferenceResponse,
-  ModelDefinition,
-  ModelMetadata,
-  ModelStatistics,
-  RepositoryIndexEntry,
-  ServerMetadata,
-  StreamResponse,
-  TritonModelConfigJson,
+import {
+  type Engine,
+  ENGINE_EXTENSIONS,
+  type EngineKind,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ModelDefinition,
+  type ModelMetadata,
+  type ModelStatistics,
+  type RepositoryIndexEntry,
+  type ServerMetadata,
+  type StreamResponse,
+  type TritonModelConfigJson,
 } from "../engine.ts";
 import { renderMetrics } from "./metrics.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
@@ -36,19 +37,6 @@ import { warmupRequests } from "../warmup.ts";
 
 /** Triton's version, reported in server metadata. */
 export const SERVER_VERSION = "2.51.0";
-
-/**
- * The KServe/Triton protocol extensions the built-in engine implements. Front ends add the ones
- * they implement themselves (e.g. `logging`).
- */
-export const BUILTIN_EXTENSIONS: readonly string[] = [
-  "binary_tensor_data",
-  "parameters",
-  "statistics",
-  "model_configuration",
-  "model_repository",
-  "schedule_policy",
-];
 
 /** Options of {@linkcode BuiltinEngine}. */
 export interface BuiltinEngineOptions {
@@ -201,7 +189,7 @@ export class BuiltinEngine implements Engine {
    * @returns `{name, version, extensions}`.
    */
   serverMetadata(): ServerMetadata {
-    return { name: this.#id, version: SERVER_VERSION, extensions: [...BUILTIN_EXTENSIONS] };
+    return { name: this.#id, version: SERVER_VERSION, extensions: [...ENGINE_EXTENSIONS] };
   }
 
   /**
@@ -616,6 +604,34 @@ export class BuiltinEngine implements Engine {
     return outputs;
   }
 
+  /**
+   * Queues a validated request on its model's scheduler and returns the controller that aborts
+   * the signal its callable sees.
+   */
+  #submit(
+    entry: ModelEntry,
+    request: InferenceRequest,
+    validated: ValidatedRequest,
+    arrival: number,
+    sink: SchedulerSink,
+  ): AbortController {
+    const controller = new AbortController();
+    entry.scheduler!.submit({
+      request: this.#coreRequest(request, validated, controller),
+      controller,
+      batchSize: validated.batchSize,
+      shapeKey: validated.shapeKey,
+      arrival,
+      sink,
+      ...(request.priority === undefined ? {} : { priority: request.priority }),
+      ...(request.timeoutMicroseconds === undefined
+        ? {}
+        : { timeoutMicroseconds: request.timeoutMicroseconds }),
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
+    });
+    return controller;
+  }
+
   #coreRequest(
     request: InferenceRequest,
     validated: ValidatedRequest,
@@ -667,7 +683,6 @@ export class BuiltinEngine implements Engine {
         }
         entry.stats.recordCacheMiss(nsBetween(lookupStart, lookupEnd));
       }
-      const controller = new AbortController();
       return new Promise<InferenceResponse>((resolve, reject) => {
         const sink: SchedulerSink = {
           result: (result) => {
@@ -678,19 +693,7 @@ export class BuiltinEngine implements Engine {
           end: () => {},
           error: reject,
         };
-        entry.scheduler!.submit({
-          request: this.#coreRequest(request, validated, controller),
-          controller,
-          batchSize: validated.batchSize,
-          shapeKey: validated.shapeKey,
-          arrival,
-          sink,
-          ...(request.priority === undefined ? {} : { priority: request.priority }),
-          ...(request.timeoutMicroseconds === undefined
-            ? {}
-            : { timeoutMicroseconds: request.timeoutMicroseconds }),
-          ...(request.signal === undefined ? {} : { signal: request.signal }),
-        });
+        this.#submit(entry, request, validated, arrival, sink);
       });
     } catch (error) {
       return Promise.reject(error);
@@ -717,24 +720,11 @@ export class BuiltinEngine implements Engine {
       );
     }
     const { entry, validated } = this.#prepare(request, arrival);
-    const controller = new AbortController();
     const channel = new StreamChannel<InferResult>();
-    entry.scheduler!.submit({
-      request: this.#coreRequest(request, validated, controller),
-      controller,
-      batchSize: validated.batchSize,
-      shapeKey: validated.shapeKey,
-      arrival,
-      sink: {
-        result: (result) => channel.push(result),
-        end: () => channel.end(),
-        error: (error) => channel.fail(error),
-      },
-      ...(request.priority === undefined ? {} : { priority: request.priority }),
-      ...(request.timeoutMicroseconds === undefined
-        ? {}
-        : { timeoutMicroseconds: request.timeoutMicroseconds }),
-      ...(request.signal === undefined ? {} : { signal: request.signal }),
+    const controller = this.#submit(entry, request, validated, arrival, {
+      result: (result) => channel.push(result),
+      end: () => channel.end(),
+      error: (error) => channel.fail(error),
     });
     const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
       ...this.#response(

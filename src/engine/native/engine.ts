@@ -11,18 +11,19 @@ import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, TritonError, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
-import type {
-  Engine,
-  EngineKind,
-  InferenceRequest,
-  InferenceResponse,
-  ModelDefinition,
-  ModelMetadata,
-  ModelStatistics,
-  RepositoryIndexEntry,
-  ServerMetadata,
-  StreamResponse,
-  TritonModelConfigJson,
+import {
+  type Engine,
+  ENGINE_EXTENSIONS,
+  type EngineKind,
+  type InferenceRequest,
+  type InferenceResponse,
+  type ModelDefinition,
+  type ModelMetadata,
+  type ModelStatistics,
+  type RepositoryIndexEntry,
+  type ServerMetadata,
+  type StreamResponse,
+  type TritonModelConfigJson,
 } from "../engine.ts";
 import { checkWarmupStage } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
@@ -32,16 +33,6 @@ import { BACKEND_NAME, findTritonInstall, type TritonInstall } from "./install.t
 import { submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
 import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.ts";
-
-/** The protocol extensions both engines report (front ends add their own). */
-const EXTENSIONS: readonly string[] = [
-  "binary_tensor_data",
-  "parameters",
-  "statistics",
-  "model_configuration",
-  "model_repository",
-  "schedule_policy",
-];
 
 const MODEL_CONTROL_EXPLICIT = 2;
 const PARAMETER_STRING = 0;
@@ -328,7 +319,7 @@ export class NativeEngine implements Engine {
     this.#metadata = {
       name: json.name,
       version: json.version,
-      extensions: EXTENSIONS.filter((e) => json.extensions.includes(e)),
+      extensions: ENGINE_EXTENSIONS.filter((e) => json.extensions.includes(e)),
     };
     return this.#metadata;
   }
