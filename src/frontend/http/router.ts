@@ -6,30 +6,12 @@
  * @module
  */
 
-/** Triton's restrictable endpoint groups (`--http-restricted-api`). */
-export type EndpointGroup =
-  | "health"
-  | "metadata"
-  | "inference"
-  | "shared-memory"
-  | "model-config"
-  | "model-repository"
-  | "statistics"
-  | "trace"
-  | "logging";
+import { type EndpointGroup, VALID_ENDPOINTS } from "../../config/security_config.ts";
 
-/** Every endpoint group. */
-export const ENDPOINT_GROUPS: readonly EndpointGroup[] = [
-  "health",
-  "metadata",
-  "inference",
-  "shared-memory",
-  "model-config",
-  "model-repository",
-  "statistics",
-  "trace",
-  "logging",
-];
+export type { EndpointGroup };
+
+/** Every endpoint group (Triton's restrictable groups, `--http-restricted-api`). */
+export const ENDPOINT_GROUPS: readonly EndpointGroup[] = VALID_ENDPOINTS;
 
 /** An HTTP method the routes use. */
 export type Method = "GET" | "POST";
