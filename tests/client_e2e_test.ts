@@ -4,7 +4,8 @@
  */
 
 import assert from "node:assert/strict";
-import { batch, InferenceError, type InferResult, ndarray, type Request, Triton } from "../mod.ts";
+import { InferenceError, type InferResult, ndarray, type Request, Triton } from "../mod.ts";
+import { addSub } from "../examples/add_sub/model.ts";
 import {
   ClientClosedError,
   ClientInferenceServerError,
@@ -59,14 +60,7 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "AddSub",
-    inferFunc: batch(({ a, b }) => {
-      const x = a!.data as Float32Array;
-      const y = b!.data as Float32Array;
-      return {
-        add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
-        sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
-      };
-    }),
+    inferFunc: addSub,
     inputs: [{ name: "a", dtype: "float32", shape: [-1] }, {
       name: "b",
       dtype: "float32",

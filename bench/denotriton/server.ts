@@ -7,9 +7,10 @@
  * @module
  */
 
-import { batch, type InstanceProvider, ndarray, Triton } from "../../mod.ts";
+import { batch, type InstanceProvider, Triton } from "../../mod.ts";
 import * as denotriton from "../../mod.ts";
 import { calibrate, cpuInfer } from "./cpu_work.ts";
+import { addSub } from "../../examples/add_sub/model.ts";
 
 function flag(name: string, fallback: string): string {
   const index = Deno.args.indexOf(`--${name}`);
@@ -55,14 +56,7 @@ triton.bind({
 });
 triton.bind({
   modelName: "add_sub",
-  inferFunc: batch(({ a, b }) => {
-    const x = a!.data as Float32Array;
-    const y = b!.data as Float32Array;
-    return {
-      add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
-      sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
-    };
-  }),
+  inferFunc: addSub,
   inputs: [{ name: "a", dtype: f32, shape: [16] }, { name: "b", dtype: f32, shape: [16] }],
   outputs: [{ name: "add", dtype: f32, shape: [16] }, { name: "sub", dtype: f32, shape: [16] }],
   config: { maxBatchSize: 32, batcher: { maxQueueDelayMicroseconds: 1000 } },

@@ -4,7 +4,17 @@
  * @module
  */
 
-import { batch, ndarray, type Triton } from "../../mod.ts";
+import { batch, type InferFunc, ndarray, type Triton } from "../../mod.ts";
+
+/** The batched AddSub callable: `add = a + b`, `sub = a - b` over float32 inputs. */
+export const addSub: InferFunc = batch(({ a, b }) => {
+  const x = a!.data as Float32Array;
+  const y = b!.data as Float32Array;
+  return {
+    add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
+    sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
+  };
+});
 
 /**
  * Binds AddSub on a server.
@@ -15,14 +25,7 @@ import { batch, ndarray, type Triton } from "../../mod.ts";
 export function bindAddSub(triton: Triton): Promise<void> {
   return triton.bind({
     modelName: "AddSub",
-    inferFunc: batch(({ a, b }) => {
-      const x = a!.data as Float32Array;
-      const y = b!.data as Float32Array;
-      return {
-        add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
-        sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
-      };
-    }),
+    inferFunc: addSub,
     inputs: [
       { name: "a", dtype: "float32", shape: [-1] },
       { name: "b", dtype: "float32", shape: [-1] },
