@@ -5,6 +5,7 @@
  * @module
  */
 
+import { BatchGate } from "./_batch_gate.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
 import type {
   InferCallable,
@@ -35,7 +36,7 @@ class MainThreadInstance implements ModelInstance {
   #context: InferContext;
   #model: ModelInfo;
   #alive = true;
-  #tail: Promise<void> = Promise.resolve();
+  #gate = new BatchGate();
 
   constructor(callable: InferCallable, model: ModelInfo, index: number, device: string) {
     this.index = index;
@@ -49,17 +50,8 @@ class MainThreadInstance implements ModelInstance {
     return this.#alive;
   }
 
-  /** Waits for the previous batch to finish: one batch at a time. */
-  async #acquire(): Promise<() => void> {
-    const previous = this.#tail;
-    let release!: () => void;
-    this.#tail = new Promise<void>((resolve) => release = resolve);
-    await previous;
-    return release;
-  }
-
   async execute(requests: Request[]): Promise<InferResult[]> {
-    const release = await this.#acquire();
+    const release = await this.#gate.acquire();
     try {
       const value = await runCoupled(this.#callable, requests, this.#context);
       return validateResults(value, requests, this.#model);
@@ -69,7 +61,7 @@ class MainThreadInstance implements ModelInstance {
   }
 
   async *stream(requests: Request[]): AsyncIterable<InferResult[]> {
-    const release = await this.#acquire();
+    const release = await this.#gate.acquire();
     try {
       for await (const step of runDecoupled(this.#callable, requests, this.#context)) {
         yield validateResults(step, requests, this.#model);

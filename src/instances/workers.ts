@@ -7,6 +7,7 @@
  * @module
  */
 
+import { BatchGate } from "./_batch_gate.ts";
 import type { InferResult, ModelInfo, Request } from "../callable/types.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { Logger } from "../log.ts";
@@ -175,7 +176,7 @@ class WorkerInstance implements ModelInstance {
   #restarting: Promise<void> | undefined;
   #pending = new Map<number, Pending>();
   #nextId = 0;
-  #tail: Promise<void> = Promise.resolve();
+  #gate = new BatchGate();
 
   constructor(shared: Shared, model: ModelInfo, index: number, device: string) {
     this.#shared = shared;
@@ -329,15 +330,6 @@ class WorkerInstance implements ModelInstance {
     if (!this.#disposed) this.#shared.logger.error(`${this.#label} stays down`);
   }
 
-  /** Waits for the previous batch to finish: one batch at a time. */
-  async #acquire(): Promise<() => void> {
-    const previous = this.#tail;
-    let release!: () => void;
-    this.#tail = new Promise<void>((resolve) => release = resolve);
-    await previous;
-    return release;
-  }
-
   /** Sends a batch; returns its step queue. */
   async #send(requests: Request[], native: NativeLocations | undefined): Promise<StepQueue> {
     if (!this.#alive && this.#restarting !== undefined) await this.#restarting;
@@ -395,7 +387,7 @@ class WorkerInstance implements ModelInstance {
   }
 
   async execute(requests: Request[], native?: NativeLocations): Promise<InferResult[]> {
-    const release = await this.#acquire();
+    const release = await this.#gate.acquire();
     try {
       const queue = await this.#send(requests, native);
       let results: InferResult[] | undefined;
@@ -410,7 +402,7 @@ class WorkerInstance implements ModelInstance {
   }
 
   async *stream(requests: Request[], native?: NativeLocations): AsyncIterable<InferResult[]> {
-    const release = await this.#acquire();
+    const release = await this.#gate.acquire();
     try {
       yield* await this.#send(requests, native);
     } finally {
