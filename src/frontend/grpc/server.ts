@@ -168,7 +168,6 @@ export class GrpcFrontend implements AsyncDisposable {
     const host = address === "0.0.0.0" || address === "::" || address === "[::]"
       ? "127.0.0.1"
       : address;
-    options.logger?.info(`Started GRPCInferenceService at ${hostPort(address, bound)}`);
     return new GrpcFrontend(
       server,
       bound,

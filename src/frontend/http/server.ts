@@ -214,7 +214,6 @@ export class HttpFrontend implements AsyncDisposable {
       );
     }
     const frontend = new HttpFrontend(server, logger);
-    logger.info(`Started HTTPService at ${hostname}:${frontend.port}`);
     return Promise.resolve(frontend);
   }
 
