@@ -1,9 +1,40 @@
 /**
  * DenoTriton's one logger. Messages go to stderr, or to `logFile` when configured; verbose
- * messages appear only at `logVerbose >= level`.
+ * messages appear only at `logVerbose >= level`. Its settings can change while serving
+ * (`/v2/logging`, gRPC `LogSettings`); engines that log on their own follow them through
+ * {@linkcode Logger.prototype.onChange}.
  *
  * @module
  */
+
+/**
+ * Line layouts, named as Triton names them: `default` starts with the level letter and the
+ * date (`I1122 12:47:48.123 prefix] message`), `ISO8601` with an ISO 8601 time
+ * (`2026-11-22T12:47:48.123Z I prefix] message`).
+ */
+export type LogFormat = "default" | "ISO8601";
+
+/** The log formats, in the order Triton documents them. */
+export const LOG_FORMATS: readonly LogFormat[] = ["default", "ISO8601"];
+
+/** What a logger writes and where. */
+export interface LogSettings {
+  /** The file log lines are appended to; `undefined` means stderr. Fixed at construction. */
+  readonly file: string | undefined;
+  /** Whether info messages are written. */
+  readonly info: boolean;
+  /** Whether warnings are written. */
+  readonly warning: boolean;
+  /** Whether errors are written. */
+  readonly error: boolean;
+  /** Verbosity: verbose messages of level `1..verbose` are written; 0 writes none. */
+  readonly verbose: number;
+  /** The line layout. */
+  readonly format: LogFormat;
+}
+
+/** A change of the settings that can change while serving (all but the file). */
+export type LogSettingsChange = Partial<Omit<LogSettings, "file">>;
 
 /** Logger settings. */
 export interface LoggerOptions {
@@ -20,6 +51,12 @@ export interface LoggerOptions {
    */
   file?: string;
   /**
+   * The line layout.
+   *
+   * @default {"default"}
+   */
+  format?: LogFormat;
+  /**
    * A prefix naming the server, e.g. its id.
    *
    * @default {"denotriton"}
@@ -28,6 +65,28 @@ export interface LoggerOptions {
 }
 
 const encoder = new TextEncoder();
+
+function checkChange(change: LogSettingsChange): void {
+  const { verbose, format } = change;
+  if (verbose !== undefined && (!Number.isInteger(verbose) || verbose < 0)) {
+    throw new RangeError(`Cannot set log verbosity ${verbose}: expected a non-negative integer`);
+  }
+  if (format !== undefined && !LOG_FORMATS.includes(format)) {
+    throw new RangeError(
+      `Cannot set log format ${JSON.stringify(format)}: expected one of ${LOG_FORMATS.join(", ")}`,
+    );
+  }
+}
+
+const pad = (value: number, width = 2): string => String(value).padStart(width, "0");
+
+function timestamp(level: string, format: LogFormat): string {
+  const now = new Date();
+  if (format === "ISO8601") return `${now.toISOString()} ${level}`;
+  return `${level}${pad(now.getUTCMonth() + 1)}${pad(now.getUTCDate())} ` +
+    `${pad(now.getUTCHours())}:${pad(now.getUTCMinutes())}:${pad(now.getUTCSeconds())}.` +
+    pad(now.getUTCMilliseconds(), 3);
+}
 
 /**
  * A small levelled logger writing one line per message.
@@ -38,25 +97,34 @@ const encoder = new TextEncoder();
  * import assert from "node:assert/strict";
  *
  * const file = await Deno.makeTempFile();
- * const log = new Logger({ file });
+ * const log = new Logger({ file, prefix: "demo" });
  * log.info("hello");
+ * log.update({ format: "ISO8601", info: false });
+ * log.info("not written");
+ * log.warn("careful");
  * log.close();
- * assert.match(await Deno.readTextFile(file), /I .*hello/);
+ * const lines = (await Deno.readTextFile(file)).trim().split("\n");
+ * assert.equal(lines.length, 2);
+ * assert.match(lines[0]!, /^I\d{4} \d\d:\d\d:\d\d\.\d{3} demo\] hello$/);
+ * assert.match(lines[1]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z W demo\] careful$/);
  * await Deno.remove(file);
  * ```
  */
 export class Logger {
-  #verbose: number;
+  #settings: LogSettings;
   #prefix: string;
   #file: Deno.FsFile | undefined;
+  #listeners = new Set<(change: LogSettingsChange) => void>();
 
   /**
    * Creates a logger.
    *
-   * @param options Verbosity, file and prefix.
+   * @param options Verbosity, file, format and prefix.
    */
   constructor(options: LoggerOptions = {}) {
-    this.#verbose = options.verbose ?? 0;
+    const initial = { verbose: options.verbose ?? 0, format: options.format ?? "default" };
+    checkChange(initial);
+    this.#settings = { file: options.file, info: true, warning: true, error: true, ...initial };
     this.#prefix = options.prefix ?? "denotriton";
     this.#file = options.file === undefined
       ? undefined
@@ -65,15 +133,59 @@ export class Logger {
 
   /** The verbosity level. */
   get verbose(): number {
-    return this.#verbose;
+    return this.#settings.verbose;
   }
 
-  set verbose(level: number) {
-    this.#verbose = level;
+  /** The current settings. */
+  get settings(): LogSettings {
+    return this.#settings;
+  }
+
+  /**
+   * Changes settings while serving and tells the {@linkcode Logger.prototype.onChange}
+   * listeners.
+   *
+   * @param change The settings to change; the others stay.
+   * @throws {RangeError} When the verbosity or the format is invalid; nothing changes then.
+   */
+  update(change: LogSettingsChange): void {
+    checkChange(change);
+    const defined = Object.fromEntries(
+      Object.entries(change).filter(([, value]) => value !== undefined),
+    ) as LogSettingsChange;
+    this.#settings = { ...this.#settings, ...defined };
+    for (const listener of this.#listeners) listener(defined);
+  }
+
+  /**
+   * Calls `listener` with every later change of settings, until the returned handle is
+   * disposed.
+   *
+   * @param listener Receives the changed settings only.
+   * @returns A handle whose disposal stops the calls.
+   *
+   * @example Follow verbosity changes
+   * ```ts
+   * import { Logger } from "./log.ts";
+   * import assert from "node:assert/strict";
+   *
+   * const log = new Logger();
+   * const seen: unknown[] = [];
+   * {
+   *   using _subscription = log.onChange((change) => seen.push(change));
+   *   log.update({ verbose: 2 });
+   * }
+   * log.update({ verbose: 0 });
+   * assert.deepEqual(seen, [{ verbose: 2 }]);
+   * ```
+   */
+  onChange(listener: (change: LogSettingsChange) => void): Disposable {
+    this.#listeners.add(listener);
+    return { [Symbol.dispose]: () => this.#listeners.delete(listener) };
   }
 
   #write(level: string, message: string): void {
-    const line = `${level} ${new Date().toISOString()} ${this.#prefix}] ${message}\n`;
+    const line = `${timestamp(level, this.#settings.format)} ${this.#prefix}] ${message}\n`;
     const bytes = encoder.encode(line);
     try {
       if (this.#file) this.#file.writeSync(bytes);
@@ -89,7 +201,7 @@ export class Logger {
    * @param message The message.
    */
   info(message: string): void {
-    this.#write("I", message);
+    if (this.#settings.info) this.#write("I", message);
   }
 
   /**
@@ -98,7 +210,7 @@ export class Logger {
    * @param message The message.
    */
   warn(message: string): void {
-    this.#write("W", message);
+    if (this.#settings.warning) this.#write("W", message);
   }
 
   /**
@@ -107,7 +219,7 @@ export class Logger {
    * @param message The message.
    */
   error(message: string): void {
-    this.#write("E", message);
+    if (this.#settings.error) this.#write("E", message);
   }
 
   /**
@@ -117,7 +229,9 @@ export class Logger {
    * @param message The message, or a function building it (only called when logged).
    */
   debug(level: number, message: string | (() => string)): void {
-    if (this.#verbose >= level) this.#write("V", typeof message === "string" ? message : message());
+    if (this.#settings.verbose >= level) {
+      this.#write("V", typeof message === "string" ? message : message());
+    }
   }
 
   /** Closes the log file, if any. */

@@ -1,9 +1,11 @@
 // Proves the gRPC front end against NVIDIA's official Python client (tritonclient.grpc):
-// health, metadata, config, inference over every dtype, errors, parameters, headers, streaming.
-// Skipped when python3 or tritonclient is missing, unless DENOTRITON_REQUIRE_PEERS=1.
+// health, metadata, config, inference over every dtype, errors, parameters, headers, log
+// settings, streaming.
+// Skipped when python3 or tritonclient is missing, unless peers are required (CI=true or
+// DENOTRITON_REQUIRE_PEERS=1).
 
 import assert from "node:assert/strict";
-import { ENGINES } from "./_helpers.ts";
+import { ENGINES, PEERS_REQUIRED } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 const SCRIPT = new URL("./interop/grpc_client.py", import.meta.url).pathname;
@@ -21,17 +23,16 @@ async function tritonclientAvailable(): Promise<boolean> {
   }
 }
 
-const required = Deno.env.get("DENOTRITON_REQUIRE_PEERS") === "1";
 const available = await tritonclientAvailable();
 
 for (const engine of ENGINES) {
   Deno.test({
     name: `gRPC front end interoperates with tritonclient.grpc [${engine}]`,
-    ignore: !available && !required,
+    ignore: !available && !PEERS_REQUIRED,
     async fn(): Promise<void> {
       assert.ok(
         available,
-        "python3 with tritonclient[grpc] is required (DENOTRITON_REQUIRE_PEERS=1)",
+        "python3 with tritonclient[grpc] is required (CI=true or DENOTRITON_REQUIRE_PEERS=1)",
       );
       await using server = await startTestServer(engine);
       const { code, stdout, stderr } = await new Deno.Command("python3", {

@@ -8,6 +8,7 @@ import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.t
 import type { Engine, EngineKind, ModelDefinition } from "../src/engine/engine.ts";
 import { createEngine } from "../src/engine/select.ts";
 import { InferenceError } from "../src/errors.ts";
+import { Logger } from "../src/log.ts";
 import { GrpcFrontend, type GrpcFrontendOptions } from "../src/frontend/grpc/server.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { type NDArray, ndarray } from "../src/tensor/ndarray.ts";
@@ -77,10 +78,12 @@ export async function startTestServer(
   kind: EngineKind,
   options: GrpcFrontendOptions = {},
 ): Promise<TestServer> {
-  const engine = await createEngine(kind, { logFile: "/dev/null" });
+  // Quiet (the suites provoke errors on purpose); the front end shares it for LogSettings.
+  const logger = new Logger({ file: "/dev/null" });
+  const engine = await createEngine(kind, { logFile: "/dev/null", logger });
   await engine.start();
   try {
-    return await serveModels(engine, options);
+    return await serveModels(engine, { logger, ...options });
   } catch (error) {
     await engine.stop();
     throw error;

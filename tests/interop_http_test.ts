@@ -1,7 +1,7 @@
 /**
  * Interop with the official Python client: `tests/interop/http_client.py` drives a server with
  * `tritonclient.http` (health, metadata, config, repository index, add_sub and identity over every
- * dtype in JSON and binary mode, parameters and forwarded headers, statistics, errors,
+ * dtype in JSON and binary mode, parameters and forwarded headers, statistics, errors, logging,
  * async_infer). One step per scenario of the script.
  */
 

@@ -1,52 +1,210 @@
-// Logging on both engines: the facade warns when verbose logging is on (into logFile), and
-// GET/POST /v2/logging read and change the settings in Triton's shape.
+// Logging on both engines: the facade warns when verbose logging is on (into logFile); HTTP
+// /v2/logging and gRPC LogSettings read and change one set of settings in Triton's names,
+// refuse bad input without changing anything, and the changes reach the log file (on the
+// Triton engine, the core's own log lines too).
 
 import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
+import { codecs, type LogSettingsMessage } from "../src/frontend/grpc/codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
+import { identityModelName, identityModels } from "./_models.ts";
+import { TestGrpcClient } from "./grpc_test_client.ts";
 
 const WARNING = "Verbose logging is on (logVerbose=1): it costs inference throughput";
+const FP32 = identityModelName("FP32");
+
+async function post(url: string, body: unknown): Promise<{ status: number; json: unknown }> {
+  const response = await fetch(url, { method: "POST", body: JSON.stringify(body) });
+  return { status: response.status, json: await response.json() };
+}
+
+async function logSettings(
+  client: TestGrpcClient,
+  settings: LogSettingsMessage["settings"] = {},
+): Promise<LogSettingsMessage["settings"]> {
+  const reply = await client.call("LogSettings", codecs.LogSettings, codecs.LogSettings, {
+    settings,
+  });
+  return reply.settings;
+}
+
+async function logSettingsError(
+  client: TestGrpcClient,
+  settings: LogSettingsMessage["settings"],
+): Promise<{ code: string; details: string }> {
+  try {
+    await logSettings(client, settings);
+  } catch (error) {
+    const { code, details } = error as grpc.ServiceError;
+    return { code: grpc.status[code]!, details };
+  }
+  throw new Error("expected LogSettings to fail");
+}
+
+/** The log file's text written after `offset` bytes. */
+async function logTail(file: string, offset: number): Promise<string> {
+  const bytes = await Deno.readFile(file);
+  return new TextDecoder().decode(bytes.subarray(offset));
+}
+
+async function inferOnce(httpUrl: string): Promise<void> {
+  const { status } = await post(`${httpUrl}/v2/models/${FP32}/infer`, {
+    inputs: [{ name: "INPUT", datatype: "FP32", shape: [1, 2], data: [1, 2] }],
+  });
+  assert.equal(status, 200);
+}
 
 for (const engine of ENGINES) {
-  Deno.test(`logging (${engine}): verbose warning, settings read and changed`, async () => {
+  Deno.test(`logging (${engine}): one set of settings over HTTP and gRPC`, async () => {
     const logFile = await Deno.makeTempFile({ suffix: ".log" });
     try {
       {
         await using triton = await startServer({
           engine,
-          config: { logVerbose: 1, logFile, allowGrpc: false, allowMetrics: false },
+          config: { logVerbose: 1, logFile, allowMetrics: false },
         });
+        using client = new TestGrpcClient(
+          Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
+        );
         const url = `${triton.urls.http}/v2/logging`;
         assert.deepEqual(await (await fetch(url)).json(), {
-          log_file: "",
+          log_file: logFile,
           log_info: true,
           log_warning: true,
           log_error: true,
           log_verbose_level: 1,
           log_format: "default",
         });
-        const changed = await fetch(url, {
-          method: "POST",
-          body: JSON.stringify({ log_verbose_level: 0, log_format: "ISO8601" }),
+        assert.deepEqual(await logSettings(client), {
+          log_file: { string_param: logFile, parameter_choice: "string_param" },
+          log_info: { bool_param: true, parameter_choice: "bool_param" },
+          log_warning: { bool_param: true, parameter_choice: "bool_param" },
+          log_error: { bool_param: true, parameter_choice: "bool_param" },
+          log_verbose_level: { uint32_param: 1, parameter_choice: "uint32_param" },
+          log_format: { string_param: "default", parameter_choice: "string_param" },
         });
-        assert.equal(changed.status, 200);
-        assert.equal((await changed.json()).log_verbose_level, 0);
-        const now = await (await fetch(url)).json();
-        assert.equal(now.log_verbose_level, 0);
-        assert.equal(now.log_format, "ISO8601");
-        const bad = await fetch(url, {
-          method: "POST",
-          body: JSON.stringify({ log_verbose_level: -1 }),
+
+        // A change over gRPC shows over HTTP, and the other way round.
+        const changed = await logSettings(client, {
+          log_verbose_level: { uint32_param: 2 },
+          log_format: { string_param: "ISO8601" },
+          log_warning: { bool_param: false },
         });
-        assert.equal(bad.status, 400);
-        assert.deepEqual(await bad.json(), {
-          error: "Invalid 'log_verbose_level': expected a non-negative integer",
+        assert.equal(changed.log_verbose_level!.uint32_param, 2);
+        assert.deepEqual(await (await fetch(url)).json(), {
+          log_file: logFile,
+          log_info: true,
+          log_warning: false,
+          log_error: true,
+          log_verbose_level: 2,
+          log_format: "ISO8601",
         });
+        assert.deepEqual(
+          await post(url, { log_verbose_level: 0, log_format: "default", log_warning: true }),
+          {
+            status: 200,
+            json: {
+              log_file: logFile,
+              log_info: true,
+              log_warning: true,
+              log_error: true,
+              log_verbose_level: 0,
+              log_format: "default",
+            },
+          },
+        );
+        assert.equal((await logSettings(client)).log_verbose_level!.uint32_param, 0);
+
+        // Bad input: a clear error, and nothing changes (also not the valid part of a request).
+        const fixed = "Cannot change 'log_file' over the network: set logFile in the server's " +
+          "TritonConfig";
+        assert.deepEqual(await post(url, { log_file: "/tmp/elsewhere.log" }), {
+          status: 501,
+          json: { error: fixed },
+        });
+        assert.deepEqual(await post(url, { log_verbose_level: 3, log_info: "yes" }), {
+          status: 400,
+          json: { error: "Invalid 'log_info': expected a boolean" },
+        });
+        assert.deepEqual(await post(url, { log_verbose_level: -1 }), {
+          status: 400,
+          json: { error: "Invalid 'log_verbose_level': expected a non-negative integer" },
+        });
+        assert.deepEqual(await post(url, { log_format: "xml" }), {
+          status: 400,
+          json: { error: `Invalid 'log_format' "xml": expected "default" or "ISO8601"` },
+        });
+        assert.deepEqual(await post(url, { log_colour: true }), {
+          status: 400,
+          json: {
+            error: "Unknown log setting 'log_colour': expected one of log_file, log_info, " +
+              "log_warning, log_error, log_verbose_level, log_format",
+          },
+        });
+        assert.deepEqual(
+          await logSettingsError(client, { log_file: { string_param: "/tmp/x.log" } }),
+          { code: "UNIMPLEMENTED", details: fixed },
+        );
+        assert.deepEqual(await logSettingsError(client, { log_info: { uint32_param: 1 } }), {
+          code: "INVALID_ARGUMENT",
+          details: "Invalid 'log_info': expected a boolean",
+        });
+        assert.deepEqual(await logSettingsError(client, { log_info: {} }), {
+          code: "INVALID_ARGUMENT",
+          details: "Invalid 'log_info': no value is set",
+        });
+        const unchanged = await (await fetch(url)).json();
+        assert.equal(unchanged.log_verbose_level, 0);
+        assert.equal(unchanged.log_info, true);
+
         const ready = await fetch(`${triton.urls.http}/v2/health/ready`);
         assert.equal(ready.status, 200);
         await ready.body?.cancel();
       }
       const text = await Deno.readTextFile(logFile);
       assert.ok(text.includes(WARNING), `the log file lacks the warning:\n${text}`);
+    } finally {
+      await Deno.remove(logFile);
+    }
+  });
+
+  Deno.test(`logging (${engine}): changed settings take effect in the log file`, async () => {
+    const logFile = await Deno.makeTempFile({ suffix: ".log" });
+    // Our lines end the prefix (the server id) with "]"; the core's name a C++ source file.
+    const ours = (level: string): RegExp =>
+      new RegExp(String.raw`^\d{4}-\d\d-\d\dT[\d:.]+Z ${level} triton\] `, "m");
+    const core = /^\S+ (?:\S+ )?\d+ \w+\.cc:\d+\] /m;
+    const coreIso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [IVWE] \d+ \w+\.cc:\d+\] /m;
+    try {
+      let offset = 0;
+      {
+        await using triton = await startServer({
+          engine,
+          models: identityModels().filter((model) => model.modelName === FP32),
+          config: { logFile, allowGrpc: false, allowMetrics: false },
+        });
+        const http = triton.urls.http!;
+        await inferOnce(http);
+        offset = (await Deno.stat(logFile)).size;
+        await inferOnce(http);
+        assert.doesNotMatch(await logTail(logFile, offset), /\S/, "quiet at verbose level 0");
+
+        await post(`${http}/v2/logging`, { log_verbose_level: 1, log_format: "ISO8601" });
+        offset = (await Deno.stat(logFile)).size;
+        await inferOnce(http);
+        const verbose = await logTail(logFile, offset);
+        assert.match(verbose, ours("V"), verbose);
+        assert.match(verbose, /HTTP request: POST \/v2\/models\/identity_fp32\/infer/);
+        if (engine === "triton") assert.match(verbose, coreIso, `no core line in:\n${verbose}`);
+
+        await post(`${http}/v2/logging`, { log_verbose_level: 0, log_info: false });
+        offset = (await Deno.stat(logFile)).size;
+        await inferOnce(http);
+      }
+      // Stopping logs at info level, which is now off; verbose lines stopped too.
+      const after = await logTail(logFile, offset);
+      assert.doesNotMatch(after, ours("[IV]"), after);
+      assert.doesNotMatch(after, core, after);
     } finally {
       await Deno.remove(logFile);
     }

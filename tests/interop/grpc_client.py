@@ -199,6 +199,37 @@ def statistics_and_index(client):
     print("ok statistics and repository index")
 
 
+def logging_settings(client):
+    settings = client.get_log_settings(as_json=True)["settings"]
+    check(
+        sorted(settings)
+        == ["log_error", "log_file", "log_format", "log_info", "log_verbose_level", "log_warning"],
+        f"log settings: {settings}",
+    )
+    before = settings["log_verbose_level"]["uint32_param"]
+    changed = client.update_log_settings({"log_verbose_level": before + 1}, as_json=True)
+    check(
+        changed["settings"]["log_verbose_level"]["uint32_param"] == before + 1,
+        f"changed log settings: {changed}",
+    )
+    expect_error(
+        lambda: client.update_log_settings({"log_file": "/tmp/elsewhere.log"}),
+        "StatusCode.UNIMPLEMENTED",
+        "log_file",
+    )
+    expect_error(
+        lambda: client.update_log_settings({"log_format": "xml"}),
+        "StatusCode.INVALID_ARGUMENT",
+        "log_format",
+    )
+    restored = client.update_log_settings({"log_verbose_level": before}, as_json=True)
+    check(
+        restored["settings"]["log_verbose_level"]["uint32_param"] == before,
+        f"restored log settings: {restored}",
+    )
+    print("ok log settings")
+
+
 def streaming(client):
     responses = queue.Queue()
 
@@ -300,6 +331,7 @@ def main():
         infer_errors(client)
         parameters_and_headers(client)
         statistics_and_index(client)
+        logging_settings(client)
         streaming(client)
     except AssertionError as error:
         print(f"FAILED: {error}", file=sys.stderr)

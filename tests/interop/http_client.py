@@ -411,6 +411,29 @@ def scenario_errors(client):
     check_array(result.as_numpy("add"), a + a, "add after the errors")
 
 
+def scenario_logging(client):
+    settings = client.get_log_settings()
+    check_equal(
+        sorted(settings),
+        ["log_error", "log_file", "log_format", "log_info", "log_verbose_level", "log_warning"],
+        "log setting names",
+    )
+    before = settings["log_verbose_level"]
+    changed = client.update_log_settings({"log_verbose_level": before + 1})
+    check_equal(changed["log_verbose_level"], before + 1, "changed log_verbose_level")
+    check_equal(client.get_log_settings()["log_verbose_level"], before + 1, "read back")
+    expect_error(
+        lambda: client.update_log_settings({"log_file": "/tmp/elsewhere.log"}),
+        "changing log_file",
+        "log_file",
+    )
+    expect_error(
+        lambda: client.update_log_settings({"log_format": "xml"}), "bad log_format", "log_format"
+    )
+    check_equal(client.update_log_settings({"log_verbose_level": before})["log_verbose_level"],
+                before, "restored log_verbose_level")
+
+
 def scenario_async_infer(client_url):
     concurrency = 8
     client = httpclient.InferenceServerClient(url=client_url, concurrency=concurrency)
@@ -453,6 +476,7 @@ SCENARIOS = [
     scenario_forwarded_headers,
     scenario_statistics,
     scenario_errors,
+    scenario_logging,
     scenario_async_infer,
 ]
 

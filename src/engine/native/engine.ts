@@ -10,7 +10,7 @@
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, TritonError, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
-import type { Logger } from "../../log.ts";
+import type { LogFormat, Logger, LogSettingsChange } from "../../log.ts";
 import {
   type Engine,
   ENGINE_EXTENSIONS,
@@ -35,6 +35,8 @@ import { readResponse } from "./response.ts";
 import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.ts";
 
 const MODEL_CONTROL_EXPLICIT = 2;
+/** `TRITONSERVER_LogFormat` values. */
+const LOG_FORMAT_CODES: Readonly<Record<LogFormat, number>> = { default: 0, ISO8601: 1 };
 const PARAMETER_STRING = 0;
 const CHANNEL_PARAMETER = "denotriton_channel";
 
@@ -165,6 +167,7 @@ export class NativeEngine implements Engine {
   #options: NativeEngineOptions;
   #libraries: NativeLibraries | undefined;
   #queue: CompletionQueue | undefined;
+  #logSubscription: Disposable | undefined;
   #server: Deno.PointerValue = null;
   #repository: string | undefined;
   #models = new Map<string, ModelEntry>();
@@ -242,6 +245,11 @@ export class NativeEngine implements Engine {
       set(core.TRITONSERVER_ServerOptionsSetLogWarn(options, true));
       set(core.TRITONSERVER_ServerOptionsSetLogError(options, true));
       set(core.TRITONSERVER_ServerOptionsSetLogVerbose(options, o.logVerbose ?? 0));
+      // The format is process-wide: an earlier server in this process may have changed it.
+      set(core.TRITONSERVER_ServerOptionsSetLogFormat(
+        options,
+        LOG_FORMAT_CODES[o.logger?.settings.format ?? "default"],
+      ));
       if (o.logFile !== undefined) {
         set(core.TRITONSERVER_ServerOptionsSetLogFile(options, cString(o.logFile)));
       }
@@ -278,9 +286,45 @@ export class NativeEngine implements Engine {
     }
     this.#libraries = libraries;
     this.#queue = new CompletionQueue(libraries.bridge);
+    this.#logSubscription = this.#options.logger?.onChange((change) =>
+      this.#applyLogChange(change)
+    );
     this.#options.logger?.info(
       `Started Triton ${install.version} in-process (${install.coreLibrary})`,
     );
+  }
+
+  // The core's log settings are process-wide and only settable through server options (Triton's
+  // own /v2/logging handler calls the same setters), so a throwaway options object carries them.
+  // Only what changed is applied: the core's info logging stays off until asked for.
+  #applyLogChange(change: LogSettingsChange): void {
+    if (this.#libraries === undefined) return;
+    const { core } = this.#libraries;
+    const slot = new BigUint64Array(1);
+    check(core, core.TRITONSERVER_ServerOptionsNew(slot));
+    const options = pointerOf(slot);
+    try {
+      const set = (error: Deno.PointerValue): void =>
+        check(core, error, "Cannot change the Triton core's log settings");
+      if (change.info !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogInfo(options, change.info));
+      }
+      if (change.warning !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogWarn(options, change.warning));
+      }
+      if (change.error !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogError(options, change.error));
+      }
+      if (change.verbose !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogVerbose(options, change.verbose));
+      }
+      if (change.format !== undefined) {
+        set(core.TRITONSERVER_ServerOptionsSetLogFormat(options, LOG_FORMAT_CODES[change.format]));
+      }
+    } finally {
+      const failure = core.TRITONSERVER_ServerOptionsDelete(options);
+      if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+    }
   }
 
   /** Whether the core reports the server live. */
@@ -896,6 +940,8 @@ export class NativeEngine implements Engine {
     }
     const { core, bridge } = this.#libraries;
     const server = this.#server;
+    this.#logSubscription?.[Symbol.dispose]();
+    this.#logSubscription = undefined;
     const stopError = takeError(core, await core.TRITONSERVER_ServerStop(server));
     if (stopError !== undefined) this.#options.logger?.warn(`Triton stop: ${stopError.message}`);
     const entries = [...this.#models.values()];

@@ -283,6 +283,24 @@ export interface RepositoryModelRequest {
   parameters?: Record<string, ModelRepositoryParameter>;
 }
 
+/** `inference.LogSettingsRequest.SettingValue` (and the response's): exactly one field is set. */
+export interface LogSettingValue {
+  /** A bool value. */
+  bool_param?: boolean;
+  /** An unsigned 32-bit value. */
+  uint32_param?: number;
+  /** A string value. */
+  string_param?: string;
+  /** The name of the field set, present on decoded messages. */
+  parameter_choice?: "bool_param" | "uint32_param" | "string_param";
+}
+
+/** `inference.LogSettingsRequest` and `inference.LogSettingsResponse` (one wire form). */
+export interface LogSettingsMessage {
+  /** Settings by name: the ones to change, or all of them in a response. */
+  settings: Record<string, LogSettingValue>;
+}
+
 /** `grpc.health.v1.HealthCheckRequest`. */
 export interface HealthCheckRequest {
   /** Service name; empty for the whole server. */
@@ -384,6 +402,7 @@ export const codecs: {
   readonly RepositoryIndexRequest: MessageCodec<RepositoryIndexRequest>;
   readonly RepositoryIndexResponse: MessageCodec<RepositoryIndexResponse>;
   readonly RepositoryModelRequest: MessageCodec<RepositoryModelRequest>;
+  readonly LogSettings: MessageCodec<LogSettingsMessage>;
   readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
   readonly HealthCheckResponse: MessageCodec<HealthCheckResponse>;
 } = {
@@ -403,6 +422,8 @@ export const codecs: {
   RepositoryIndexRequest: lazyCodec("inference.RepositoryIndexRequest"),
   RepositoryIndexResponse: lazyCodec("inference.RepositoryIndexResponse"),
   RepositoryModelRequest: lazyCodec("inference.RepositoryModelLoadRequest"),
+  // LogSettingsRequest and LogSettingsResponse have the same fields.
+  LogSettings: lazyCodec("inference.LogSettingsRequest"),
   HealthCheckRequest: lazyCodec("grpc.health.v1.HealthCheckRequest"),
   HealthCheckResponse: lazyCodec("grpc.health.v1.HealthCheckResponse"),
 };

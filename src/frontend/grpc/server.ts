@@ -8,7 +8,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Engine } from "../../engine/engine.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
-import type { Logger } from "../../log.ts";
+import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { withAccessCheck } from "./access.ts";
 import { createServices, type GrpcService } from "./service.ts";
@@ -48,9 +48,9 @@ export interface GrpcFrontendOptions {
    */
   shutdownTimeoutMs?: number;
   /**
-   * Where the front end logs.
+   * Where the front end logs; gRPC `LogSettings` reads and changes its settings.
    *
-   * @default {undefined}
+   * @default {new Logger()}
    */
   logger?: Logger;
   /**
@@ -88,7 +88,7 @@ export class GrpcFrontend implements AsyncDisposable {
   #port: number;
   #host: string;
   #shutdownTimeoutMs: number;
-  #logger: Logger | undefined;
+  #logger: Logger;
   #stopping: Promise<void> | undefined;
 
   private constructor(
@@ -96,7 +96,7 @@ export class GrpcFrontend implements AsyncDisposable {
     port: number,
     host: string,
     shutdownTimeoutMs: number,
-    logger: Logger | undefined,
+    logger: Logger,
   ) {
     this.#server = server;
     this.#port = port;
@@ -141,9 +141,10 @@ export class GrpcFrontend implements AsyncDisposable {
       "grpc.max_receive_message_length": maxMessageBytes,
       "grpc.max_send_message_length": maxMessageBytes,
     });
+    const logger = options.logger ?? new Logger();
     const { inference, health } = createServices(engine, {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
-      ...(options.logger !== undefined ? { logger: options.logger } : {}),
+      logger,
     });
     const guard = (service: GrpcService): GrpcService =>
       options.security === undefined ? service : withAccessCheck(service, options.security);
@@ -173,7 +174,7 @@ export class GrpcFrontend implements AsyncDisposable {
       bound,
       host,
       options.shutdownTimeoutMs ?? 5000,
-      options.logger,
+      logger,
     );
   }
 
@@ -196,7 +197,7 @@ export class GrpcFrontend implements AsyncDisposable {
   shutdown(): Promise<void> {
     this.#stopping ??= new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
-        this.#logger?.warn("gRPC calls still running at shutdown: cancelling them");
+        this.#logger.warn("gRPC calls still running at shutdown: cancelling them");
         this.#server.forceShutdown();
       }, this.#shutdownTimeoutMs);
       this.#server.tryShutdown(() => {

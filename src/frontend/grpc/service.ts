@@ -13,9 +13,11 @@ import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { Engine, InferenceRequest } from "../../engine/engine.ts";
 import { grpcStatusOf, InferenceError, toInferenceError } from "../../errors.ts";
-import type { Logger } from "../../log.ts";
+import { Logger } from "../../log.ts";
+import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
 import {
   codecs,
+  type LogSettingValue,
   type MessageCodec,
   type ModelInferRequest,
   type ModelRef,
@@ -39,9 +41,9 @@ export interface GrpcServiceOptions {
    */
   headerForwardPattern?: RegExp;
   /**
-   * Where failures are logged.
+   * Where failures are logged; `LogSettings` reads and changes its settings.
    *
-   * @default {undefined}
+   * @default {new Logger()}
    */
   logger?: Logger;
 }
@@ -101,6 +103,19 @@ function statusError(error: InferenceError): Partial<grpc.StatusObject> {
   return { code: grpcStatusOf(error.code), details: error.message };
 }
 
+function invalidArgument(message: string): InferenceError {
+  return new InferenceError(message, { code: "INVALID_ARG" });
+}
+
+// Each setting travels in the SettingValue field of its type.
+function toSettingValues(settings: TritonLogSettings): Record<string, LogSettingValue> {
+  const values: Record<string, LogSettingValue> = {};
+  for (const [name, kind] of Object.entries(LOG_SETTING_KINDS)) {
+    values[name] = { [`${kind}_param`]: settings[name as keyof TritonLogSettings] };
+  }
+  return values;
+}
+
 function unsupported(message: string): InferenceError {
   return new InferenceError(message, { code: "UNSUPPORTED" });
 }
@@ -140,14 +155,14 @@ export function createServices(
   engine: Engine,
   options: GrpcServiceOptions = {},
 ): { inference: GrpcService; health: GrpcService } {
-  const { logger, headerForwardPattern } = options;
+  const { logger = new Logger(), headerForwardPattern } = options;
 
   const fail = (error: unknown, rpc: string): InferenceError => {
     const inferenceError = toInferenceError(error);
     if (!(error instanceof InferenceError)) {
-      logger?.error(`gRPC ${rpc} failed: ${inferenceError.message}`);
+      logger.error(`gRPC ${rpc} failed: ${inferenceError.message}`);
     } else {
-      logger?.debug(1, () => `gRPC ${rpc} answered ${inferenceError.code}: ${error.message}`);
+      logger.debug(1, () => `gRPC ${rpc} answered ${inferenceError.code}: ${error.message}`);
     }
     return inferenceError;
   };
@@ -370,12 +385,17 @@ export function createServices(
       "TraceSetting",
       notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
     ),
-    LogSettings: unary(
-      "LogSettings",
-      notSupported(
-        "Log settings cannot be changed over gRPC: configure logging in DenoTriton's TritonConfig",
-      ),
-    ),
+    LogSettings: unary("LogSettings", async (bytes) => {
+      await Promise.resolve();
+      const request = decode(codecs.LogSettings, "log settings request", bytes);
+      const changes: Record<string, unknown> = {};
+      for (const [name, value] of Object.entries(request.settings)) {
+        const choice = value.parameter_choice;
+        if (choice === undefined) throw invalidArgument(`Invalid '${name}': no value is set`);
+        changes[name] = value[choice];
+      }
+      return { settings: toSettingValues(changeLogSettings(logger, changes)) };
+    }),
   };
 
   const empty = codecs.Empty as MessageCodec<never>;
@@ -390,6 +410,7 @@ export function createServices(
     ModelConfig: codecs.ModelConfigResponse as MessageCodec<never>,
     ModelStatistics: codecs.ModelStatisticsResponse as MessageCodec<never>,
     RepositoryIndex: codecs.RepositoryIndexResponse as MessageCodec<never>,
+    LogSettings: codecs.LogSettings as MessageCodec<never>,
   };
   const definition: Record<string, grpc.MethodDefinition<Raw, unknown>> = {};
   for (const name of Object.keys(implementation)) {

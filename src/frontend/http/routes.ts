@@ -9,6 +9,7 @@
 import type { Engine } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
+import { changeLogSettings, tritonLogSettings } from "../log_settings.ts";
 import { compress, readRequestBody, responseEncoding } from "./compression.ts";
 import { badRequest, errorResponse, jsonResponse } from "./errors.ts";
 import {
@@ -40,7 +41,7 @@ export interface RouteSettings {
   readonly maxRequestBytes: number;
   /** Headers to forward as parameters, or `undefined`. */
   readonly headerForwardPattern: RegExp | undefined;
-  /** The logger (its verbosity is what `/v2/logging` reads and sets). */
+  /** The logger, whose settings `/v2/logging` reads and changes. */
   readonly logger: Logger;
 }
 
@@ -178,51 +179,12 @@ async function traceSetting(settings: RouteSettings, context: RouteContext): Pro
   return jsonResponse(traceSettings());
 }
 
-interface LogSettings {
-  log_file: string;
-  log_info: boolean;
-  log_warning: boolean;
-  log_error: boolean;
-  log_verbose_level: number;
-  log_format: string;
-}
-
-async function logging(
-  settings: RouteSettings,
-  state: LogSettings,
-  context: RouteContext,
-): Promise<Response> {
+async function logging(settings: RouteSettings, context: RouteContext): Promise<Response> {
   if (context.request.method === "POST") {
     const body = await readJsonBody(context.request, settings) ?? {};
-    if (body.log_file !== undefined && body.log_file !== state.log_file) {
-      throw new InferenceError("Changing the log file is not supported: 'log_file' is fixed", {
-        code: "UNSUPPORTED",
-      });
-    }
-    for (const key of ["log_info", "log_warning", "log_error"] as const) {
-      const value = body[key];
-      if (value === undefined) continue;
-      if (typeof value !== "boolean") throw badRequest(`Invalid '${key}': expected a boolean`);
-      state[key] = value;
-    }
-    const level = body.log_verbose_level;
-    if (level !== undefined) {
-      if (typeof level !== "number" || !Number.isInteger(level) || level < 0) {
-        throw badRequest("Invalid 'log_verbose_level': expected a non-negative integer");
-      }
-      settings.logger.verbose = level;
-    }
-    const format = body.log_format;
-    if (format !== undefined) {
-      if (format !== "default" && format !== "ISO8601") {
-        throw badRequest(
-          `Invalid 'log_format' ${JSON.stringify(format)}: expected "default" or "ISO8601"`,
-        );
-      }
-      state.log_format = format;
-    }
+    return jsonResponse(changeLogSettings(settings.logger, body));
   }
-  return jsonResponse({ ...state, log_verbose_level: settings.logger.verbose });
+  return jsonResponse(tritonLogSettings(settings.logger));
 }
 
 function sharedMemoryUnsupported(kind: string): never {
@@ -259,14 +221,6 @@ function sharedMemoryUnsupported(kind: string): never {
  */
 export function buildRoutes(engine: Engine, settings: RouteSettings): Router<RouteHandler> {
   const router = new Router<RouteHandler>();
-  const logState: LogSettings = {
-    log_file: "",
-    log_info: true,
-    log_warning: true,
-    log_error: true,
-    log_verbose_level: 0,
-    log_format: "default",
-  };
   const route = (path: string): RegExp => new RegExp(`^${path}$`);
 
   router
@@ -356,12 +310,12 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     )
     .add("GET", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
     .add("POST", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
-    .add("GET", route("/v2/logging"), "logging", (context) => logging(settings, logState, context))
+    .add("GET", route("/v2/logging"), "logging", (context) => logging(settings, context))
     .add(
       "POST",
       route("/v2/logging"),
       "logging",
-      (context) => logging(settings, logState, context),
+      (context) => logging(settings, context),
     );
 
   const index = async ({ request }: RouteContext): Promise<Response> => {
