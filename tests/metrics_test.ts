@@ -1,13 +1,15 @@
 // Metrics, statistics and the response cache on both engines: after known traffic, the parsed
 // Prometheus text on the metrics port and the statistics endpoint hold the expected counts with
-// Triton's names and labels; cache hits skip the callable; both caches evict the least
-// recently used response within its byte budget.
+// Triton's names and labels; cache hits skip the callable over HTTP and gRPC alike (and gRPC
+// statistics agree); both caches evict the least recently used response within their budget.
 
 import assert from "node:assert/strict";
 import type { BindOptions, Request } from "../mod.ts";
+import { codecs } from "../src/frontend/grpc/codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 import { FAILING_MESSAGE, failingModel } from "./_models.ts";
 import { type Exposition, scrape } from "./_prometheus.ts";
+import { TestGrpcClient } from "./grpc_test_client.ts";
 
 const SLEEP_MS = 20;
 
@@ -66,11 +68,31 @@ for (const engine of ENGINES) {
     });
     const http = triton.urls.http!;
     for (const value of [1, 2, 3]) assert.equal((await infer(http, "Plain", [value])).status, 200);
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 2; i++) {
       const { status, body } = await infer(http, "Cached", [7, 8]);
       assert.equal(status, 200);
       assert.deepEqual((body.outputs as { data: number[] }[])[0]!.data, [7, 8]);
     }
+    // The cache serves every protocol: the same request over gRPC is a hit too.
+    using grpcClient = new TestGrpcClient(
+      Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
+    );
+    const viaGrpc = await grpcClient.call(
+      "ModelInfer",
+      codecs.ModelInferRequest,
+      codecs.ModelInferResponse,
+      {
+        model_name: "Cached",
+        inputs: [{
+          name: "x",
+          datatype: "FP32",
+          shape: [1, 2],
+          contents: { fp32_contents: [7, 8] },
+        }],
+      },
+    );
+    const raw = viaGrpc.raw_output_contents![0]!;
+    assert.deepEqual([...new Float32Array(raw.slice().buffer)], [7, 8]);
     const failed = await infer(http, "MetricsFailing", [1]);
     assert.equal(failed.status, 500);
     assert.match(String(failed.body.error), new RegExp(FAILING_MESSAGE));
@@ -128,6 +150,17 @@ for (const engine of ENGINES) {
     assert.equal(c.inference_stats.cache_hit.count, 2);
     assert.equal(c.inference_stats.cache_miss.count, 1);
     assert.equal(c.execution_count, 1);
+    const grpcStats = await grpcClient.call(
+      "ModelStatistics",
+      codecs.ModelRef,
+      codecs.ModelStatisticsResponse,
+      { name: "Cached" },
+    );
+    // Decoded 64-bit counts are decimal strings.
+    // deno-lint-ignore no-explicit-any
+    const grpcCached = grpcStats.model_stats[0] as any;
+    const { cache_hit: hit, cache_miss: miss, success } = grpcCached.inference_stats;
+    assert.deepEqual([hit.count, miss.count, success.count], ["2", "1", "3"]);
     // deno-lint-ignore no-explicit-any
     const f = byName.get("MetricsFailing") as any;
     assert.equal(f.inference_stats.fail.count, 1);
