@@ -63,7 +63,8 @@ const BODY = JSON.stringify({
 async function inferOnce(url: string): Promise<boolean> {
   const response = await fetch(`${url}/v2/models/AddSub/infer`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    // Like tritonclient and perf_analyzer: no gzip (fetch() asks for it by default).
+    headers: { "content-type": "application/json", "accept-encoding": "identity" },
     body: BODY,
   });
   const text = await response.text();

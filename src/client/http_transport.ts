@@ -118,7 +118,10 @@ export class HttpTransport implements Transport {
   }
 
   async #fetch(path: string, init: RequestInit, options: TransportCallOptions): Promise<Response> {
+    // fetch() asks for gzip by default, and compressing large tensors costs far more than the
+    // loopback or LAN transfer it saves: like tritonclient, ask for compression only on request.
     const headers = new Headers(init.headers);
+    if (!headers.has("accept-encoding")) headers.set("accept-encoding", "identity");
     for (const [key, value] of Object.entries(options.headers)) headers.set(key, value);
     try {
       return await fetch(`${this.#base}${path}`, {
