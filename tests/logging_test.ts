@@ -114,6 +114,10 @@ for (const engine of ENGINES) {
           },
         );
         assert.equal((await logSettings(client)).log_verbose_level!.uint32_param, 0);
+        // Like Triton, null leaves a setting as it is.
+        const nulls = await post(url, { log_info: null, log_file: null });
+        assert.equal(nulls.status, 200);
+        assert.equal((nulls.json as { log_info: boolean }).log_info, true);
 
         // Bad input: a clear error, and nothing changes (also not the valid part of a request).
         const fixed = "Cannot change 'log_file' over the network: set logFile in the server's " +

@@ -42,6 +42,9 @@ export const LOG_SETTING_KINDS: Readonly<Record<keyof TritonLogSettings, LogSett
 
 const UINT32_MAX = 2 ** 32 - 1;
 
+/** The logger setting behind each on/off setting. */
+const SWITCHES = { log_info: "info", log_warning: "warning", log_error: "error" } as const;
+
 function invalid(message: string): InferenceError {
   return new InferenceError(message, { code: "INVALID_ARG" });
 }
@@ -90,7 +93,10 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
         }`,
       );
     }
-    switch (name as keyof TritonLogSettings) {
+    // Like Triton, a null leaves the setting as it is.
+    if (value === null || value === undefined) continue;
+    const setting = name as keyof TritonLogSettings;
+    switch (setting) {
       case "log_file":
         // Like Triton: a network peer must not choose where the server writes files.
         throw new InferenceError(
@@ -99,11 +105,10 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
         );
       case "log_info":
       case "log_warning":
-      case "log_error": {
+      case "log_error":
         if (typeof value !== "boolean") throw invalid(`Invalid '${name}': expected a boolean`);
-        change[name === "log_info" ? "info" : name === "log_warning" ? "warning" : "error"] = value;
+        change[SWITCHES[setting]] = value;
         break;
-      }
       case "log_verbose_level":
         if (
           typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > UINT32_MAX
@@ -129,8 +134,8 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
 
 /**
  * Validates and applies a logging-extension request: every named setting must exist and have
- * its type, else nothing changes. `log_file` cannot change over the network (Triton refuses it
- * too).
+ * its type (or be null, which leaves it as it is), else nothing changes. `log_file` cannot
+ * change over the network (Triton refuses it too).
  *
  * @param logger The server's logger; engines follow its changes.
  * @param changes The settings to change, by extension name, as plain values.
