@@ -29,7 +29,6 @@ import {
 
 let callable: InferCallable | undefined;
 let context: InferContext | undefined;
-let workerContext: WorkerContext | undefined;
 /** Abort controllers of the running batch, by request index. */
 const running = new Map<number, AbortController[]>();
 
@@ -58,7 +57,6 @@ async function init(module: string, ctx: WorkerContext): Promise<void> {
       );
     }
     callable = made as InferCallable;
-    workerContext = ctx;
     context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device };
     post({ type: "ready" });
   } catch (error) {
@@ -101,18 +99,18 @@ async function runBatch(
   wire: readonly WireRequest[],
 ): Promise<void> {
   try {
-    if (callable === undefined || context === undefined || workerContext === undefined) {
+    if (callable === undefined || context === undefined) {
       throw new Error("The instance received a batch before it was loaded");
     }
     const requests = toRequests(id, wire);
     if (decoupled) {
       for await (const step of runDecoupled(callable, requests, context)) {
-        postResults(id, validateResults(step, requests, workerContext.model));
+        postResults(id, validateResults(step, requests, context.model));
       }
       post({ type: "done", id });
     } else {
       const value = await runCoupled(callable, requests, context);
-      postResults(id, validateResults(value, requests, workerContext.model));
+      postResults(id, validateResults(value, requests, context.model));
     }
   } catch (error) {
     post({ type: "failed", id, error: toWireError(error) });

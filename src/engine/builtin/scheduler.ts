@@ -208,11 +208,6 @@ export class ModelScheduler {
     return count;
   }
 
-  /** Requests queued or running. */
-  get inFlight(): number {
-    return this.#active.size;
-  }
-
   /**
    * Queues a request.
    *
@@ -543,7 +538,7 @@ export class ModelScheduler {
       batch.forEach((entry, at) => {
         if (entry.state !== "done") entry.item.sink.result(step[at]!);
       });
-      this.#stats.recordResponse(index++, "success", nsBetween(last, now));
+      this.#stats.recordResponse(index++, nsBetween(last, now));
       last = now;
     }
     const end = performance.now();

@@ -172,17 +172,13 @@ export class ModelStatsRecorder {
   }
 
   /**
-   * Records one response of a decoupled request.
+   * Records one successful response of a decoupled request. The scheduler records no other kind,
+   * so the `fail`, `empty_response` and `cancel` counts keep Triton's shape at zero.
    *
    * @param index Response index within its request, from 0.
-   * @param kind What the response was.
    * @param inferNs Time spent producing it.
    */
-  recordResponse(
-    index: number,
-    kind: "success" | "fail" | "empty" | "cancel",
-    inferNs: number,
-  ): void {
+  recordResponse(index: number, inferNs: number): void {
     let entry = this.#responses.get(index);
     if (entry === undefined) {
       entry = {
@@ -195,17 +191,9 @@ export class ModelStatsRecorder {
       };
       this.#responses.set(index, entry);
     }
-    if (kind === "success") {
-      add(entry.compute_infer, inferNs);
-      add(entry.compute_output, 0);
-      add(entry.success, inferNs);
-    } else if (kind === "fail") {
-      add(entry.fail, inferNs);
-    } else if (kind === "empty") {
-      add(entry.empty_response, inferNs);
-    } else {
-      add(entry.cancel, inferNs);
-    }
+    add(entry.compute_infer, inferNs);
+    add(entry.compute_output, 0);
+    add(entry.success, inferNs);
   }
 
   /**
