@@ -474,7 +474,8 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
     TRITONSERVER_ErrorDelete(err);
     n = 0;
   }
-  int first = 1;
+  /* Entries that fail are skipped, so separators go by what was written, not by index. */
+  uint32_t written = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const char* key = NULL;
     int type = 0;
@@ -484,8 +485,7 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (!first) sb_str(sb, ",");
-    first = 0;
+    if (written++) sb_str(sb, ",");
     sb_json(sb, key);
     sb_str(sb, ":");
     sb_param(sb, type, value);
@@ -498,6 +498,7 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
     inputs = 0;
   }
   s->batch_sizes[r] = 1;
+  written = 0;
   for (uint32_t i = 0; i < inputs; ++i) {
     TRITONBACKEND_Input* input = NULL;
     const char* name = NULL;
@@ -547,7 +548,7 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       }
       base = joined;
     }
-    if (i) sb_str(sb, ",");
+    if (written++) sb_str(sb, ",");
     sb_str(sb, "{\"name\":");
     sb_json(sb, name);
     sb_fmt(sb, ",\"datatype\":%d,\"shape\":[", datatype);
@@ -562,6 +563,7 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
     TRITONSERVER_ErrorDelete(err);
     outputs = 0;
   }
+  written = 0;
   for (uint32_t i = 0; i < outputs; ++i) {
     const char* name = NULL;
     err = TRITONBACKEND_RequestOutputName(request, i, &name);
@@ -569,7 +571,7 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (i) sb_str(sb, ",");
+    if (written++) sb_str(sb, ",");
     sb_json(sb, name);
   }
   sb_str(sb, "]}");
@@ -1224,6 +1226,8 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
     TRITONSERVER_ErrorDelete(err);
     n = 0;
   }
+  /* Entries that fail are skipped, so separators go by what was written. */
+  uint32_t written = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const char* name = NULL;
     int type = 0;
@@ -1233,7 +1237,7 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (i) sb_str(&sb, ",");
+    if (written++) sb_str(&sb, ",");
     sb_json(&sb, name);
     sb_str(&sb, ":");
     sb_param(&sb, type, value);
@@ -1247,6 +1251,7 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       n = 0;
     }
   }
+  written = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const char* name = NULL;
     int datatype = 0;
@@ -1263,7 +1268,7 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (i) sb_str(&sb, ",");
+    if (written++) sb_str(&sb, ",");
     sb_str(&sb, "{\"name\":");
     sb_json(&sb, name);
     sb_fmt(&sb, ",\"datatype\":%d,\"shape\":[", datatype);
