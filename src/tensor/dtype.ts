@@ -122,7 +122,10 @@ const INFO: Record<DType, DTypeInfo> = {
 export const DTYPES: readonly DType[] = Object.keys(INFO) as DType[];
 
 const BY_NAME = new Map<string, DType>();
+// fromKServe() runs for every tensor of every request: a lookup, not a scan of INFO.
+const BY_KSERVE = new Map<string, DType>();
 for (const [name, info] of Object.entries(INFO) as [DType, DTypeInfo][]) {
+  BY_KSERVE.set(info.kserve, name);
   BY_NAME.set(name, name);
   BY_NAME.set(info.kserve, name);
   BY_NAME.set(info.config, name);
@@ -190,10 +193,7 @@ export function toDType(value: DTypeLike): DType {
  * ```
  */
 export function fromKServe(name: string): DType | undefined {
-  for (const [dtype, info] of Object.entries(INFO) as [DType, DTypeInfo][]) {
-    if (info.kserve === name) return dtype;
-  }
-  return undefined;
+  return BY_KSERVE.get(name);
 }
 
 /**
