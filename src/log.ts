@@ -153,6 +153,8 @@ export class Logger {
     const defined = Object.fromEntries(
       Object.entries(change).filter(([, value]) => value !== undefined),
     ) as LogSettingsChange;
+    // A read (an empty gRPC LogSettings, an empty POST) must not make listeners do work.
+    if (Object.keys(defined).length === 0) return;
     this.#settings = { ...this.#settings, ...defined };
     for (const listener of this.#listeners) listener(defined);
   }
