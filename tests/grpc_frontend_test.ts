@@ -7,22 +7,9 @@ import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
 import { codecs, type ModelRef } from "../src/frontend/grpc/codec.ts";
 import { modelConfigToJson } from "../src/frontend/grpc/model_config_proto.ts";
 import { GrpcFrontend } from "../src/frontend/grpc/server.ts";
-import { TestGrpcClient } from "./grpc_test_client.ts";
+import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
-
-async function rejectsWith(
-  promise: Promise<unknown>,
-  code: grpc.status,
-  details: string | RegExp,
-): Promise<void> {
-  await assert.rejects(promise, (error: grpc.ServiceError) => {
-    assert.equal(error.code, code, `status ${error.code}: ${error.details}`);
-    if (typeof details === "string") assert.equal(error.details, details);
-    else assert.match(error.details, details);
-    return true;
-  });
-}
 
 for (const engine of ENGINES) {
   Deno.test(`Health RPCs answer for the server and its models [${engine}]`, async () => {

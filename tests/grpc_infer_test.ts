@@ -10,7 +10,7 @@ import {
   type ModelInferRequest,
   type ModelInferResponse,
 } from "../src/frontend/grpc/codec.ts";
-import { TestGrpcClient } from "./grpc_test_client.ts";
+import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
@@ -29,19 +29,6 @@ function infer(
     request,
     metadata,
   );
-}
-
-async function rejectsWith(
-  promise: Promise<unknown>,
-  code: grpc.status,
-  details: string | RegExp,
-): Promise<void> {
-  await assert.rejects(promise, (error: grpc.ServiceError) => {
-    assert.equal(error.code, code, `status ${error.code}: ${error.details}`);
-    if (typeof details === "string") assert.equal(error.details, details);
-    else assert.match(error.details, details);
-    return true;
-  });
 }
 
 const addSub = (extra: Partial<ModelInferRequest> = {}): ModelInferRequest => ({

@@ -1,6 +1,7 @@
 // A minimal grpc-js client for the gRPC front end tests: unary calls with our codecs (or raw
 // bytes) and ModelStreamInfer streams.
 
+import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import {
@@ -30,12 +31,30 @@ export interface TestStream {
   readonly status: Promise<grpc.StatusObject>;
 }
 
+/** Asserts that a call fails with a gRPC status and details (exact text, or a pattern). */
+export async function rejectsWith(
+  promise: Promise<unknown>,
+  code: grpc.status,
+  details: string | RegExp,
+): Promise<void> {
+  await assert.rejects(promise, (error: grpc.ServiceError) => {
+    assert.equal(error.code, code, `status ${error.code}: ${error.details}`);
+    if (typeof details === "string") assert.equal(error.details, details);
+    else assert.match(error.details, details);
+    return true;
+  });
+}
+
 /** A test client of one server. */
 export class TestGrpcClient implements Disposable {
   #client: grpc.Client;
 
-  constructor(port: number) {
-    this.#client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  /** @param server The server's port on 127.0.0.1, or its `grpc://host:port` URL. */
+  constructor(server: number | string) {
+    const address = typeof server === "number"
+      ? `127.0.0.1:${server}`
+      : server.replace(/^grpc:\/\//, "");
+    this.#client = new grpc.Client(address, grpc.credentials.createInsecure());
   }
 
   /** Calls a unary RPC with raw request bytes and returns the raw response bytes. */

@@ -63,9 +63,7 @@ for (const engine of ENGINES) {
           engine,
           config: { logVerbose: 1, logFile, allowMetrics: false },
         });
-        using client = new TestGrpcClient(
-          Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
-        );
+        using client = new TestGrpcClient(triton.urls.grpc!);
         const url = `${triton.urls.http}/v2/logging`;
         assert.deepEqual(await (await fetch(url)).json(), {
           log_file: logFile,

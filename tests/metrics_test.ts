@@ -74,9 +74,7 @@ for (const engine of ENGINES) {
       assert.deepEqual((body.outputs as { data: number[] }[])[0]!.data, [7, 8]);
     }
     // The cache serves every protocol: the same request over gRPC is a hit too.
-    using grpcClient = new TestGrpcClient(
-      Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
-    );
+    using grpcClient = new TestGrpcClient(triton.urls.grpc!);
     const viaGrpc = await grpcClient.call(
       "ModelInfer",
       codecs.ModelInferRequest,

@@ -112,9 +112,7 @@ async function withServer(
     securityConfig,
     config: { allowMetrics: false },
   });
-  using client = new TestGrpcClient(
-    Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
-  );
+  using client = new TestGrpcClient(triton.urls.grpc!);
   await body(triton, client);
 }
 

@@ -145,9 +145,7 @@ async function serve(
   config: ModelConfig,
 ): Promise<{ triton: Triton; client: TestGrpcClient } & AsyncDisposable> {
   const triton = await startServer({ engine, models: [model.bind(config)] });
-  const client = new TestGrpcClient(
-    Number(new URL(triton.urls.grpc!.replace("grpc:", "http:")).port),
-  );
+  const client = new TestGrpcClient(triton.urls.grpc!);
   return {
     triton,
     client,
