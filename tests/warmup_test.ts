@@ -105,7 +105,7 @@ for (const engine of ENGINES) {
       batchSize: 1,
       count: 3,
       inputs: { x: { dtype: "float32", shape: [1], zeroData: true } },
-    };
+    } as const;
     await using _triton = await startServer({
       engine,
       models: [

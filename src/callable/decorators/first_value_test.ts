@@ -19,7 +19,7 @@ const spec = {
     { name: "mode", dtype: "bytes", shape: [1] },
   ],
   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
-};
+} as const;
 const context = makeContext(spec);
 
 function capture(
