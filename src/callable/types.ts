@@ -25,15 +25,21 @@ export type Tensors = Record<string, NDArray>;
  *
  * @example Type a callable declared apart from `bind()`
  * ```ts
- * import { batch, type InferFunc, type TensorsOf, zip } from "../../mod.ts";
+ * import { batch, type InferFunc, map, type TensorsOf } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const inputs = [{ name: "a", dtype: "float32", shape: [-1] }] as const;
+ * const inputs = [
+ *   { name: "a", dtype: "float32", shape: [-1] },
+ *   { name: "mask", dtype: "bool", shape: [-1], optional: true },
+ * ] as const;
  * const outputs = [{ name: "twice", dtype: "float32", shape: [-1] }] as const;
  * const twice: InferFunc<TensorsOf<typeof inputs>, TensorsOf<typeof outputs>> = batch(
- *   ({ a }) => ({ twice: zip(a, a, (x, y) => x + y) }),
+ *   ({ a, mask }) => ({ twice: map(a, (v, i) => (mask?.data[i] ?? 1) ? v * 2 : v) }),
  * );
  * assert.equal(typeof twice, "function");
+ * type Mask = TensorsOf<typeof inputs>["mask"]; // optional: NDArray<"bool"> | undefined
+ * const none: Mask = undefined;
+ * assert.equal(none, undefined);
  * ```
  */
 export type TensorsOf<S extends readonly TensorSpec[]> = string extends SpecName<S[number]>

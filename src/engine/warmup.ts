@@ -44,7 +44,7 @@ export interface CheckedWarmupInput {
  *   inputs: [{ name: "x", dtype: "float32" as const, shape: [-1], optional: false }],
  *   outputs: [],
  * };
- * const stage = { name: "s", batchSize: 1, inputs: { x: { dtype: "float32", shape: [2], zeroData: true } } };
+ * const stage = { name: "s", batchSize: 1, inputs: { x: { dtype: "float32", shape: [2], zeroData: true } } } as const;
  * assert.equal(checkWarmupStage(model, stage)[0]!.dtype, "float32");
  * assert.throws(
  *   () => checkWarmupStage(model, { ...stage, inputs: { z: { dtype: "float32", shape: [2], zeroData: true } } }),

@@ -43,11 +43,11 @@
  *   ],
  *   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
  * } as const;
- * type Inputs = TensorsOf<typeof model.inputs>;
- * type Outputs = TensorsOf<typeof model.outputs>;
+ * type ScaleInputs = TensorsOf<typeof model.inputs>;
+ * type ScaleOutputs = TensorsOf<typeof model.outputs>;
  *
  * const scales: number[] = [];
- * const infer: InferFunc<Inputs, Outputs> = fillOptionals(
+ * const infer: InferFunc<ScaleInputs, ScaleOutputs> = fillOptionals(
  *   { scale: new Float32Array([1]) },
  *   groupByKeys(batch(groupByValues(
  *     ["scale"],
@@ -65,7 +65,7 @@
  *     x: ndarray(new Float32Array([3]), [1, 1]),
  *     scale: ndarray(new Float32Array([10]), [1, 1]),
  *   }),
- * ], inferContext(model)) as InferResult<Outputs>[];
+ * ], inferContext(model)) as InferResult<ScaleOutputs>[];
  * assert.deepEqual(results.map((result) => [...result.y.data]), [[1, 2], [30]]);
  * assert.deepEqual(scales.sort(), [1, 10]); // one call per scale
  * ```
