@@ -81,7 +81,7 @@ async function bomb(base: string, pid: number, size: number): Promise<BombResult
   // Settle, then reset the kernel's peak so VmHWM is this bomb's peak.
   await new Promise((resolve) => setTimeout(resolve, 500));
   const before = statusBytes(pid, "VmRSS");
-  Deno.writeTextFileSync(`/proc/${pid}/clear_refs`, "5");
+  await Deno.writeTextFile(`/proc/${pid}/clear_refs`, "5");
 
   let done = false;
   let probes = 0;
