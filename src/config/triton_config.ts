@@ -109,7 +109,9 @@ export interface TritonConfig {
    * `nv_cpu_memory_used_bytes`). The Triton engine's core polls them; the built-in engine reads
    * the same `/proc/stat` and `/proc/meminfo` with the same formulas (Linux only; it needs
    * `--allow-read=/proc/stat,/proc/meminfo`, and refuses to start without). Off by default,
-   * unlike `tritonserver`, so that a server needs no `/proc` access unless asked.
+   * unlike `tritonserver`, so that a server needs no `/proc` access unless asked. The core's
+   * metrics are process-wide: once a Triton-engine server in a process turned them on, later
+   * ones in that process report them too.
    *
    * @default {false}
    */
