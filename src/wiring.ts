@@ -283,7 +283,22 @@ export function metricsOptionsOf(
   return { hostname: config.metricsAddress, port: config.metricsPort };
 }
 
-/** The options function of each consumer in `TRITON_CONFIG_FIELD_USES`. */
+/**
+ * The options function of each consumer in `TRITON_CONFIG_FIELD_USES`.
+ *
+ * @example Every consumer has one
+ * ```ts
+ * import { CONSUMER_OPTIONS } from "./wiring.ts";
+ * import { resolveTritonConfig } from "./config/triton_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const config = resolveTritonConfig({ env: {} });
+ * assert.deepEqual(CONSUMER_OPTIONS.metrics(config), { hostname: "0.0.0.0", port: 8002 });
+ * assert.deepEqual(Object.keys(CONSUMER_OPTIONS).sort(), [
+ *   "engine", "facade", "grpc", "http", "logger", "metrics",
+ * ]);
+ * ```
+ */
 export const CONSUMER_OPTIONS: Readonly<
   Record<TritonConfigConsumer, (config: ResolvedTritonConfig) => unknown>
 > = {
@@ -315,6 +330,22 @@ async function readPem(field: string, path: string): Promise<Uint8Array> {
  * @param files Where they are.
  * @returns The PEM contents for {@linkcode GrpcFrontendOptions.tls}.
  * @throws {TritonError} When a file cannot be read (the message names the config field).
+ *
+ * @example A missing file is named with its field
+ * ```ts
+ * import { readGrpcTls } from "./wiring.ts";
+ * import assert from "node:assert/strict";
+ *
+ * await assert.rejects(
+ *   readGrpcTls({
+ *     certChain: "/nonexistent/c.pem",
+ *     privateKey: "/nonexistent/k.pem",
+ *     rootCerts: undefined,
+ *     checkClientCertificate: false,
+ *   }),
+ *   /^TritonError: Cannot start the gRPC front end: cannot read grpcServerCert \/nonexistent\/c\.pem: NotFound/,
+ * );
+ * ```
  */
 export async function readGrpcTls(files: GrpcTlsFiles): Promise<GrpcTlsOptions> {
   const tls: GrpcTlsOptions = {

@@ -312,6 +312,18 @@ export type TritonConfigFieldUse =
  * Every {@linkcode TritonConfig} field and what happens to it: the parts of the server that
  * read it, or the one value accepted and why any other is refused. A test checks that this
  * table names every field of the schema and that each consumer really reads its fields.
+ *
+ * @example Read and refused fields
+ * ```ts
+ * import { TRITON_CONFIG_FIELD_USES } from "./triton_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(TRITON_CONFIG_FIELD_USES.grpcUseSsl, { consumers: ["grpc"] });
+ * assert.deepEqual(TRITON_CONFIG_FIELD_USES.traceConfig, {
+ *   accepts: [],
+ *   refused: "DenoTriton does not trace requests",
+ * });
+ * ```
  */
 export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, TritonConfigFieldUse>> =
   {
