@@ -4,7 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import { InferenceError, type InferResult, ndarray, type Request, Triton } from "../mod.ts";
+import { InferenceError, type InferRequest, type InferResult, ndarray, Triton } from "../mod.ts";
 import { addSub } from "../examples/add_sub/model.ts";
 import {
   ClientClosedError,
@@ -78,7 +78,7 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "Identity",
-    inferFunc: (requests: Request[]): InferResult[] =>
+    inferFunc: (requests: InferRequest[]): InferResult[] =>
       requests.map((request) =>
         Object.fromEntries(
           Object.entries(request.data).map(([name, value]) => [name.replace("in_", "out_"), value]),

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ModelInfo, Request } from "../callable/types.ts";
+import type { InferRequest, ModelInfo } from "../callable/types.ts";
 import type { ModelWarmup, WarmupInput } from "../config/model_config.ts";
 import { TritonBadParameterError } from "../errors.ts";
 import { arrayConstructorOf, type DType, toDType } from "../tensor/dtype.ts";
@@ -159,7 +159,7 @@ export async function warmupRequests(
   model: ModelInfo,
   stage: ModelWarmup,
   signal: AbortSignal,
-): Promise<Request[]> {
+): Promise<InferRequest[]> {
   const inputs = checkWarmupStage(model, stage);
   const files = new Map<string, Uint8Array>();
   for (const { name, input } of inputs) {
@@ -174,7 +174,7 @@ export async function warmupRequests(
       );
     }
   }
-  const requests: Request[] = [];
+  const requests: InferRequest[] = [];
   for (let i = 0; i < stage.batchSize; i++) {
     const data: Record<string, NDArray> = {};
     for (const { name, dtype, dims, input } of inputs) {

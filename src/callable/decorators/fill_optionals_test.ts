@@ -5,7 +5,7 @@ import {
   TritonValidationError,
 } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
-import type { InferContext, Request } from "../types.ts";
+import type { InferContext, InferRequest } from "../types.ts";
 import { fillOptionals } from "./fill_optionals.ts";
 import type { TensorSpec } from "../../config/tensor_spec.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
@@ -19,11 +19,11 @@ const inputs: TensorSpec[] = [
 const outputs: TensorSpec[] = [{ name: "y", dtype: "float32", shape: [1] }];
 const context = makeContext({ inputs, outputs });
 
-function capture(): { seen: Request[][]; infer: (requests: Request[]) => [] } {
-  const seen: Request[][] = [];
+function capture(): { seen: InferRequest[][]; infer: (requests: InferRequest[]) => [] } {
+  const seen: InferRequest[][] = [];
   return {
     seen,
-    infer: (requests: Request[]) => {
+    infer: (requests: InferRequest[]) => {
       seen.push(requests);
       return [];
     },

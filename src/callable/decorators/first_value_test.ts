@@ -5,7 +5,7 @@ import {
   TritonValidationError,
 } from "../../errors.ts";
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
-import type { InferContext, InferResult, Request } from "../types.ts";
+import type { InferContext, InferRequest, InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { firstValue, type FirstValueOptions } from "./first_value.ts";
 import type { BatchFunc, Inputs } from "./types.ts";
@@ -85,8 +85,8 @@ Deno.test("firstValue() skips absent keys", () => {
 });
 
 Deno.test("firstValue() on a list of requests replaces each request's values", () => {
-  const seen: Request[][] = [];
-  const infer = firstValue(["t"], (requests: Request[]) => {
+  const seen: InferRequest[][] = [];
+  const infer = firstValue(["t"], (requests: InferRequest[]) => {
     seen.push(requests);
     return requests.map((request) => ({ y: request.data.x! }));
   });
