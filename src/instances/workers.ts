@@ -436,7 +436,7 @@ class WorkerInstance implements ModelInstance {
  *
  * @example Two CPU instances
  * ```ts ignore
- * import { workers } from "./workers.ts";
+ * import { workers } from "../../mod.ts";
  *
  * triton.bind({ modelName: "Linear", inferFunc: workers(new URL("./instance.ts", import.meta.url), { count: 2 }), ... });
  * ```
@@ -556,7 +556,7 @@ export class WorkerInstances implements InstanceProvider {
  *
  * @example Devices and counts
  * ```ts
- * import { workers } from "./workers.ts";
+ * import { workers } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda:0", "cuda:1"] });

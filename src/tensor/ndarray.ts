@@ -120,7 +120,7 @@ export function shapeSize(shape: readonly number[]): number {
  *
  * @example From a TypedArray
  * ```ts
- * import { ndarray } from "./ndarray.ts";
+ * import { ndarray } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const a = ndarray(new Float32Array([1, 2, 3, 4]), [2, 2]);
@@ -130,7 +130,7 @@ export function shapeSize(shape: readonly number[]): number {
  *
  * @example Nested numbers and strings
  * ```ts
- * import { ndarray } from "./ndarray.ts";
+ * import { ndarray } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const m = ndarray([[1, 2], [3, 4]], undefined, { dtype: "int32" });

@@ -337,8 +337,7 @@ function padTo(array: NDArray, tail: readonly number[], value: number | bigint):
  *
  * @example Pad groups of different lengths with -1
  * ```ts
- * import { ConstantPadder } from "./group_by_values.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { ConstantPadder, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const padder = new ConstantPadder(-1);
