@@ -81,3 +81,24 @@ export async function startServer(options: StartServerOptions): Promise<Triton> 
   }
   return triton;
 }
+
+/**
+ * Settles like `promise`, or rejects once `ms` pass first: a watchdog for tests that wait on a
+ * stream, an event or a process, so that a regression fails the test instead of hanging CI. It
+ * bounds a wait generously; it is not a timing assertion.
+ *
+ * @param promise What the test waits for.
+ * @param what What that is, for the failure message.
+ * @param ms How long to wait at most.
+ * @returns The outcome of `promise`.
+ */
+export function watchdog<T>(promise: Promise<T>, what: string, ms = 60_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Watchdog: gave up waiting for ${what} after ${ms / 1000} s`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
