@@ -6,9 +6,10 @@
 
 import assert from "node:assert/strict";
 import { type BindOptions, workers } from "../mod.ts";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 
 const MODULE = new URL("./_workers/instance.ts", import.meta.url);
+const STEPS = new URL("./_workers/steps.ts", import.meta.url);
 
 function model(name: string, inferFunc: BindOptions["inferFunc"]): BindOptions {
   return {
@@ -128,16 +129,59 @@ for (const engine of ENGINES) {
     const crashed = await infer(http, "NoRestart", [1], { crash: true });
     assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'NoRestart' crashed/);
     assert.equal(await ready(http, "NoRestart"), false);
-    // Restarts fail (the factory refuses a second start): the instance stays down.
+    // Restarts fail (the factory refuses a second start): the request waited for them, and the
+    // instance stays down.
     const refused = await infer(http, "NoRestart", [1]);
-    assert.notEqual(refused.status, 200);
+    assert.equal(refused.status, 503);
     assert.match(
       refused.body.error!,
-      engine === "builtin"
-        ? /Model 'NoRestart' version 1 is not ready: no instance is alive/
-        : /Instance 0 \(cpu\) of model 'NoRestart' is not available: its Worker crashed and could not be restarted/,
+      /Instance 0 \(cpu\) of model 'NoRestart' is not available: its Worker crashed and could not be restarted/,
     );
     assert.equal(await ready(http, "NoRestart"), false);
+  });
+
+  Deno.test(`workers on the ${engine} engine: a stream cancelled mid-way ends in its Worker first`, async () => {
+    const sab = new SharedArrayBuffer(12);
+    const flags = new Int32Array(sab);
+    await using triton = await startServer({
+      engine,
+      models: [{
+        modelName: "Steps",
+        inferFunc: workers(STEPS, { count: 1, data: sab }),
+        inputs: [{ name: "n", dtype: "int32", shape: [1] }],
+        outputs: [{ name: "i", dtype: "int32", shape: [1] }],
+        config: { decoupled: true, batching: false },
+      }],
+    });
+    const http = triton.urls.http!;
+    const controller = new AbortController();
+    const response = await fetch(`${http}/v2/models/Steps/generate_stream`, {
+      method: "POST",
+      body: '{"n":300}',
+      signal: controller.signal,
+    });
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes('"i":1,')) {
+      text += (await watchdog(reader.read(), "the first steps")).value ?? "";
+    }
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    // The next stream goes to the same Worker: it may start only once the cancelled one has
+    // ended there (its inputs stay valid until then).
+    const next = await watchdog(
+      fetch(`${http}/v2/models/Steps/generate_stream`, { method: "POST", body: '{"n":2}' })
+        .then((r) => r.text()),
+      "the next stream",
+    );
+    assert.equal(
+      next,
+      'data: {"i":0,"model_name":"Steps","model_version":"1"}\n\n' +
+        'data: {"i":1,"model_name":"Steps","model_version":"1"}\n\n',
+    );
+    assert.equal(Atomics.load(flags, 1), 1, "two streams ran at once in one Worker");
+    assert.equal(Atomics.load(flags, 2), 0, "a step found its input changed");
+    await until(() => Atomics.load(flags, 0) === 0, "no stream runs");
   });
 
   Deno.test(`workers on the ${engine} engine: a factory that throws fails bind`, async () => {
