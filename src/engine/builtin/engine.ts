@@ -30,7 +30,7 @@ import {
 import { renderMetrics } from "./metrics.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
-import { ModelScheduler, type SchedulerSink } from "./scheduler.ts";
+import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { ModelStatsRecorder, nsBetween } from "./statistics.ts";
 import { StreamChannel } from "./stream_channel.ts";
 import { warmupRequests } from "../warmup.ts";
@@ -567,8 +567,8 @@ export class BuiltinEngine implements Engine {
   ): { entry: ModelEntry; validated: ValidatedRequest } {
     this.#checkRunning(request.modelName);
     const entry = this.#lookup(request.modelName, request.modelVersion);
-    if (!entry.instances.some((instance) => instance.alive)) {
-      // The scheduler only dispatches to live instances: queueing now could wait forever.
+    if (entry.instances.every(isDown)) {
+      // Queued requests wait for a restarting instance, never for one that gave up.
       throw new InferenceError(
         `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
         { code: "UNAVAILABLE" },
