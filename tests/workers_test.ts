@@ -10,6 +10,7 @@ import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 
 const MODULE = new URL("./_workers/instance.ts", import.meta.url);
 const STEPS = new URL("./_workers/steps.ts", import.meta.url);
+const HANG = new URL("./_workers/hang.ts", import.meta.url);
 
 function model(name: string, inferFunc: BindOptions["inferFunc"]): BindOptions {
   return {
@@ -184,12 +185,46 @@ for (const engine of ENGINES) {
     await until(() => Atomics.load(flags, 0) === 0, "no stream runs");
   });
 
+  Deno.test(`workers on the ${engine} engine: Deno.exit() in a Worker fails its batch and restarts it`, async () => {
+    await using triton = await startServer({
+      engine,
+      models: [{
+        modelName: "Exits",
+        inferFunc: workers(HANG, { count: 1 }),
+        inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+        outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+        config: { maxBatchSize: 1 },
+      }],
+    });
+    const http = triton.urls.http!;
+    const sent = performance.now();
+    const exited = await watchdog(infer(http, "Exits", [1], { exit: true }), "the failed request");
+    const seconds = (performance.now() - sent) / 1000;
+    console.log(`${engine}: the request failed ${seconds.toFixed(2)} s after it was sent`);
+    assert.equal(exited.status, 503);
+    assert.equal(
+      exited.body.error,
+      "Instance 0 (cpu) of model 'Exits' crashed: it exited (Deno.exit() or close() in the Worker)",
+    );
+    // The next request waits for the restart (queued, on both engines) and succeeds.
+    const next = await watchdog(infer(http, "Exits", [2], { fast: true }), "the next request");
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    assert.deepEqual(output(next, "y"), [2]);
+  });
+
   Deno.test(`workers on the ${engine} engine: a factory that throws fails bind`, async () => {
     await using triton = await startServer({ engine });
     await assert.rejects(
       triton.bind(model("FailsToLoad", workers(MODULE, { count: 2 }))),
       /Instance \d \(cpu\) of model 'FailsToLoad' failed to load .*instance\.ts: Error: cannot load weights/,
     );
-    assert.equal(await ready(triton.urls.http!, "FailsToLoad"), false);
+    const http = triton.urls.http!;
+    assert.equal(await ready(http, "FailsToLoad"), false);
+    // The model never loaded: the server stays ready and lists nothing, on both engines alike.
+    const health = await fetch(`${http}/v2/health/ready`);
+    await health.body?.cancel();
+    assert.equal(health.status, 200);
+    const index = await fetch(`${http}/v2/repository/index`, { method: "POST", body: "{}" });
+    assert.deepEqual(await index.json(), []);
   });
 }

@@ -229,10 +229,14 @@ export class BuiltinEngine implements Engine {
     try {
       entry.instances = await model.instances.start(model);
     } catch (error) {
-      entry.state = "UNAVAILABLE";
-      entry.reason = error instanceof Error ? error.message : String(error);
+      // Like the Triton engine, where such a model never reaches the core's repository: no
+      // trace is left (readiness and the repository index are as before the attempt).
+      if (existing === undefined) versions.delete(model.version);
+      else versions.set(model.version, existing);
+      if (versions.size === 0) this.#models.delete(model.name);
+      const reason = error instanceof Error ? error.message : String(error);
       throw new InferenceError(
-        `Failed to load model '${model.name}' version ${model.version}: ${entry.reason}`,
+        `Failed to load model '${model.name}' version ${model.version}: ${reason}`,
         { code: "INTERNAL", cause: error },
       );
     }
