@@ -209,11 +209,19 @@ Deno.test({ name: "native engine: decoupled models stream through the core", ign
         yield requests.map((r) => ({ y: r.data.x! }));
       }], { decoupled: true }),
     );
-    const steps = [];
-    for await (const step of engine.inferStream(request([2]))) {
-      const y = step.outputs.get("y");
-      steps.push({ y: y === undefined ? [] : [...(y.data as Float32Array)], final: step.final });
-    }
+    const steps: { y: number[]; final: boolean }[] = [];
+    await watchdog(
+      (async () => {
+        for await (const step of engine.inferStream(request([2]))) {
+          const y = step.outputs.get("y");
+          steps.push({
+            y: y === undefined ? [] : [...(y.data as Float32Array)],
+            final: step.final,
+          });
+        }
+      })(),
+      "the stream",
+    );
     // Each response at once, then a flags-only final, like the built-in engine.
     assert.deepEqual(steps, [
       { y: [4], final: false },
