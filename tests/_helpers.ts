@@ -26,8 +26,25 @@ async function tritonCoreInstalled(): Promise<boolean> {
   }
 }
 
-/** The engines every conformance test runs on. */
+/**
+ * The engines every conformance test runs on: both when the Triton core is installed, else the
+ * built-in one. `DENOTRITON_TEST_ENGINES` (a comma-separated list, e.g. `triton`) narrows them,
+ * and then each one listed must be available.
+ */
 export const ENGINES: readonly EngineKind[] = await (async () => {
+  const asked = Deno.env.get("DENOTRITON_TEST_ENGINES");
+  if (asked !== undefined && asked !== "") {
+    const engines = asked.split(",").map((name) => name.trim()) as EngineKind[];
+    for (const engine of engines) {
+      if (engine !== "builtin" && engine !== "triton") {
+        throw new Error(`DENOTRITON_TEST_ENGINES: unknown engine '${engine}'`);
+      }
+      if (engine === "triton" && !await tritonCoreInstalled()) {
+        throw new Error("DENOTRITON_TEST_ENGINES asks for the Triton core, which is not installed");
+      }
+    }
+    return engines;
+  }
   const engines: EngineKind[] = ["builtin"];
   if (await tritonCoreInstalled()) engines.push("triton");
   else if (PEERS_REQUIRED) {

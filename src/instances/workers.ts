@@ -1,8 +1,8 @@
 /**
  * Model instances in Deno Workers: one Worker per instance, pinned to a device, loading the
  * user's instance module once and running one batch at a time. Tensors cross without
- * structured-clone copies (see `worker_protocol.ts`); a Worker that crashes fails its in-flight
- * batch and is restarted a bounded number of times.
+ * structured-clone copies (see `worker_protocol.ts`); a Worker that crashes or exits fails its
+ * in-flight batch and is restarted a bounded number of times.
  *
  * @module
  */
@@ -728,6 +728,15 @@ export class WorkerInstances implements InstanceProvider {
  * Worker (the caller's view is detached), and outputs likewise come back by transfer, so a
  * callable must not keep using an array it returned (return `constant.slice()` for constants).
  * With the Triton engine the Worker reads inputs in place from the core's memory.
+ *
+ * Faults: a Worker that throws an uncaught error, calls `Deno.exit()` or `self.close()` fails its
+ * batch with UNAVAILABLE and is restarted (`maxRestarts` times in a row); batches sent meanwhile
+ * wait for the restart. A batch that outlives the model's `executionTimeoutS` fails at once, and
+ * the Worker is asked to exit and then restarted. Limits of Deno 2.9: a Worker that runs out of
+ * memory aborts the whole process (Web Workers take no heap limit, and `--v8-flags` limits apply
+ * to every isolate without making the failure survivable); and a Worker stuck in synchronous code
+ * cannot be stopped (`Worker.terminate()` waits for it to return to its event loop), so its
+ * instance stays busy until then.
  *
  * @param module The instance module (URL, or a path relative to the working directory).
  * @param options Devices or count, permissions, restarts, data.
