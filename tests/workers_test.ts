@@ -108,6 +108,17 @@ for (const engine of ENGINES) {
     const crashed = await infer(http, "Crashy", [1], { crash: true });
     assert.notEqual(crashed.status, 200);
     assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'Crashy' crashed: .*boom/);
+    // Requests sent while the restart is pending wait for it (no 503 burst).
+    const meanwhile = await watchdog(
+      Promise.all([1, 2, 3, 4].map((v) => infer(http, "Crashy", [v]))),
+      "the requests sent during the restart",
+    );
+    assert.deepEqual(meanwhile.map((answer) => [answer.status, output(answer, "y")]), [
+      [200, [2]],
+      [200, [4]],
+      [200, [6]],
+      [200, [8]],
+    ]);
     await until(() => ready(http, "Crashy"), "the instance is restarted");
     const after = await infer(http, "Crashy", [3]);
     assert.equal(after.status, 200, JSON.stringify(after.body));
