@@ -255,6 +255,7 @@ class WorkerInstance implements ModelInstance {
     // watch channel closes when its thread ends. An error event, if one comes, names the cause
     // better, so it is given a moment to arrive first.
     life.watch.on("close", () => {
+      if (life.ended) return; // closed by #end itself
       setTimeout(() => this.#crashed(life, "it exited (Deno.exit() or close() in the Worker)"), 10);
     });
     // Started (only a started port learns that its other end closed) but not keeping the
