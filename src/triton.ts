@@ -18,9 +18,9 @@ import {
   type TritonConfig,
 } from "./config/triton_config.ts";
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
-import type { CacheConfig } from "./engine/native/engine.ts";
-import { createEngine, type EngineChoice, type EngineOptions } from "./engine/select.ts";
+import { createEngine, type EngineChoice } from "./engine/select.ts";
 import {
+  TritonBadParameterError,
   TritonInvalidOperationError,
   type TritonUnrecoverableError,
   TritonValidationError,
@@ -32,6 +32,15 @@ import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
 import { Logger } from "./log.ts";
+import {
+  engineOptionsOf,
+  facadeOptionsOf,
+  grpcOptionsOf,
+  httpOptionsOf,
+  loggerOptionsOf,
+  metricsOptionsOf,
+  readGrpcTls,
+} from "./wiring.ts";
 
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 
@@ -111,32 +120,6 @@ export interface TritonUrls {
 }
 
 const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
-
-/**
- * Turns Triton's `--cache-config` entries (`<cache>,<key>=<value>`) into one cache config; Triton
- * allows a single cache per server.
- */
-function parseCacheConfig(entries: readonly string[]): CacheConfig | undefined {
-  let cache: CacheConfig | undefined;
-  for (const entry of entries) {
-    const [name, setting] = entry.split(",", 2) as [string, string | undefined];
-    if (cache !== undefined && cache.name !== name) {
-      throw new TritonValidationError(
-        `Invalid cacheConfig: only one cache is allowed, got '${cache.name}' and '${name}'`,
-      );
-    }
-    cache ??= { name, config: {} };
-    if (setting === undefined) continue;
-    const equals = setting.indexOf("=");
-    if (equals < 1) {
-      throw new TritonValidationError(
-        `Invalid cacheConfig entry '${entry}': expected <cache>,<setting>=<value>`,
-      );
-    }
-    cache.config[setting.slice(0, equals)] = setting.slice(equals + 1);
-  }
-  return cache;
-}
 
 function isInstanceProvider(value: unknown): value is InstanceProvider {
   return typeof value === "object" && value !== null && "start" in value && "count" in value &&
@@ -250,7 +233,8 @@ export class Triton implements AsyncDisposable {
    * @returns A promise that settles when the model is loaded (at once when not running).
    * @throws {TritonValidationError} For an invalid name, tensor spec or callable.
    * @throws {TritonInvalidOperationError} When the name and version are bound already.
-   * @throws {TritonBadParameterError} For an invalid model config.
+   * @throws {TritonBadParameterError} For an invalid model config, or `responseCache` on a
+   *   server without a response cache (`responseCacheByteSize` or `cacheConfig`).
    */
   bind(options: BindOptions): Promise<void> {
     const name = options.modelName;
@@ -277,8 +261,13 @@ export class Triton implements AsyncDisposable {
     if (this.#state === "stopping") {
       throw new TritonInvalidOperationError(`Cannot bind model '${name}': the server is stopping`);
     }
-    const instances = this.#instancesOf(name, options.inferFunc);
     const config = resolveModelConfig(options.config);
+    if (config.responseCache && !facadeOptionsOf(this.#config!).responseCache) {
+      throw new TritonBadParameterError(
+        `Cannot bind model '${name}': responseCache is on but the server has no response cache (set responseCacheByteSize or a cacheConfig entry)`,
+      );
+    }
+    const instances = this.#instancesOf(name, options.inferFunc);
     const model: ModelDefinition = {
       name,
       version,
@@ -370,63 +359,58 @@ export class Triton implements AsyncDisposable {
 
   async #start(): Promise<void> {
     const config = this.#config!;
-    const loggerOptions: ConstructorParameters<typeof Logger>[0] = {
-      verbose: config.logVerbose,
-      prefix: config.id,
-    };
-    if (config.logFile !== undefined) loggerOptions.file = config.logFile;
-    const logger = this.#logger = new Logger(loggerOptions);
+    const plan = facadeOptionsOf(config);
+    const logger = this.#logger = new Logger(loggerOptionsOf(config));
     if (config.logVerbose > 0) {
       logger.warn(
         `Verbose logging is on (logVerbose=${config.logVerbose}): it costs inference throughput`,
       );
     }
-    const engineOptions: EngineOptions = {
-      id: config.id,
-      strictReadiness: config.strictReadiness,
-      exitTimeoutSecs: config.exitTimeoutSecs,
+    this.#engine = await createEngine(this.#options.engine ?? "auto", {
+      ...engineOptionsOf(config),
       logger,
-      responseCacheByteSize: config.responseCacheByteSize,
-      logVerbose: config.logVerbose,
       onUnrecoverable: (error) => this.#onUnrecoverable(error),
-    };
-    const cacheConfig = parseCacheConfig(config.cacheConfig);
-    if (cacheConfig) engineOptions.cacheConfig = cacheConfig;
-    if (config.logFile !== undefined) engineOptions.logFile = config.logFile;
-    this.#engine = await createEngine(this.#options.engine ?? "auto", engineOptions);
+    });
     await this.#engine.start();
-    for (const model of this.#models.values()) await this.#load(model);
+    for (const [key, model] of this.#models) {
+      try {
+        await this.#load(model);
+      } catch (error) {
+        if (plan.exitOnError) throw error;
+        this.#models.delete(key);
+        logger.error(
+          `Model '${model.name}' version ${model.version} failed to load; serving the other models (exitOnError is false): ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+        );
+      }
+    }
     const accessCheck = httpAccessCheck(this.#security);
-    if (config.allowHttp) {
+    if (plan.http) {
       this.#http = await HttpFrontend.start(this.#engine, {
-        hostname: config.httpAddress,
-        port: config.httpPort,
-        maxRequestBytes: config.maxRequestBytes,
+        ...httpOptionsOf(config),
         logger,
         ...(accessCheck === undefined ? {} : { accessCheck }),
-        ...(config.httpHeaderForwardPattern === undefined
-          ? {}
-          : { headerForwardPattern: config.httpHeaderForwardPattern }),
       });
       logger.info(`HTTP/REST (KServe v2) listening at ${this.#http.url}`);
     }
-    if (config.allowGrpc) {
+    if (plan.grpc) {
+      const { tlsFiles, ...grpcOptions } = grpcOptionsOf(config);
       this.#grpc = await GrpcFrontend.start(this.#engine, {
-        address: config.grpcAddress,
-        port: config.grpcPort,
-        maxMessageBytes: config.grpcMaxMessageBytes,
+        ...grpcOptions,
         logger,
         security: this.#security,
-        ...(config.grpcHeaderForwardPattern === undefined
-          ? {}
-          : { headerForwardPattern: config.grpcHeaderForwardPattern }),
+        ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),
       });
-      logger.info(`gRPC (KServe v2) listening at ${this.#grpc.url}`);
+      logger.info(
+        `gRPC (KServe v2) listening at ${this.#grpc.url}${
+          tlsFiles === undefined ? "" : tlsFiles.checkClientCertificate ? " (mutual TLS)" : " (TLS)"
+        }`,
+      );
     }
-    if (config.allowMetrics) {
+    if (plan.metrics) {
       this.#metrics = await MetricsFrontend.start(this.#engine, {
-        hostname: config.metricsAddress,
-        port: config.metricsPort,
+        ...metricsOptionsOf(config),
         logger,
       });
       logger.info(`Metrics at ${this.#metrics.url}/metrics`);

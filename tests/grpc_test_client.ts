@@ -45,16 +45,35 @@ export async function rejectsWith(
   });
 }
 
+/** Options of {@linkcode TestGrpcClient}. */
+export interface TestGrpcClientOptions {
+  /** Channel credentials (default: cleartext). */
+  credentials?: grpc.ChannelCredentials;
+  /** Deadline of each unary call in ms, a watchdog (default: none). */
+  deadlineMs?: number;
+  /** Channel options, e.g. `grpc.ssl_target_name_override` (default: none). */
+  channelOptions?: grpc.ChannelOptions;
+}
+
 /** A test client of one server. */
 export class TestGrpcClient implements Disposable {
   #client: grpc.Client;
+  #deadlineMs: number | undefined;
 
-  /** @param server The server's port on 127.0.0.1, or its `grpc://host:port` URL. */
-  constructor(server: number | string) {
+  /**
+   * @param server The server's port on 127.0.0.1, or its `grpc://host:port` (or `grpcs://`) URL.
+   * @param options Credentials and a call deadline.
+   */
+  constructor(server: number | string, options: TestGrpcClientOptions = {}) {
     const address = typeof server === "number"
       ? `127.0.0.1:${server}`
-      : server.replace(/^grpc:\/\//, "");
-    this.#client = new grpc.Client(address, grpc.credentials.createInsecure());
+      : server.replace(/^grpcs?:\/\//, "");
+    this.#client = new grpc.Client(
+      address,
+      options.credentials ?? grpc.credentials.createInsecure(),
+      options.channelOptions ?? {},
+    );
+    this.#deadlineMs = options.deadlineMs;
   }
 
   /** Calls a unary RPC with raw request bytes and returns the raw response bytes. */
@@ -71,6 +90,7 @@ export class TestGrpcClient implements Disposable {
         (bytes: Buffer) => new Uint8Array(bytes),
         request,
         metadata,
+        this.#deadlineMs === undefined ? {} : { deadline: Date.now() + this.#deadlineMs },
         (error, response) => error ? reject(error) : resolve(response!),
       );
     });

@@ -41,10 +41,16 @@ interface Case {
 
 const INT32 = { name: "in_int32", datatype: "INT32", shape: [1, 2], data: [1, 2] };
 
-function withBinary(json: unknown, bytes: number[]): Pick<Case, "body" | "headers"> {
+function withBinary(
+  json: unknown,
+  bytes: ArrayLike<number>,
+): Pick<Case, "body" | "headers"> {
   const header = encoder.encode(JSON.stringify(json));
+  const body = new Uint8Array(header.byteLength + bytes.length);
+  body.set(header);
+  body.set(bytes, header.byteLength);
   return {
-    body: new Uint8Array([...header, ...bytes]),
+    body,
     headers: { "inference-header-content-length": String(header.byteLength) },
   };
 }
@@ -358,6 +364,130 @@ for (const engine of ENGINES) {
       assert.equal(response.status, status, `${method} ${path}`);
       assert.deepEqual(await response.json(), { error });
     }
+    await expectServing(server.url);
+  });
+}
+
+/** JSON text of an Identity request whose `data` is `data` (raw text, spliced in as is). */
+function rawDataRequest(name: string, datatype: string, shape: number[], data: string): string {
+  return `{"inputs":[{"name":"${name}","datatype":"${datatype}","shape":${
+    JSON.stringify(shape)
+  },"data":${data}}]}`;
+}
+
+const HOSTILE_CASES: Case[] = [
+  {
+    name: "data nested 100000 levels deep",
+    body: rawDataRequest(
+      "in_int32",
+      "INT32",
+      [1, 1],
+      "[".repeat(100_000) + "1" + "]".repeat(100_000),
+    ),
+    status: 400,
+    message:
+      /^Unable to parse 'data' of input 'in_int32': arrays are nested more than 64 levels deep$/,
+  },
+  {
+    name: "FP32 1e400 (beyond FP64, parsed as Infinity)",
+    body: rawDataRequest("in_float32", "FP32", [1, 2], "[1, 1e400]"),
+    status: 400,
+    message:
+      /^Unable to parse 'data' of input 'in_float32': element 1 is Infinity, expected a finite number within FP32 range \(about ±3.4028235e38\) for FP32$/,
+  },
+  {
+    name: "FP32 -1e39 (finite, beyond FP32)",
+    body: rawDataRequest("in_float32", "FP32", [1, 1], "[-1e39]"),
+    status: 400,
+    message:
+      /^Unable to parse 'data' of input 'in_float32': element 0 is -1e\+39, expected a finite number within FP32 range/,
+  },
+  {
+    name: "FP64 1e400",
+    body: rawDataRequest("in_float64", "FP64", [1, 1], "[1e400]"),
+    status: 400,
+    message:
+      /^Unable to parse 'data' of input 'in_float64': element 0 is Infinity, expected a finite number for FP64$/,
+  },
+  {
+    name: "a BYTES string that is not UTF-8",
+    body: new Uint8Array([
+      ...encoder.encode(rawDataRequest("in_bytes", "BYTES", [1, 1], '["ab')),
+      0xff,
+      0xfe,
+      ...encoder.encode('"]}]}'),
+    ]),
+    status: 400,
+    message:
+      /^Unable to parse the request JSON: the JSON text is not valid UTF-8 \(byte \d+ is 0xff\)$/,
+  },
+  {
+    name: "binary BYTES with far more elements than the shape",
+    // 4 MiB of empty elements (each a zero length prefix) for a one-element shape.
+    ...withBinary({
+      inputs: [{
+        name: "in_bytes",
+        datatype: "BYTES",
+        shape: [1, 1],
+        parameters: { binary_data_size: 4 << 20 },
+      }],
+    }, new Uint8Array(4 << 20)),
+    status: 400,
+    message:
+      /^Invalid binary data of input 'in_bytes': Invalid BYTES data: expected 1 element for the shape, found more \(4194300 bytes follow element 0\)$/,
+  },
+];
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer refuses deep, out-of-range, non-UTF-8 and overfull data with 400 [${engine}]`, async (t) => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    for (const entry of HOSTILE_CASES) {
+      await t.step(entry.name, async () => {
+        const response = await fetch(`${server.url}/v2/models/Identity/infer`, {
+          method: "POST",
+          body: entry.body,
+          headers: entry.headers ?? {},
+        });
+        const json = await response.json();
+        assert.equal(response.status, entry.status, JSON.stringify(json));
+        assert.match(json.error, entry.message);
+        await expectServing(server.url);
+      });
+    }
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer answers a gzip bomb 413 and health probes meanwhile [${engine}]`, async () => {
+    const limit = 16 << 20;
+    await using server = await startHttpServer(engine, [IDENTITY], { maxRequestBytes: limit });
+    // 512 MiB of zeros, about 512 KiB of gzip, compressed as a stream.
+    let left = 512 << 20;
+    const block = new Uint8Array(1 << 20);
+    const zeros = new ReadableStream<Uint8Array<ArrayBuffer>>({
+      pull(controller): void {
+        if (left <= 0) return controller.close();
+        controller.enqueue(block);
+        left -= block.byteLength;
+      },
+    });
+    const bomb = await new Response(zeros.pipeThrough(new CompressionStream("gzip"))).bytes();
+    assert.ok(bomb.byteLength < limit);
+    const answered = fetch(`${server.url}/v2/models/Identity/infer`, {
+      method: "POST",
+      body: bomb,
+      headers: { "content-encoding": "gzip" },
+    });
+    const probes = await Promise.all(
+      [0, 1, 2].map(() => fetch(`${server.url}/v2/health/live`).then((r) => r.status)),
+    );
+    assert.deepEqual(probes, [200, 200, 200]);
+    const response = await answered;
+    assert.equal(response.status, 413);
+    assert.equal(
+      (await response.json()).error,
+      `Request body too large: the decompressed body exceeds the limit of ${limit} bytes`,
+    );
     await expectServing(server.url);
   });
 }

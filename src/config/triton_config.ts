@@ -2,10 +2,12 @@
  * The server configuration: addresses, ports, endpoints, logging, limits and Triton's cache,
  * metrics and trace settings. Mirrors PyTriton's `TritonConfig` with camelCase names.
  *
- * {@linkcode resolveTritonConfig} merges four sources field by field, highest first: the `config`
- * argument, `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables, a YAML file (named by the
- * `configFile` option or `DENOTRITON_CONFIG_FILE`), and the defaults. Every source is validated
- * with zod; an error names the field and the source.
+ * {@linkcode resolveTritonConfig} merges five sources field by field, highest first: the `config`
+ * argument, `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables, PyTriton's
+ * `PYTRITON_TRITON_CONFIG_<FIELD>` ones, a YAML file (named by the `configFile` option or
+ * `DENOTRITON_CONFIG_FILE`), and the defaults. Every source is validated with zod; an error names
+ * the field and the source. {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server
+ * reads each field, or why a field accepts only its default.
  *
  * @module
  */
@@ -15,9 +17,12 @@ import { TritonValidationError } from "../errors.ts";
 import {
   type EnvFieldKind,
   envNameOf,
+  PYTRITON_CONFIG_ENV_PREFIX,
   readTritonConfigEnv,
+  TRITON_CONFIG_ENV_PREFIX,
   TRITON_CONFIG_FILE_ENV,
 } from "./triton_config_env.ts";
+import { metricsSettingProblem } from "./metrics_config.ts";
 import { readTritonConfigFile } from "./triton_config_file.ts";
 
 /** Compression level of gRPC inference responses. */
@@ -25,18 +30,22 @@ export type GrpcCompressionLevel = "none" | "low" | "medium" | "high";
 
 /**
  * Server configuration. Every field is optional; {@linkcode resolveTritonConfig} fills in the
- * defaults.
+ * defaults. Each field says what it does on the Triton engine (the core) and on the built-in
+ * engine; a value DenoTriton cannot honour is refused with an error naming the field, never
+ * ignored.
  */
 export interface TritonConfig {
   /**
-   * Server identifier reported by the server metadata endpoint.
+   * Server identifier reported by the server metadata endpoint and prefixed to log lines. Both
+   * engines.
    *
    * @default {"triton"}
    */
   id?: string;
   /**
-   * Directory of the model repository the native engine writes model configs to; unset lets
-   * the engine use a temporary directory.
+   * Not supported, so any value is refused: models come from `triton.bind()`, and the Triton
+   * engine writes their generated configs to a temporary repository of its own. (PyTriton's
+   * `model_repository` is the same internal directory.)
    *
    * @default {undefined}
    */
@@ -96,56 +105,73 @@ export interface TritonConfig {
    */
   allowMetrics?: boolean;
   /**
-   * Report CPU metrics.
+   * Report CPU utilization and memory (`nv_cpu_utilization`, `nv_cpu_memory_total_bytes`,
+   * `nv_cpu_memory_used_bytes`). The Triton engine's core polls them; the built-in engine reads
+   * the same `/proc/stat` and `/proc/meminfo` with the same formulas (Linux only; it needs
+   * `--allow-read=/proc/stat,/proc/meminfo`, and refuses to start without). Off by default,
+   * unlike `tritonserver`, so that a server needs no `/proc` access unless asked. The core's
+   * metrics are process-wide: once a Triton-engine server in a process turned them on, later
+   * ones in that process report them too.
    *
-   * @default {true}
+   * @default {false}
    */
   allowCpuMetrics?: boolean;
   /**
-   * Report GPU metrics (native engine).
+   * Report GPU metrics (`nv_gpu_*`, through DCGM). The Triton engine passes it to the core,
+   * which only warns on a host without GPUs; the built-in engine has no GPU metrics and refuses
+   * `true`. Off by default, unlike `tritonserver`, because DenoTriton's models run on the CPU.
    *
-   * @default {true}
+   * @default {false}
    */
   allowGpuMetrics?: boolean;
   /**
-   * How often polled metrics (CPU, GPU) are refreshed, in milliseconds.
+   * How often CPU and GPU metrics are refreshed, in milliseconds. The Triton engine's core polls
+   * at this interval; the built-in engine reads `/proc` again on a scrape when its last reading
+   * is this old.
    *
    * @default {2000}
    */
   metricsIntervalMs?: number;
   /**
-   * Triton metrics settings, each `<setting>=<value>` or `<group>,<setting>=<value>`, e.g.
-   * `summary_latencies=true`.
+   * Triton metrics settings, `<setting>=<value>`: `counter_latencies=<bool>`,
+   * `histogram_latencies=<bool>`, `summary_latencies=<bool>` and
+   * `summary_quantiles=<quantile>:<error>,...` (the four settings Triton 2.51 reads; any other
+   * entry is refused). The Triton engine hands them to the core. The built-in engine honours
+   * `counter_latencies` and refuses to start with histograms, summaries or quantiles.
    *
    * @default {[]}
    */
   metricsConfig?: readonly string[];
   /**
-   * Log verbosity; 0 logs info, warnings and errors only.
+   * Log verbosity; 0 logs info, warnings and errors only. Both engines; the Triton engine sets
+   * the core's verbose level too.
    *
    * @default {0}
    */
   logVerbose?: number;
   /**
-   * A file to append log lines to instead of stderr.
+   * A file to append log lines to instead of stderr; the Triton engine sends the core's log
+   * there too.
    *
    * @default {undefined}
    */
   logFile?: string;
   /**
-   * Seconds in-flight requests get to finish when the server stops.
+   * Seconds in-flight requests get to finish when the server stops. Both engines.
    *
    * @default {30}
    */
   exitTimeoutSecs?: number;
   /**
-   * Fail start-up when a model fails to load.
+   * Whether a model that fails to load while the server starts fails the start. With `false`,
+   * `run()` logs the failure and serves the models that did load (the failed one answers as
+   * not ready). Both engines; the Triton engine sets the core's `--exit-on-error` too.
    *
    * @default {true}
    */
   exitOnError?: boolean;
   /**
-   * `/v2/health/ready` reports ready only when every model is ready.
+   * `/v2/health/ready` reports ready only when every model is ready. Both engines.
    *
    * @default {true}
    */
@@ -166,26 +192,31 @@ export interface TritonConfig {
   grpcHeaderForwardPattern?: string;
   /**
    * Byte size of the local response cache; 0 turns it off. Unset takes the size from a
-   * `local,size=<bytes>` entry of `cacheConfig`.
+   * `local,size=<bytes>` entry of `cacheConfig`. Both engines. A model bound with
+   * `responseCache: true` while the server has no cache is refused by `bind()`.
    *
    * @default {0}
    */
   responseCacheByteSize?: number;
   /**
-   * Triton cache settings, each `<cache>,<setting>=<value>`, e.g. `local,size=1048576`.
+   * Triton cache settings, each `<cache>,<setting>=<value>`, e.g. `local,size=1048576`. The
+   * Triton engine hands them to the core (its wheel ships only the `local` cache); the built-in
+   * engine has only `local,size=` and refuses to start with any other cache or setting.
    *
    * @default {[]}
    */
   cacheConfig?: readonly string[];
   /**
-   * Triton trace settings, each `<setting>=<value>` or `<mode>,<setting>=<value>`, e.g.
-   * `rate=1` or `opentelemetry,url=http://localhost:4318/v1/traces`.
+   * Not supported: DenoTriton does not trace requests, so any entry is refused (an empty list
+   * is accepted).
    *
    * @default {[]}
    */
   traceConfig?: readonly string[];
   /**
-   * Largest HTTP request body accepted, in bytes.
+   * Largest HTTP request body accepted, in bytes, both as received and after
+   * `Content-Encoding` decompression (which stops as soon as it passes the limit). Larger
+   * bodies are answered 413.
    *
    * @default {67108864}
    */
@@ -197,67 +228,158 @@ export interface TritonConfig {
    */
   grpcMaxMessageBytes?: number;
   /**
-   * Compression of gRPC inference responses.
+   * Compression of gRPC inference responses. Only `"none"` is supported: grpc-js, which serves
+   * gRPC, does not compress responses, so any other level is refused.
    *
    * @default {"none"}
    */
   grpcInferResponseCompressionLevel?: GrpcCompressionLevel;
   /**
-   * Interval of gRPC keepalive pings, in milliseconds.
+   * Interval of the gRPC server's keepalive pings, in milliseconds (grpc-js
+   * `grpc.keepalive_time_ms`).
    *
    * @default {7200000}
    */
   grpcKeepaliveTime?: number;
   /**
-   * How long to wait for a keepalive ping's answer, in milliseconds.
+   * How long the gRPC server waits for a keepalive ping's answer before it drops the
+   * connection, in milliseconds (grpc-js `grpc.keepalive_timeout_ms`).
    *
    * @default {20000}
    */
   grpcKeepaliveTimeout?: number;
   /**
-   * Send keepalive pings on connections without calls.
+   * Send keepalive pings on connections without calls. grpc-js pings every connection,
+   * busy or idle, so only `true` is supported and `false` is refused; that is why the default
+   * differs from `tritonserver`'s `false`.
    *
-   * @default {false}
+   * @default {true}
    */
   grpcKeepalivePermitWithoutCalls?: boolean;
   /**
-   * Serve gRPC over TLS; needs `grpcServerCert` and `grpcServerKey`.
+   * Serve gRPC over TLS; needs `grpcServerCert` and `grpcServerKey`. Cleartext clients are
+   * refused.
    *
    * @default {false}
    */
   grpcUseSsl?: boolean;
   /**
-   * Serve gRPC over mutual TLS (clients present certificates); needs `grpcServerCert`,
-   * `grpcServerKey` and `grpcRootCert`. Takes precedence over `grpcUseSsl`.
+   * Serve gRPC over mutual TLS: clients must present a certificate signed by `grpcRootCert`.
+   * Needs `grpcServerCert`, `grpcServerKey` and `grpcRootCert`. Takes precedence over
+   * `grpcUseSsl`. Client certificates must be X.509 v3.
    *
    * @default {false}
    */
   grpcUseSslMutual?: boolean;
   /**
-   * Path of the gRPC server's PEM certificate chain.
+   * Path of the gRPC server's PEM certificate chain (read when the server starts).
    *
    * @default {undefined}
    */
   grpcServerCert?: string;
   /**
-   * Path of the gRPC server's PEM private key.
+   * Path of the gRPC server's PEM private key (read when the server starts).
    *
    * @default {undefined}
    */
   grpcServerKey?: string;
   /**
-   * Path of the PEM root certificates that client certificates are checked against.
+   * Path of the PEM root certificates that client certificates are checked against (read when
+   * the server starts; used with `grpcUseSslMutual`).
    *
    * @default {undefined}
    */
   grpcRootCert?: string;
 }
 
+/** The parts of the server that act on {@linkcode TritonConfig} fields. */
+export type TritonConfigConsumer = "facade" | "logger" | "engine" | "http" | "grpc" | "metrics";
+
+/** What happens to one {@linkcode TritonConfig} field. */
+export type TritonConfigFieldUse =
+  | {
+    /** The parts of the server that read the field. */
+    readonly consumers: readonly TritonConfigConsumer[];
+  }
+  | {
+    /** The one value accepted (the default); any other is refused. */
+    readonly accepts: unknown;
+    /** Why other values are refused, completing "<field> is not supported: ...". */
+    readonly refused: string;
+  };
+
+/**
+ * Every {@linkcode TritonConfig} field and what happens to it: the parts of the server that
+ * read it, or the one value accepted and why any other is refused. A test checks that this
+ * table names every field of the schema and that each consumer really reads its fields.
+ *
+ * @example Read and refused fields
+ * ```ts
+ * import { TRITON_CONFIG_FIELD_USES } from "./triton_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(TRITON_CONFIG_FIELD_USES.grpcUseSsl, { consumers: ["grpc"] });
+ * assert.deepEqual(TRITON_CONFIG_FIELD_USES.traceConfig, {
+ *   accepts: [],
+ *   refused: "DenoTriton does not trace requests",
+ * });
+ * ```
+ */
+export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, TritonConfigFieldUse>> =
+  {
+    id: { consumers: ["logger", "engine"] },
+    modelRepository: {
+      accepts: undefined,
+      refused:
+        "models come from triton.bind(), and the Triton engine keeps their configs in a temporary repository",
+    },
+    httpAddress: { consumers: ["http"] },
+    httpPort: { consumers: ["http"] },
+    grpcAddress: { consumers: ["grpc"] },
+    grpcPort: { consumers: ["grpc"] },
+    metricsAddress: { consumers: ["metrics"] },
+    metricsPort: { consumers: ["metrics"] },
+    allowHttp: { consumers: ["facade"] },
+    allowGrpc: { consumers: ["facade"] },
+    allowMetrics: { consumers: ["facade"] },
+    allowCpuMetrics: { consumers: ["engine"] },
+    allowGpuMetrics: { consumers: ["engine"] },
+    metricsIntervalMs: { consumers: ["engine"] },
+    metricsConfig: { consumers: ["engine"] },
+    logVerbose: { consumers: ["logger", "engine"] },
+    logFile: { consumers: ["logger", "engine"] },
+    exitTimeoutSecs: { consumers: ["engine"] },
+    exitOnError: { consumers: ["facade", "engine"] },
+    strictReadiness: { consumers: ["engine"] },
+    httpHeaderForwardPattern: { consumers: ["http"] },
+    grpcHeaderForwardPattern: { consumers: ["grpc"] },
+    responseCacheByteSize: { consumers: ["engine"] },
+    cacheConfig: { consumers: ["facade", "engine"] },
+    traceConfig: { accepts: [], refused: "DenoTriton does not trace requests" },
+    maxRequestBytes: { consumers: ["http"] },
+    grpcMaxMessageBytes: { consumers: ["grpc"] },
+    grpcInferResponseCompressionLevel: {
+      accepts: "none",
+      refused: "grpc-js, which serves gRPC, does not compress responses",
+    },
+    grpcKeepaliveTime: { consumers: ["grpc"] },
+    grpcKeepaliveTimeout: { consumers: ["grpc"] },
+    grpcKeepalivePermitWithoutCalls: {
+      accepts: true,
+      refused: "grpc-js sends keepalive pings on idle connections too",
+    },
+    grpcUseSsl: { consumers: ["grpc"] },
+    grpcUseSslMutual: { consumers: ["grpc"] },
+    grpcServerCert: { consumers: ["grpc"] },
+    grpcServerKey: { consumers: ["grpc"] },
+    grpcRootCert: { consumers: ["grpc"] },
+  };
+
 /** A {@linkcode TritonConfig} with every default applied. */
 export interface ResolvedTritonConfig {
   /** Server identifier. */
   readonly id: string;
-  /** Model repository directory of the native engine, if set. */
+  /** Always `undefined`: the field is refused. */
   readonly modelRepository: string | undefined;
   /** HTTP address. */
   readonly httpAddress: string;
@@ -306,19 +428,19 @@ export interface ResolvedTritonConfig {
    * above 0.
    */
   readonly cacheConfig: readonly string[];
-  /** Triton trace settings. */
+  /** Always empty: tracing is refused. */
   readonly traceConfig: readonly string[];
   /** HTTP body limit in bytes. */
   readonly maxRequestBytes: number;
   /** gRPC message limit in bytes. */
   readonly grpcMaxMessageBytes: number;
-  /** gRPC response compression. */
+  /** Always `"none"`: response compression is refused. */
   readonly grpcInferResponseCompressionLevel: GrpcCompressionLevel;
   /** gRPC keepalive interval in milliseconds. */
   readonly grpcKeepaliveTime: number;
   /** gRPC keepalive answer timeout in milliseconds. */
   readonly grpcKeepaliveTimeout: number;
-  /** Keepalive pings without calls. */
+  /** Always `true`: grpc-js pings idle connections too. */
   readonly grpcKeepalivePermitWithoutCalls: boolean;
   /** gRPC over TLS. */
   readonly grpcUseSsl: boolean;
@@ -390,6 +512,16 @@ const pattern = field(
 );
 const SETTING_DESCRIPTION = `a "<group>,<setting>=<value>" or "<setting>=<value>" string`;
 const settings = field("settings", z.array(z.string().regex(SETTING)), "a list of strings");
+const metricsSettings = field(
+  "settings",
+  z.array(
+    z.string().regex(SETTING).superRefine((entry, context) => {
+      const problem = metricsSettingProblem(entry);
+      if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+    }),
+  ),
+  "a list of strings",
+);
 
 const FIELDS = {
   id: nonEmptyString,
@@ -406,7 +538,7 @@ const FIELDS = {
   allowCpuMetrics: flag,
   allowGpuMetrics: flag,
   metricsIntervalMs: positive,
-  metricsConfig: settings,
+  metricsConfig: metricsSettings,
   logVerbose: nonNegative,
   logFile: nonEmptyString,
   exitTimeoutSecs: nonNegative,
@@ -477,8 +609,8 @@ const DEFAULTS: Defaults = {
   allowHttp: true,
   allowGrpc: true,
   allowMetrics: true,
-  allowCpuMetrics: true,
-  allowGpuMetrics: true,
+  allowCpuMetrics: false,
+  allowGpuMetrics: false,
   metricsIntervalMs: 2000,
   metricsConfig: [],
   logVerbose: 0,
@@ -496,7 +628,7 @@ const DEFAULTS: Defaults = {
   grpcInferResponseCompressionLevel: "none",
   grpcKeepaliveTime: 7_200_000,
   grpcKeepaliveTimeout: 20_000,
-  grpcKeepalivePermitWithoutCalls: false,
+  grpcKeepalivePermitWithoutCalls: true,
   grpcUseSsl: false,
   grpcUseSslMutual: false,
   grpcServerCert: undefined,
@@ -508,6 +640,8 @@ const DEFAULTS: Defaults = {
 interface Layer {
   /** Higher wins. */
   rank: number;
+  /** Whether the values come from environment variables (strings converted by kind). */
+  env?: boolean;
   values: Partial<Record<FieldName, unknown>>;
   /** Where a field (or one element of a list field) came from, for messages. */
   sourceOf(field: string, index?: number): string;
@@ -521,7 +655,13 @@ interface Layer {
  * `DENOTRITON_TRITON_CONFIG_HTTP_PORT=9000`. Booleans take `true/false/1/0/yes/no/on/off` (any
  * case); integers must be plain decimal. A list takes one comma-separated variable
  * (`DENOTRITON_TRITON_CONFIG_CACHE_CONFIG=local,size=1048576`) or indexed variables
- * (`..._CACHE_CONFIG_0`, `..._CACHE_CONFIG_1`; they win over the plain one).
+ * (`..._CACHE_CONFIG_0`, `..._CACHE_CONFIG_1`; they win over the plain one). PyTriton's
+ * `PYTRITON_TRITON_CONFIG_<FIELD>` variables are read the same way as aliases, below the
+ * `DENOTRITON_` ones; one naming a field DenoTriton lacks is an error, like an unknown
+ * `DENOTRITON_` variable.
+ *
+ * A field DenoTriton cannot honour (see {@linkcode TRITON_CONFIG_FIELD_USES}) accepts only its
+ * default; another value is an error saying so.
  *
  * When both `responseCacheByteSize` and a `local,size=` entry of `cacheConfig` are set and
  * disagree, the one from the higher source wins; from the same source they are an error.
@@ -569,10 +709,11 @@ export function resolveTritonConfig(
   if (file !== undefined && file !== "") {
     layers.push({ rank: 1, values: readTritonConfigFile(file), sourceOf: () => file });
   }
-  layers.push(envLayer(env));
+  layers.push(envLayer(env, PYTRITON_CONFIG_ENV_PREFIX, 2));
+  layers.push(envLayer(env, TRITON_CONFIG_ENV_PREFIX, 3));
   if (options.config !== undefined) {
     layers.push({
-      rank: 3,
+      rank: 4,
       values: withoutUndefined(options.config),
       sourceOf: () => "the config argument",
     });
@@ -612,6 +753,18 @@ export function resolveTritonConfig(
     }
   }
 
+  for (const name of FIELD_NAMES) {
+    const use: TritonConfigFieldUse = TRITON_CONFIG_FIELD_USES[name];
+    const entry = merged.get(name);
+    if (!("refused" in use) || entry === undefined) continue;
+    if (JSON.stringify(entry.value) === JSON.stringify(use.accepts)) continue;
+    throw new TritonValidationError(
+      `Invalid TritonConfig from ${sourceOf(name)}: ${name} is not supported: ${use.refused} (got ${
+        show(entry.value)
+      })`,
+    );
+  }
+
   const cache = resolveCache(merged);
   const resolved: ResolvedTritonConfig = {
     ...DEFAULTS,
@@ -625,10 +778,11 @@ export function resolveTritonConfig(
   return Object.freeze(resolved);
 }
 
-function envLayer(env: Readonly<Record<string, string>>): Layer {
-  const { values, variables } = readTritonConfigEnv(env, ENV_KINDS);
+function envLayer(env: Readonly<Record<string, string>>, prefix: string, rank: number): Layer {
+  const { values, variables } = readTritonConfigEnv(env, ENV_KINDS, prefix);
   return {
-    rank: 2,
+    rank,
+    env: true,
     values,
     sourceOf(name: string, index?: number): string {
       const variable = variables[name];
@@ -675,7 +829,7 @@ function validate(layer: Layer): Partial<Record<FieldName, unknown>> {
         : `${name}[${index}] must be ${SETTING_DESCRIPTION}, got ${element}`;
     } else {
       let description = spec.description;
-      if (layer.rank === 2 && spec.kind === "boolean") {
+      if (layer.env === true && spec.kind === "boolean") {
         description += " (true, false, 1, 0, yes, no, on or off)";
       }
       message = `${name} must be ${description}, got ${show(value)}${detail}`;
@@ -736,7 +890,11 @@ function readProcessEnv(): Record<string, string> {
     }
     // Partial grants (--allow-env=NAME,...) cannot be listed, so try each known name.
     const env: Record<string, string> = {};
-    for (const name of [TRITON_CONFIG_FILE_ENV, ...FIELD_NAMES.map(envNameOf)]) {
+    const names = [TRITON_CONFIG_FILE_ENV];
+    for (const prefix of [TRITON_CONFIG_ENV_PREFIX, PYTRITON_CONFIG_ENV_PREFIX]) {
+      names.push(...FIELD_NAMES.map((name) => envNameOf(name, prefix)));
+    }
+    for (const name of names) {
       if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") {
         continue;
       }

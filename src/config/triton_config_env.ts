@@ -1,5 +1,6 @@
 /**
- * Reads `TritonConfig` fields from `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables.
+ * Reads `TritonConfig` fields from `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables, and
+ * from PyTriton's `PYTRITON_TRITON_CONFIG_<FIELD>` ones, which DenoTriton takes as aliases.
  *
  * Values are converted by field kind (booleans, strict integers, setting lists) but not
  * range-checked here: a value that cannot be converted stays a string, so the caller's schema
@@ -12,6 +13,12 @@ import { TritonValidationError } from "../errors.ts";
 
 /** Prefix of the environment variables holding `TritonConfig` fields. */
 export const TRITON_CONFIG_ENV_PREFIX = "DENOTRITON_TRITON_CONFIG_";
+
+/**
+ * Prefix of PyTriton's environment variables for the same fields (`PYTRITON_TRITON_CONFIG_HTTP_PORT`),
+ * read as aliases of the `DENOTRITON_TRITON_CONFIG_` ones.
+ */
+export const PYTRITON_CONFIG_ENV_PREFIX = "PYTRITON_TRITON_CONFIG_";
 
 /** The environment variable naming a YAML `TritonConfig` file. */
 export const TRITON_CONFIG_FILE_ENV = "DENOTRITON_CONFIG_FILE";
@@ -43,18 +50,21 @@ const INDEXED = /^(.+)_(\d+)$/;
  * `DENOTRITON_TRITON_CONFIG_HTTP_PORT`.
  *
  * @param field A camelCase field name.
+ * @param prefix The prefix, {@linkcode TRITON_CONFIG_ENV_PREFIX} or
+ *   {@linkcode PYTRITON_CONFIG_ENV_PREFIX}.
  * @returns The variable name.
  *
  * @example
  * ```ts
- * import { envNameOf } from "./triton_config_env.ts";
+ * import { envNameOf, PYTRITON_CONFIG_ENV_PREFIX } from "./triton_config_env.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(envNameOf("grpcMaxMessageBytes"), "DENOTRITON_TRITON_CONFIG_GRPC_MAX_MESSAGE_BYTES");
+ * assert.equal(envNameOf("httpPort", PYTRITON_CONFIG_ENV_PREFIX), "PYTRITON_TRITON_CONFIG_HTTP_PORT");
  * ```
  */
-export function envNameOf(field: string): string {
-  return TRITON_CONFIG_ENV_PREFIX + field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+export function envNameOf(field: string, prefix: string = TRITON_CONFIG_ENV_PREFIX): string {
+  return prefix + field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 }
 
 /**
@@ -139,12 +149,15 @@ export function splitEnvSettings(text: string): string[] {
 }
 
 /**
- * Reads every `DENOTRITON_TRITON_CONFIG_*` variable of `env`. A list field takes either one
- * comma-separated variable or indexed variables `<NAME>_0`, `<NAME>_1`, ... (ordered by index,
- * gaps dropped); when both are given, the indexed ones win.
+ * Reads every `DENOTRITON_TRITON_CONFIG_*` variable of `env` (or every variable with another
+ * prefix). A list field takes either one comma-separated variable or indexed variables
+ * `<NAME>_0`, `<NAME>_1`, ... (ordered by index, gaps dropped); when both are given, the indexed
+ * ones win.
  *
  * @param env The environment, e.g. `Deno.env.toObject()`.
  * @param fields The kind of every known field, by camelCase name.
+ * @param prefix The variables' prefix; with {@linkcode PYTRITON_CONFIG_ENV_PREFIX}, a variable
+ *   naming a field DenoTriton lacks is refused with a message saying so.
  * @returns The converted values and the variable of each field.
  * @throws {TritonValidationError} A variable names no field, or gives one list index twice.
  *
@@ -168,16 +181,17 @@ export function splitEnvSettings(text: string): string[] {
 export function readTritonConfigEnv(
   env: Readonly<Record<string, string>>,
   fields: Readonly<Record<string, EnvFieldKind>>,
+  prefix: string = TRITON_CONFIG_ENV_PREFIX,
 ): TritonConfigEnv {
   const byVariable = new Map<string, string>();
-  for (const field of Object.keys(fields)) byVariable.set(envNameOf(field), field);
+  for (const field of Object.keys(fields)) byVariable.set(envNameOf(field, prefix), field);
 
   const values: Record<string, unknown> = {};
   const variables: Record<string, string | readonly string[]> = {};
   const indexed = new Map<string, Map<number, [string, string]>>();
 
   for (const [name, text] of Object.entries(env)) {
-    if (!name.startsWith(TRITON_CONFIG_ENV_PREFIX)) continue;
+    if (!name.startsWith(prefix)) continue;
     const field = byVariable.get(name);
     if (field !== undefined) {
       values[field] = convert(text, fields[field]!);
@@ -187,9 +201,12 @@ export function readTritonConfigEnv(
     const match = INDEXED.exec(name);
     const base = match ? byVariable.get(match[1]!) : undefined;
     if (match === null || base === undefined) {
+      const detail = prefix === TRITON_CONFIG_ENV_PREFIX
+        ? "unknown field"
+        : `DenoTriton has no such field (${prefix} variables are read as aliases of the ${TRITON_CONFIG_ENV_PREFIX} ones)`;
       throw new TritonValidationError(
-        `Invalid TritonConfig from environment variable ${name}: unknown field (names are ${TRITON_CONFIG_ENV_PREFIX} followed by a field in upper snake case, e.g. ${
-          envNameOf("httpPort")
+        `Invalid TritonConfig from environment variable ${name}: ${detail} (names are ${prefix} followed by a field in upper snake case, e.g. ${
+          envNameOf("httpPort", prefix)
         })`,
       );
     }

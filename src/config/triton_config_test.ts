@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { TritonValidationError } from "../errors.ts";
-import { resolveTritonConfig, type TritonConfig } from "./triton_config.ts";
+import {
+  resolveTritonConfig,
+  TRITON_CONFIG_FIELD_USES,
+  type TritonConfig,
+} from "./triton_config.ts";
 
 const P = "DENOTRITON_TRITON_CONFIG_";
 
@@ -37,8 +41,8 @@ Deno.test("resolveTritonConfig() applies every default", () => {
     allowHttp: true,
     allowGrpc: true,
     allowMetrics: true,
-    allowCpuMetrics: true,
-    allowGpuMetrics: true,
+    allowCpuMetrics: false,
+    allowGpuMetrics: false,
     metricsIntervalMs: 2000,
     metricsConfig: [],
     logVerbose: 0,
@@ -56,7 +60,7 @@ Deno.test("resolveTritonConfig() applies every default", () => {
     grpcInferResponseCompressionLevel: "none",
     grpcKeepaliveTime: 7200000,
     grpcKeepaliveTimeout: 20000,
-    grpcKeepalivePermitWithoutCalls: false,
+    grpcKeepalivePermitWithoutCalls: true,
     grpcUseSsl: false,
     grpcUseSslMutual: false,
     grpcServerCert: undefined,
@@ -179,40 +183,36 @@ Deno.test("resolveTritonConfig() reads env strings as they are", () => {
 Deno.test("resolveTritonConfig() reads comma-separated env lists", () => {
   const config = resolveTritonConfig({
     env: {
-      [`${P}CACHE_CONFIG`]: "local,size=1048576",
-      [`${P}TRACE_CONFIG`]: "rate=1, level=TIMESTAMPS,opentelemetry,url=http://h:4318/v1/traces",
-      [`${P}METRICS_CONFIG`]: "",
+      [`${P}CACHE_CONFIG`]: "local,size=1048576, redis,host=h,redis,port=6379",
+      [`${P}METRICS_CONFIG`]: "counter_latencies=false,summary_latencies=true",
+      [`${P}TRACE_CONFIG`]: "",
     },
   });
-  assert.deepEqual(config.cacheConfig, ["local,size=1048576"]);
-  assert.deepEqual(config.traceConfig, [
-    "rate=1",
-    "level=TIMESTAMPS",
-    "opentelemetry,url=http://h:4318/v1/traces",
-  ]);
-  assert.deepEqual(config.metricsConfig, []);
+  assert.deepEqual(config.cacheConfig, ["local,size=1048576", "redis,host=h", "redis,port=6379"]);
+  assert.deepEqual(config.metricsConfig, ["counter_latencies=false", "summary_latencies=true"]);
+  assert.deepEqual(config.traceConfig, []);
 });
 
 Deno.test("resolveTritonConfig() orders indexed env lists by index and prefers them", () => {
   const config = resolveTritonConfig({
     env: {
-      [`${P}TRACE_CONFIG_10`]: "opentelemetry,resource=service.name=a,b",
-      [`${P}TRACE_CONFIG_2`]: "level=TIMESTAMPS",
-      [`${P}TRACE_CONFIG`]: "rate=9",
-      [`${P}TRACE_CONFIG_0`]: "rate=1",
+      [`${P}METRICS_CONFIG_10`]: "summary_quantiles=0.5:0.05,0.9:0.01",
+      [`${P}METRICS_CONFIG_2`]: "summary_latencies=true",
+      [`${P}METRICS_CONFIG`]: "histogram_latencies=true",
+      [`${P}METRICS_CONFIG_0`]: "counter_latencies=false",
     },
   });
-  assert.deepEqual(config.traceConfig, [
-    "rate=1",
-    "level=TIMESTAMPS",
-    "opentelemetry,resource=service.name=a,b",
+  assert.deepEqual(config.metricsConfig, [
+    "counter_latencies=false",
+    "summary_latencies=true",
+    "summary_quantiles=0.5:0.05,0.9:0.01",
   ]);
   rejects(
     () =>
       resolveTritonConfig({
-        env: { [`${P}TRACE_CONFIG_1`]: "a=1", [`${P}TRACE_CONFIG_01`]: "b=2" },
+        env: { [`${P}CACHE_CONFIG_1`]: "a,b=1", [`${P}CACHE_CONFIG_01`]: "a,b=2" },
       }),
-    /^Invalid TritonConfig from environment variable DENOTRITON_TRITON_CONFIG_TRACE_CONFIG_0?1: index 1 of traceConfig is given twice \(also by DENOTRITON_TRITON_CONFIG_TRACE_CONFIG_0?1\)$/,
+    /^Invalid TritonConfig from environment variable DENOTRITON_TRITON_CONFIG_CACHE_CONFIG_0?1: index 1 of cacheConfig is given twice \(also by DENOTRITON_TRITON_CONFIG_CACHE_CONFIG_0?1\)$/,
   );
 });
 
@@ -551,4 +551,115 @@ Deno.test("resolveTritonConfig() names the env permission the YAML parser needs"
     );
     assert.equal(granted.stdout, "[7000,8001]", granted.stderr);
   });
+});
+
+Deno.test("TRITON_CONFIG_FIELD_USES names every field of the schema", () => {
+  const fields = Object.keys(resolveTritonConfig({ env: {} })).sort();
+  assert.deepEqual(Object.keys(TRITON_CONFIG_FIELD_USES).sort(), fields);
+  // Every listed field is one the schema takes (an unknown one would be refused as such).
+  for (const field of fields) {
+    const use = TRITON_CONFIG_FIELD_USES[field as keyof TritonConfig];
+    if ("refused" in use) continue;
+    assert.ok(use.consumers.length > 0, `${field} has no consumer`);
+  }
+});
+
+// A value each refused field refuses; a new refused field needs one here.
+const REFUSED_SAMPLES: Partial<Record<keyof TritonConfig, unknown>> = {
+  modelRepository: "/models",
+  traceConfig: ["rate=1"],
+  grpcInferResponseCompressionLevel: "high",
+  grpcKeepalivePermitWithoutCalls: false,
+};
+
+Deno.test("resolveTritonConfig() refuses values of fields DenoTriton cannot honour", () => {
+  const refused = Object.entries(TRITON_CONFIG_FIELD_USES)
+    .filter(([, use]) => "refused" in use).map(([field]) => field).sort();
+  assert.deepEqual(Object.keys(REFUSED_SAMPLES).sort(), refused);
+  for (const [field, value] of Object.entries(REFUSED_SAMPLES)) {
+    const use = TRITON_CONFIG_FIELD_USES[field as keyof TritonConfig] as { refused: string };
+    rejects(
+      () => resolveTritonConfig({ env: {}, config: { [field]: value } as TritonConfig }),
+      `Invalid TritonConfig from the config argument: ${field} is not supported: ${use.refused} (got ${
+        JSON.stringify(value)
+      })`,
+    );
+  }
+  // The accepted value (the default) passes from any source.
+  const config = resolveTritonConfig({
+    env: { [`${P}GRPC_KEEPALIVE_PERMIT_WITHOUT_CALLS`]: "true" },
+    config: { traceConfig: [], grpcInferResponseCompressionLevel: "none" },
+  });
+  assert.equal(config.grpcKeepalivePermitWithoutCalls, true);
+  rejects(
+    () => resolveTritonConfig({ env: { [`${P}TRACE_CONFIG`]: "rate=1,level=TIMESTAMPS" } }),
+    `Invalid TritonConfig from environment variable ${P}TRACE_CONFIG: traceConfig is not supported: DenoTriton does not trace requests (got ["rate=1","level=TIMESTAMPS"])`,
+  );
+  // A higher source giving the accepted value overrides a refused one below it.
+  assert.equal(
+    resolveTritonConfig({
+      env: { [`${P}GRPC_KEEPALIVE_PERMIT_WITHOUT_CALLS`]: "false" },
+      config: { grpcKeepalivePermitWithoutCalls: true },
+    }).grpcKeepalivePermitWithoutCalls,
+    true,
+  );
+});
+
+Deno.test("resolveTritonConfig() takes PyTriton's PYTRITON_TRITON_CONFIG_* variables as aliases", () => {
+  const config = resolveTritonConfig({
+    env: {
+      PYTRITON_TRITON_CONFIG_HTTP_PORT: "9000",
+      PYTRITON_TRITON_CONFIG_GRPC_PORT: "9001",
+      PYTRITON_TRITON_CONFIG_ALLOW_METRICS: "false",
+      PYTRITON_TRITON_CONFIG_CACHE_CONFIG_0: "local,size=64",
+      [`${P}GRPC_PORT`]: "9101",
+    },
+  });
+  assert.equal(config.httpPort, 9000);
+  assert.equal(config.grpcPort, 9101, "DENOTRITON_ variables win over PYTRITON_ ones");
+  assert.equal(config.allowMetrics, false);
+  assert.equal(config.responseCacheByteSize, 64);
+  rejects(
+    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_THREAD_COUNT: "8" } }),
+    "Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_HTTP_THREAD_COUNT: DenoTriton has no such field (PYTRITON_TRITON_CONFIG_ variables are read as aliases of the DENOTRITON_TRITON_CONFIG_ ones) (names are PYTRITON_TRITON_CONFIG_ followed by a field in upper snake case, e.g. PYTRITON_TRITON_CONFIG_HTTP_PORT)",
+  );
+  rejects(
+    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_PORT: "x" } }),
+    'Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_HTTP_PORT: httpPort must be an integer between 0 and 65535, got "x"',
+  );
+  rejects(
+    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_MODEL_REPOSITORY: "/ws/models" } }),
+    /^Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_MODEL_REPOSITORY: modelRepository is not supported: /,
+  );
+});
+
+Deno.test("resolveTritonConfig() accepts only the metrics settings the core reads", () => {
+  const config = resolveTritonConfig({
+    env: {},
+    config: {
+      metricsConfig: [
+        "counter_latencies=false",
+        "histogram_latencies=true",
+        "summary_latencies=true",
+        "summary_quantiles=0.5:0.05,0.99:0.001",
+      ],
+    },
+  });
+  assert.equal(config.metricsConfig.length, 4);
+  rejects(
+    () => resolveTritonConfig({ env: {}, config: { metricsConfig: ["counter_latencies=no"] } }),
+    'Invalid TritonConfig from the config argument: metricsConfig[0] "counter_latencies=no": counter_latencies must be true or false',
+  );
+  rejects(
+    () =>
+      resolveTritonConfig({
+        env: {},
+        config: { metricsConfig: ["summary_latencies=true", "prometheus,summary_latencies=true"] },
+      }),
+    'Invalid TritonConfig from the config argument: metricsConfig[1] "prometheus,summary_latencies=true": prometheus,summary_latencies is not supported: the Triton core reads only counter_latencies, histogram_latencies, summary_latencies, summary_quantiles, without a group',
+  );
+  rejects(
+    () => resolveTritonConfig({ env: {}, config: { metricsConfig: ["summary_quantiles=0.5"] } }),
+    /summary_quantiles must be <quantile>:<error> pairs in \[0, 1\] separated by commas/,
+  );
 });

@@ -15,6 +15,14 @@ import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 
 export type { TritonModelConfigJson };
 
+/** A response-cache implementation and its settings (Triton's `--cache-config`). */
+export interface CacheConfig {
+  /** Cache name; `"local"` is the only one the built-in engine and the Triton wheel ship. */
+  name: string;
+  /** The cache's settings, e.g. `{ size: "1048576" }`. */
+  config: Record<string, unknown>;
+}
+
 /** A model handed to an engine for loading. */
 export interface ModelDefinition extends ModelInfo {
   /** Starts the model's instances. */

@@ -9,7 +9,6 @@
 import { TritonError, TritonValidationError } from "../errors.ts";
 import { BuiltinEngine, type BuiltinEngineOptions } from "./builtin/engine.ts";
 import type { Engine } from "./engine.ts";
-import type { CacheConfig } from "./native/engine.ts";
 import { findTritonInstall } from "./native/install.ts";
 
 /** Which engine to create: `auto` uses the Triton core when installed. */
@@ -18,11 +17,12 @@ export type EngineChoice = "auto" | "triton" | "builtin";
 /** Options of {@linkcode createEngine}: the built-in engine's plus the core's own. */
 export interface EngineOptions extends BuiltinEngineOptions {
   /**
-   * A response-cache config for the core; overrides `responseCacheByteSize` there.
+   * Whether the core exits when a model fails to load while it starts (the facade loads
+   * models after start, so this matters only to the core's own start-up).
    *
-   * @default {undefined}
+   * @default {true}
    */
-  cacheConfig?: CacheConfig;
+  exitOnError?: boolean;
   /**
    * The core's log file (its logs go to stderr otherwise).
    *

@@ -60,7 +60,10 @@ export function serializeBytes(
 }
 
 /**
- * Splits serialized BYTES data into its elements, as views into `data` (no copy).
+ * Splits serialized BYTES data into its elements, as views into `data` (no copy). With an
+ * expected count, data holding more elements is refused as soon as one more begins, without
+ * building the rest (a 64 MiB body of 16M empty elements for a one-element shape builds one
+ * element, not 16M).
  *
  * @param data The serialized bytes.
  * @param expectedCount The element count the shape implies; checked when given.
@@ -76,6 +79,7 @@ export function serializeBytes(
  * const wire = serializeBytes([text.encode("hi"), text.encode("a\0b")]);
  * const back = deserializeBytes(wire, 2);
  * assert.deepEqual(back.map((b) => [...b]), [[104, 105], [97, 0, 98]]);
+ * assert.throws(() => deserializeBytes(wire, 1), /expected 1 element for the shape, found more/);
  * ```
  */
 export function deserializeBytes(data: Uint8Array, expectedCount?: number): Uint8Array[] {
@@ -83,6 +87,16 @@ export function deserializeBytes(data: Uint8Array, expectedCount?: number): Uint
   const elements: Uint8Array[] = [];
   let offset = 0;
   while (offset < data.byteLength) {
+    if (elements.length === expectedCount) {
+      throw new InferenceError(
+        `Invalid BYTES data: expected ${expectedCount} ${
+          expectedCount === 1 ? "element" : "elements"
+        } for the shape, found more (${data.byteLength - offset} bytes follow element ${
+          expectedCount - 1
+        })`,
+        { code: "INVALID_ARG" },
+      );
+    }
     if (offset + 4 > data.byteLength) {
       throw new InferenceError(
         `Invalid BYTES data: a length prefix at byte ${offset} is cut off (only ${

@@ -8,12 +8,17 @@
 
 import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
-import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
+import {
+  InferenceError,
+  type TritonUnrecoverableError,
+  TritonValidationError,
+} from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import {
+  type CacheConfig,
   type Engine,
   ENGINE_EXTENSIONS,
   type EngineKind,
@@ -27,6 +32,7 @@ import {
   type StreamResponse,
   type TritonModelConfigJson,
 } from "../engine.ts";
+import { CpuMetrics } from "./cpu_metrics.ts";
 import { renderMetrics } from "./metrics.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
@@ -71,11 +77,83 @@ export interface BuiltinEngineOptions {
    */
   responseCacheByteSize?: number;
   /**
+   * The response cache as Triton's `--cache-config` names it; overrides
+   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
+   * setting: anything else is refused.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Report CPU utilization and memory (`nv_cpu_*`, read from `/proc` like the Triton core).
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Report GPU metrics. The built-in engine has none, so `true` is refused.
+   *
+   * @default {false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * How old the CPU metrics may get before a scrape reads them again, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries. The built-in engine reports latency counters only:
+   * `counter_latencies=<bool>` is honoured, `histogram_latencies=false` and
+   * `summary_latencies=false` change nothing, and the rest is refused.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
    * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
    *
    * @default {undefined}
    */
   onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+}
+
+/** The metrics-config entries the built-in engine accepts: they match what it reports. */
+const BUILTIN_METRICS_SETTINGS = new Set([
+  "counter_latencies=true",
+  "counter_latencies=false",
+  "histogram_latencies=false",
+  "summary_latencies=false",
+]);
+
+function refuse(what: string, reason: string): TritonValidationError {
+  return new TritonValidationError(
+    `Cannot start the built-in engine: ${what} is not supported: ${reason}`,
+  );
+}
+
+/** The local cache size the options ask for, refusing what the built-in engine cannot do. */
+function builtinCacheSize(options: BuiltinEngineOptions): number {
+  const cache = options.cacheConfig;
+  if (cache === undefined) return options.responseCacheByteSize ?? 0;
+  if (cache.name !== "local") {
+    throw refuse(
+      `cacheConfig cache '${cache.name}'`,
+      "the built-in engine has only the local cache",
+    );
+  }
+  const others = Object.keys(cache.config).filter((key) => key !== "size");
+  if (others.length > 0) {
+    throw refuse(
+      `cacheConfig setting local,${others[0]}`,
+      "the local cache has only a size",
+    );
+  }
+  const size = Number(cache.config.size ?? 0);
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw refuse(`cacheConfig local,size=${cache.config.size}`, "the size must be an integer >= 0");
+  }
+  return size;
 }
 
 type ModelState = "LOADING" | "READY" | "UNLOADING" | "UNAVAILABLE";
@@ -132,6 +210,8 @@ export class BuiltinEngine implements Engine {
   #exitTimeoutMs: number;
   #logger: Logger | undefined;
   #cache: ResponseCache | undefined;
+  #cpuMetrics: CpuMetrics | undefined;
+  #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
   #models = new Map<string, Map<number, ModelEntry>>();
   #stopping: Promise<void> | undefined;
@@ -140,15 +220,33 @@ export class BuiltinEngine implements Engine {
   /**
    * Creates the engine.
    *
-   * @param options Server id, readiness, exit timeout, logger, cache size, unrecoverable hook.
+   * @param options Server id, readiness, exit timeout, logger, cache, metrics, unrecoverable
+   *   hook.
+   * @throws {TritonValidationError} For a cache or metrics setting the built-in engine cannot
+   *   honour (the message names it), or CPU metrics without access to `/proc`.
    */
   constructor(options: BuiltinEngineOptions = {}) {
     this.#id = options.id ?? "triton";
     this.#strictReadiness = options.strictReadiness ?? true;
     this.#exitTimeoutMs = (options.exitTimeoutSecs ?? 30) * 1000;
     this.#logger = options.logger;
-    const cacheSize = options.responseCacheByteSize ?? 0;
+    if (options.gpuMetrics === true) {
+      throw refuse("allowGpuMetrics", "the built-in engine has no GPU metrics");
+    }
+    for (const entry of options.metricsConfig ?? []) {
+      if (!BUILTIN_METRICS_SETTINGS.has(entry)) {
+        throw refuse(
+          `metricsConfig entry '${entry}'`,
+          "the built-in engine reports latency counters only (counter_latencies=<bool>)",
+        );
+      }
+    }
+    this.#latencyCounters = !(options.metricsConfig ?? []).includes("counter_latencies=false");
+    const cacheSize = builtinCacheSize(options);
     this.#cache = cacheSize > 0 ? new ResponseCache(cacheSize) : undefined;
+    if (options.cpuMetrics === true) {
+      this.#cpuMetrics = new CpuMetrics({ intervalMs: options.metricsIntervalMs ?? 2000 });
+    }
     this.#onUnrecoverable = options.onUnrecoverable;
   }
 
@@ -770,13 +868,15 @@ export class BuiltinEngine implements Engine {
    * @returns The text exposition.
    */
   metrics(): Promise<string> {
-    return Promise.resolve(renderMetrics(
+    const models = renderMetrics(
       this.#loadedEntries().map((entry) => ({
         stats: entry.stats.snapshot(),
         pending: entry.scheduler?.queued ?? 0,
         cached: entry.definition.config.responseCache && this.#cache !== undefined,
       })),
-    ));
+      { latencyCounters: this.#latencyCounters },
+    );
+    return Promise.resolve(models + (this.#cpuMetrics?.render() ?? ""));
   }
 
   /**

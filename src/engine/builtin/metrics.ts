@@ -27,6 +27,22 @@ interface Family {
   type: "counter" | "gauge";
   value: (source: ModelMetricsSource) => number;
   cacheOnly?: boolean;
+  /**
+   * Turned off by `counter_latencies=false`: the latency counters, and the cache counters the
+   * core creates along with them.
+   */
+  latency?: boolean;
+}
+
+/** Options of {@linkcode renderMetrics}. */
+export interface RenderMetricsOptions {
+  /**
+   * Whether the cumulative latency counters (`nv_inference_*_duration_us`) are reported, as
+   * with Triton's `--metrics-config counter_latencies=<bool>`.
+   *
+   * @default {true}
+   */
+  latencyCounters?: boolean;
 }
 
 const us = (ns: number): number => Math.floor(ns / 1000);
@@ -58,24 +74,28 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: "nv_inference_request_duration_us",
+    latency: true,
     help: "Cumulative inference request duration in microseconds (includes cached requests)",
     type: "counter",
     value: (s) => us(s.stats.inference_stats.success.ns),
   },
   {
     name: "nv_inference_queue_duration_us",
+    latency: true,
     help: "Cumulative inference queuing duration in microseconds (includes cached requests)",
     type: "counter",
     value: (s) => us(s.stats.inference_stats.queue.ns),
   },
   {
     name: "nv_inference_compute_input_duration_us",
+    latency: true,
     help: "Cumulative compute input duration in microseconds (does not include cached requests)",
     type: "counter",
     value: (s) => us(s.stats.inference_stats.compute_input.ns),
   },
   {
     name: "nv_inference_compute_infer_duration_us",
+    latency: true,
     help:
       "Cumulative compute inference duration in microseconds (does not include cached requests)",
     type: "counter",
@@ -83,6 +103,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: "nv_inference_compute_output_duration_us",
+    latency: true,
     help:
       "Cumulative inference compute output duration in microseconds (does not include cached requests)",
     type: "counter",
@@ -96,6 +117,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: "nv_cache_num_hits_per_model",
+    latency: true,
     help: "Number of cache hits per model",
     type: "counter",
     cacheOnly: true,
@@ -103,6 +125,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: "nv_cache_num_misses_per_model",
+    latency: true,
     help: "Number of cache misses per model",
     type: "counter",
     cacheOnly: true,
@@ -118,6 +141,7 @@ function escapeLabel(value: string): string {
  * Renders the metrics of every model version as Prometheus text.
  *
  * @param sources One entry per loaded model version.
+ * @param options Which families are reported.
  * @returns The text exposition (ends with a newline when not empty).
  *
  * @example
@@ -131,10 +155,15 @@ function escapeLabel(value: string): string {
  * assert.match(text, /^# TYPE nv_inference_count counter$/m);
  * ```
  */
-export function renderMetrics(sources: readonly ModelMetricsSource[]): string {
+export function renderMetrics(
+  sources: readonly ModelMetricsSource[],
+  options: RenderMetricsOptions = {},
+): string {
   if (sources.length === 0) return "";
+  const latencyCounters = options.latencyCounters ?? true;
   const lines: string[] = [];
   for (const family of FAMILIES) {
+    if (family.latency && !latencyCounters) continue;
     const members = family.cacheOnly ? sources.filter((s) => s.cached) : sources;
     if (members.length === 0) continue;
     lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} ${family.type}`);

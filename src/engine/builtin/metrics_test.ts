@@ -70,3 +70,14 @@ nv_cache_num_misses_per_model{model="add_sub",version="1"} 0
   );
   assert.equal(renderMetrics([]), "");
 });
+
+Deno.test("renderMetrics() leaves out the latency and cache counters with counter_latencies=false", () => {
+  const source = { stats: new ModelStatsRecorder("m", 1).snapshot(), pending: 0, cached: true };
+  const on = renderMetrics([source]);
+  assert.match(on, /^nv_inference_request_duration_us\{/m);
+  assert.match(on, /^nv_cache_num_hits_per_model\{/m);
+  const off = renderMetrics([source], { latencyCounters: false });
+  assert.doesNotMatch(off, /_duration_us|nv_cache_/);
+  assert.match(off, /^nv_inference_request_success\{model="m",version="1"\} 0$/m);
+  assert.match(off, /^nv_inference_pending_request_count\{/m);
+});

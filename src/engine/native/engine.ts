@@ -7,11 +7,13 @@
  * @module
  */
 
+import { parseMetricsSetting } from "../../config/metrics_config.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, TritonError, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { LogFormat, Logger, LogSettingsChange } from "../../log.ts";
 import {
+  type CacheConfig,
   type Engine,
   ENGINE_EXTENSIONS,
   type EngineKind,
@@ -41,14 +43,6 @@ const PARAMETER_STRING = 0;
 const CHANNEL_PARAMETER = "denotriton_channel";
 /** How long stop waits for given-up batches to be released after the exit timeout. */
 const STUCK_GRACE_MS = 5000;
-
-/** A response-cache implementation and its JSON config (`SetCacheConfig`). */
-export interface CacheConfig {
-  /** Cache name; only `"local"` ships with the wheel. */
-  name: string;
-  /** The cache's config, e.g. `{ size: 1048576 }`. */
-  config: Record<string, unknown>;
-}
 
 /** Options of {@linkcode NativeEngine}. */
 export interface NativeEngineOptions {
@@ -88,6 +82,37 @@ export interface NativeEngineOptions {
    * @default {undefined}
    */
   cacheConfig?: CacheConfig;
+  /**
+   * Whether the core reports CPU utilization and memory (`nv_cpu_*`), polled every
+   * `metricsIntervalMs`.
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Whether the core reports GPU metrics (`nv_gpu_*`, through DCGM).
+   *
+   * @default {false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * How often the core polls CPU and GPU metrics, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries (`<setting>=<value>`), handed to the core as they are.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
+   * Whether the core exits when a model fails to load while it starts.
+   *
+   * @default {true}
+   */
+  exitOnError?: boolean;
   /**
    * Triton's own log file; its logs go to stderr otherwise.
    *
@@ -246,14 +271,28 @@ export class NativeEngine implements Engine {
         ),
       );
       set(core.TRITONSERVER_ServerOptionsSetRepoAgentDirectory(options, cString(this.#repository)));
-      // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc), no DCGM.
+      // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc).
       set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(options, 0n));
-      set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(options, false));
       set(core.TRITONSERVER_ServerOptionsSetMetrics(options, true));
-      set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(options, false));
+      // GPU metrics start DCGM, which only warns on a host without GPUs.
+      set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(options, o.gpuMetrics ?? false));
+      set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(options, o.cpuMetrics ?? false));
+      set(core.TRITONSERVER_ServerOptionsSetMetricsInterval(
+        options,
+        BigInt(o.metricsIntervalMs ?? 2000),
+      ));
+      for (const entry of o.metricsConfig ?? []) {
+        const { group, setting, value } = parseMetricsSetting(entry);
+        set(core.TRITONSERVER_ServerOptionsSetMetricsConfig(
+          options,
+          cString(group),
+          cString(setting),
+          cString(value),
+        ));
+      }
       set(core.TRITONSERVER_ServerOptionsSetStrictReadiness(options, o.strictReadiness ?? true));
       set(core.TRITONSERVER_ServerOptionsSetExitTimeout(options, o.exitTimeoutSecs ?? 30));
-      set(core.TRITONSERVER_ServerOptionsSetExitOnError(options, true));
+      set(core.TRITONSERVER_ServerOptionsSetExitOnError(options, o.exitOnError ?? true));
       // A failed load (e.g. a failing warm-up) must fail at once: a retry finds no free slots.
       set(core.TRITONSERVER_ServerOptionsSetModelLoadRetryCount(options, 0));
       set(core.TRITONSERVER_ServerOptionsSetLogInfo(options, o.logInfo ?? false));

@@ -51,6 +51,8 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerOptionsSetMetrics: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetGpuMetrics: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetCpuMetrics: { parameters: [P, "bool"], result: P },
+  TRITONSERVER_ServerOptionsSetMetricsInterval: { parameters: [P, "u64"], result: P },
+  TRITONSERVER_ServerOptionsSetMetricsConfig: { parameters: [P, B, B, B], result: P },
   TRITONSERVER_ServerNew: { parameters: [B, P], result: P, nonblocking: true },
   TRITONSERVER_ServerDelete: { parameters: [P], result: P, nonblocking: true },
   TRITONSERVER_ServerStop: { parameters: [P], result: P, nonblocking: true },

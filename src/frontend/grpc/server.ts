@@ -1,11 +1,13 @@
 /**
  * The gRPC front end: serves `inference.GRPCInferenceService` (KServe v2 with Triton's
- * extensions) and `grpc.health.v1.Health` over cleartext HTTP/2 with `@grpc/grpc-js`.
+ * extensions) and `grpc.health.v1.Health` over HTTP/2 with `@grpc/grpc-js`: cleartext, TLS or
+ * mutual TLS, with Triton's keepalive settings.
  *
  * @module
  */
 
 import * as grpc from "@grpc/grpc-js";
+import { Buffer } from "node:buffer";
 import type { Engine } from "../../engine/engine.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
@@ -59,9 +61,79 @@ export interface GrpcFrontendOptions {
    * @default {undefined}
    */
   security?: ResolvedSecurityConfig;
+  /**
+   * Interval of the server's keepalive pings on each connection, in milliseconds (Triton's
+   * `--grpc-keepalive-time`, grpc-js `grpc.keepalive_time_ms`). grpc-js pings idle
+   * connections as well as busy ones.
+   *
+   * @default {7200000}
+   */
+  keepaliveTimeMs?: number;
+  /**
+   * How long a keepalive ping may go unanswered before the connection is dropped, in
+   * milliseconds (Triton's `--grpc-keepalive-timeout`, grpc-js `grpc.keepalive_timeout_ms`).
+   *
+   * @default {20000}
+   */
+  keepaliveTimeoutMs?: number;
+  /**
+   * Serve over TLS instead of cleartext; cleartext clients are then refused.
+   *
+   * @default {undefined}
+   */
+  tls?: GrpcTlsOptions;
+}
+
+/** TLS settings of the gRPC front end (Triton's `--grpc-use-ssl*` and certificate flags). */
+export interface GrpcTlsOptions {
+  /** The server's PEM certificate chain. */
+  certChain: Uint8Array;
+  /** The server's PEM private key. */
+  privateKey: Uint8Array;
+  /**
+   * PEM root certificates that client certificates must chain to; needed when
+   * `checkClientCertificate` is true.
+   *
+   * @default {undefined}
+   */
+  rootCerts?: Uint8Array;
+  /**
+   * Mutual TLS: refuse clients without a certificate signed by `rootCerts`.
+   *
+   * @default {false}
+   */
+  checkClientCertificate?: boolean;
 }
 
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_KEEPALIVE_TIME_MS = 7_200_000;
+const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new TritonBadParameterError(`Invalid gRPC ${name}: ${value} is not a positive integer`);
+  }
+  return value;
+}
+
+function credentialsOf(tls: GrpcTlsOptions | undefined): grpc.ServerCredentials {
+  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+  const mutual = tls.checkClientCertificate ?? false;
+  if (mutual && tls.rootCerts === undefined) {
+    throw new TritonBadParameterError(
+      "Invalid gRPC TLS options: checking client certificates needs rootCerts",
+    );
+  }
+  // Without root certificates grpc-js leaves the TLS context's `ca` unset, and Deno's TLS then
+  // breaks handshakes (clients read "wrong version number"). Client certificates are not asked
+  // for without `mutual`, so the server's own chain serves as a harmless `ca`.
+  const ca = Buffer.from(tls.rootCerts ?? tls.certChain);
+  return grpc.ServerCredentials.createSsl(
+    ca,
+    [{ private_key: Buffer.from(tls.privateKey), cert_chain: Buffer.from(tls.certChain) }],
+    mutual,
+  );
+}
 
 function hostPort(address: string, port: number): string {
   return address.includes(":") && !address.startsWith("[")
@@ -89,6 +161,7 @@ export class GrpcFrontend implements AsyncDisposable {
   #host: string;
   #shutdownTimeoutMs: number;
   #logger: Logger;
+  #tls: boolean;
   #stopping: Promise<void> | undefined;
 
   private constructor(
@@ -97,21 +170,24 @@ export class GrpcFrontend implements AsyncDisposable {
     host: string,
     shutdownTimeoutMs: number,
     logger: Logger,
+    tls: boolean,
   ) {
     this.#server = server;
     this.#port = port;
     this.#host = host;
     this.#shutdownTimeoutMs = shutdownTimeoutMs;
     this.#logger = logger;
+    this.#tls = tls;
   }
 
   /**
    * Starts serving.
    *
    * @param engine The engine answering the RPCs.
-   * @param options Address, port, header forwarding, message size and logger.
+   * @param options Address, port, header forwarding, message size, keepalive, TLS and logger.
    * @returns The running front end.
-   * @throws {TritonBadParameterError} For a bad port, size or pattern.
+   * @throws {TritonBadParameterError} For a bad port, size, keepalive time, pattern or TLS
+   *   setting.
    * @throws {TritonError} When the address cannot be bound.
    */
   static async start(engine: Engine, options: GrpcFrontendOptions = {}): Promise<GrpcFrontend> {
@@ -137,9 +213,29 @@ export class GrpcFrontend implements AsyncDisposable {
         { cause: error },
       );
     }
+    const keepaliveTimeMs = positiveInteger(
+      "keepaliveTimeMs",
+      options.keepaliveTimeMs ?? DEFAULT_KEEPALIVE_TIME_MS,
+    );
+    const keepaliveTimeoutMs = positiveInteger(
+      "keepaliveTimeoutMs",
+      options.keepaliveTimeoutMs ?? DEFAULT_KEEPALIVE_TIMEOUT_MS,
+    );
+    let credentials: grpc.ServerCredentials;
+    try {
+      credentials = credentialsOf(options.tls);
+    } catch (error) {
+      if (error instanceof TritonBadParameterError) throw error;
+      throw new TritonBadParameterError(
+        `Invalid gRPC TLS options: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
     const server = new grpc.Server({
       "grpc.max_receive_message_length": maxMessageBytes,
       "grpc.max_send_message_length": maxMessageBytes,
+      "grpc.keepalive_time_ms": keepaliveTimeMs,
+      "grpc.keepalive_timeout_ms": keepaliveTimeoutMs,
     });
     const logger = options.logger ?? new Logger();
     const { inference, health } = createServices(engine, {
@@ -154,7 +250,7 @@ export class GrpcFrontend implements AsyncDisposable {
     const bound = await new Promise<number>((resolve, reject) => {
       server.bindAsync(
         hostPort(address, port),
-        grpc.ServerCredentials.createInsecure(),
+        credentials,
         (error, boundPort) => error ? reject(error) : resolve(boundPort),
       );
     }).catch((error: unknown) => {
@@ -175,6 +271,7 @@ export class GrpcFrontend implements AsyncDisposable {
       host,
       options.shutdownTimeoutMs ?? 5000,
       logger,
+      options.tls !== undefined,
     );
   }
 
@@ -183,9 +280,9 @@ export class GrpcFrontend implements AsyncDisposable {
     return this.#port;
   }
 
-  /** The URL clients use, e.g. `grpc://127.0.0.1:8001`. */
+  /** The URL clients use, e.g. `grpc://127.0.0.1:8001`, or `grpcs://...` over TLS. */
   get url(): string {
-    return `grpc://${hostPort(this.#host, this.#port)}`;
+    return `${this.#tls ? "grpcs" : "grpc"}://${hostPort(this.#host, this.#port)}`;
   }
 
   /**

@@ -61,9 +61,99 @@ async function collect(
   return out;
 }
 
+// A deflate stream expands at most about 1032:1, so feeding the inflater this many compressed
+// bytes at a time bounds one synchronous inflate step to about 8 MiB of output: a step past
+// the limit overshoots it by no more than that, and takes a few milliseconds.
+const INFLATE_STEP_BYTES = 8 * 1024;
+// Inflating gives the event loop back every this many milliseconds or output bytes, whichever
+// comes first, so other requests (health probes too) are served while a large body inflates.
+const INFLATE_SLICE_MS = 10;
+const INFLATE_SLICE_BYTES = 16 * 1024 * 1024;
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * Decompresses a body step by step, counting the output: it stops with 413 as soon as the
+ * output passes `limit`, so a small body that inflates to gigabytes costs no more than the
+ * limit in memory and time (like gRPC's limit on decompressed messages).
+ */
+async function inflateWithin(
+  source: ReadableStream<Uint8Array>,
+  encoding: Encoding,
+  limit: number,
+): Promise<Uint8Array> {
+  const inflater = new DecompressionStream(encoding);
+  const writer = inflater.writable.getWriter();
+  const output = inflater.readable.getReader();
+  const input = source.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  // Reads the inflater's output while the loop below writes to it (its queue holds nothing).
+  const drained = (async (): Promise<void> => {
+    while (true) {
+      const { done, value } = await output.read();
+      if (done) return;
+      size += value.byteLength;
+      if (size > limit) throw tooLarge(limit, "decompressed body");
+      chunks.push(value);
+    }
+  })();
+  drained.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+  let received = 0;
+  let sliceStart = performance.now();
+  let sliceSize = 0;
+  try {
+    while (true) {
+      const { done, value } = await input.read();
+      if (done) break;
+      received += value.byteLength;
+      if (received > limit) throw tooLarge(limit, "body");
+      for (let offset = 0; offset < value.byteLength; offset += INFLATE_STEP_BYTES) {
+        // The race ends the loop as soon as the output passed the limit or the data is corrupt.
+        await Promise.race([
+          writer.write(
+            value.subarray(offset, offset + INFLATE_STEP_BYTES) as Uint8Array<ArrayBuffer>,
+          ),
+          drained,
+        ]);
+        if (
+          performance.now() - sliceStart >= INFLATE_SLICE_MS ||
+          size - sliceSize >= INFLATE_SLICE_BYTES
+        ) {
+          await yieldToEventLoop();
+          sliceStart = performance.now();
+          sliceSize = size;
+        }
+      }
+    }
+    await Promise.race([writer.close(), drained]);
+    await drained;
+  } catch (error) {
+    await Promise.allSettled([
+      input.cancel(),
+      writer.abort(error),
+      output.cancel(),
+    ]);
+    throw error;
+  } finally {
+    input.releaseLock();
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
 /**
  * Reads a request body, decompressing `Content-Encoding: gzip|deflate`, and enforces a size
- * limit on both the received and the decompressed bytes.
+ * limit on both the received and the decompressed bytes. Decompression runs in small steps
+ * that give the event loop back regularly, and stops as soon as the output passes the limit.
  *
  * @param request The request.
  * @param limit The largest body accepted, in bytes.
@@ -99,14 +189,8 @@ export async function readRequestBody(request: Request, limit: number): Promise<
     }
     return await collect(request.body, limit, "body");
   }
-  const raw = declared !== null
-    ? await request.bytes()
-    : await collect(request.body, limit, "body");
   try {
-    const stream = new Blob([raw as Uint8Array<ArrayBuffer>]).stream().pipeThrough(
-      new DecompressionStream(encoding),
-    );
-    return await collect(stream, limit, "decompressed body");
+    return await inflateWithin(request.body, encoding, limit);
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw badRequest(

@@ -72,3 +72,91 @@ Deno.test("responseEncoding() picks gzip, then deflate, honouring q=0", () => {
   assert.equal(responseEncoding("br, identity"), undefined);
   assert.equal(responseEncoding(null), undefined);
 });
+
+/** Gzip of `size` zero bytes, compressed as a stream so the zeros never exist at once. */
+async function gzipZeros(size: number): Promise<Uint8Array<ArrayBuffer>> {
+  const block = new Uint8Array(1 << 20);
+  let left = size;
+  const zeros = new ReadableStream<Uint8Array<ArrayBuffer>>({
+    pull(controller): void {
+      if (left <= 0) return controller.close();
+      const take = Math.min(left, block.byteLength);
+      controller.enqueue(block.subarray(0, take));
+      left -= take;
+    },
+  });
+  return await new Response(zeros.pipeThrough(new CompressionStream("gzip"))).bytes();
+}
+
+Deno.test("readRequestBody() inflates a gzip bomb in steps, serving the event loop, up to the limit", async () => {
+  // 256 MiB of zeros in a 256 KiB body, against a 40 MiB limit.
+  const limit = 40 * (1 << 20);
+  const bomb = await gzipZeros(256 * (1 << 20));
+  assert.ok(bomb.byteLength < limit);
+  let turns = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = (): void => {
+    turns++;
+    timer = setTimeout(tick, 0);
+  };
+  timer = setTimeout(tick, 0);
+  try {
+    await assert.rejects(
+      readRequestBody(post(bomb, { "content-encoding": "gzip" }), limit),
+      (error: unknown) => {
+        assert.ok(error instanceof HttpError);
+        assert.equal(error.status, 413);
+        assert.equal(
+          error.message,
+          `Request body too large: the decompressed body exceeds the limit of ${limit} bytes`,
+        );
+        return true;
+      },
+    );
+    // Other work ran while the body inflated: the inflater gives the event loop back at least
+    // every 16 MiB of output, and 40 MiB were inflated before the limit stopped it.
+    assert.ok(turns >= 2, `the event loop had ${turns} turns while the body inflated`);
+  } finally {
+    clearTimeout(timer);
+  }
+});
+
+Deno.test("readRequestBody() stops reading a streamed gzip body once its output passes the limit", async () => {
+  // An endless gzip stream of zeros: only a bounded inflater ever answers.
+  let pulled = 0;
+  const endless = new ReadableStream<Uint8Array<ArrayBuffer>>({
+    pull(controller): void {
+      controller.enqueue(new Uint8Array(1 << 16));
+    },
+  }).pipeThrough(new CompressionStream("gzip")).pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller): void {
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  await assert.rejects(
+    readRequestBody(post(endless, { "content-encoding": "gzip" }), 1 << 20),
+    /the decompressed body exceeds the limit of 1048576 bytes/,
+  );
+  // 1 MiB of zeros is about 1 KiB of gzip; a few steps of slack, never the stream's worth.
+  assert.ok(pulled < 256 * 1024, `${pulled} compressed bytes were read`);
+});
+
+Deno.test("readRequestBody() counts a streamed gzip body's received bytes against the limit", async () => {
+  const random = new Uint8Array(4096);
+  crypto.getRandomValues(random);
+  const packed = await compress(random, "gzip");
+  await assert.rejects(
+    readRequestBody(post(streamOf(packed), { "content-encoding": "gzip" }), 1000),
+    isTooLargeBody,
+  );
+});
+
+function isTooLargeBody(error: unknown): boolean {
+  assert.ok(error instanceof HttpError);
+  assert.equal(error.status, 413);
+  assert.match(error.message, /the body exceeds the limit of 1000 bytes/);
+  return true;
+}

@@ -32,7 +32,7 @@ import { fromKServe } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import { readRequestBody } from "./compression.ts";
 import { badRequest } from "./errors.ts";
-import { jsonToNDArray, ndarrayToJson, parseJsonExact } from "./json_tensor.ts";
+import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "./json_tensor.ts";
 
 /** Options of {@linkcode decodeGenerateRequest}. */
 export interface DecodeGenerateOptions {
@@ -66,7 +66,6 @@ export interface DecodeGenerateOptions {
 export const ONE_RESPONSE_MESSAGE =
   "generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses";
 
-const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -164,7 +163,7 @@ export function decodeGenerateRequest(
   let json: unknown = {};
   if (body.byteLength > 0) {
     try {
-      json = parseJsonExact(decoder.decode(body));
+      json = parseJsonBytes(body);
     } catch (error) {
       throw badRequest(`Unable to parse the generate request JSON: ${(error as Error).message}`);
     }

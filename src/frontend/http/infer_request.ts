@@ -13,7 +13,7 @@ import { deserializeBytes } from "../../tensor/bytes_codec.ts";
 import { type DType, elementSize, fromKServe, toDType } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 import { badRequest } from "./errors.ts";
-import { jsonToNDArray, parseJsonExact } from "./json_tensor.ts";
+import { jsonToNDArray, parseJsonBytes } from "./json_tensor.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {
@@ -63,7 +63,6 @@ export interface DecodeInferOptions {
   signal?: AbortSignal;
 }
 
-const decoder = new TextDecoder();
 const RESERVED_PARAMETERS = new Set([
   "sequence_id",
   "sequence_start",
@@ -302,7 +301,7 @@ export function decodeInferRequest(
   const jsonEnd = headerLength ?? body.byteLength;
   let parsed: unknown;
   try {
-    parsed = parseJsonExact(decoder.decode(body.subarray(0, jsonEnd)));
+    parsed = parseJsonBytes(body.subarray(0, jsonEnd));
   } catch (error) {
     throw badRequest(
       `Unable to parse the request JSON: ${error instanceof Error ? error.message : String(error)}`,
@@ -504,11 +503,13 @@ export function decodeRawInferRequest(
   const batching = Number(config.max_batch_size ?? 0) > 0;
   const shape = batching ? [1, ...dims] : [...dims];
   const dynamic = shape.filter((dim) => dim === -1).length;
+  const known = shape.reduce((product, dim) => dim === -1 ? product : product * dim, 1);
   let elements: Uint8Array[] | undefined;
   let count: number;
   if (dtype === "bytes") {
     try {
-      elements = deserializeBytes(body);
+      // A fixed shape bounds the elements built; with a -1 the body decides the count.
+      elements = deserializeBytes(body, dynamic === 0 ? known : undefined);
     } catch (error) {
       throw badRequest(`Invalid raw binary data of input '${name}': ${(error as Error).message}`);
     }
@@ -522,7 +523,6 @@ export function decodeRawInferRequest(
     }
     count = body.byteLength / size;
   }
-  const known = shape.reduce((product, dim) => dim === -1 ? product : product * dim, 1);
   if (dynamic > 1) {
     throw badRequest(
       `Cannot infer the shape of raw input '${name}': shape [${shape}] has more than one -1 dimension`,

@@ -13,6 +13,9 @@ import type { NDArray, NumericNDArray } from "../../tensor/ndarray.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// JSON text must be UTF-8 (RFC 8259): a lenient decoder would turn bad bytes inside strings
+// into U+FFFD and hand the model data the client never sent.
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
 // Integers longer than 15 digits may exceed 2^53; only then pay for the source-text reviver
 // (about 20x slower). Digit runs after a point or before a point/exponent belong to floats,
@@ -56,6 +59,70 @@ export function parseJsonExact(text: string): unknown {
     : JSON.parse(text);
 }
 
+/**
+ * Decodes and parses a JSON request body: the bytes must be UTF-8, and integers beyond 2^53
+ * stay exact (see {@linkcode parseJsonExact}).
+ *
+ * @param bytes The JSON text's bytes.
+ * @returns The parsed value.
+ * @throws {SyntaxError} For bytes that are not UTF-8, or invalid JSON; the message says which.
+ *
+ * @example Bytes that are not UTF-8 are refused
+ * ```ts
+ * import { parseJsonBytes } from "./json_tensor.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseJsonBytes(new TextEncoder().encode('["é"]')), ["é"]);
+ * assert.throws(
+ *   () => parseJsonBytes(new Uint8Array([0x5b, 0x22, 0xff, 0x22, 0x5d])),
+ *   { name: "SyntaxError", message: "the JSON text is not valid UTF-8 (byte 2 is 0xff)" },
+ * );
+ * ```
+ */
+export function parseJsonBytes(bytes: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = strictDecoder.decode(bytes);
+  } catch {
+    throw new SyntaxError(`the JSON text is not valid UTF-8 (${firstInvalidUtf8(bytes)})`);
+  }
+  return parseJsonExact(text);
+}
+
+/** Describes the first byte that breaks UTF-8, for the message. */
+function firstInvalidUtf8(bytes: Uint8Array): string {
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i]!;
+    const length = lead < 0x80
+      ? 1
+      : lead >= 0xc2 && lead < 0xe0
+      ? 2
+      : lead >= 0xe0 && lead < 0xf0
+      ? 3
+      : lead >= 0xf0 && lead < 0xf5
+      ? 4
+      : 0;
+    if (length === 0) return `byte ${i} is 0x${lead.toString(16).padStart(2, "0")}`;
+    const end = i + length;
+    if (end > bytes.length) return `byte ${i} starts a sequence the text cuts off`;
+    if (!strictDecoderAccepts(bytes.subarray(i, end))) {
+      return `bytes ${i}-${end - 1} are not a valid UTF-8 sequence`;
+    }
+    i = end;
+  }
+  return "the text ends inside a character";
+}
+
+function strictDecoderAccepts(sequence: Uint8Array): boolean {
+  try {
+    strictDecoder.decode(sequence);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const INT_RANGE: Partial<Record<DType, readonly [number, number]>> = {
   int8: [-128, 127],
   int16: [-32768, 32767],
@@ -87,8 +154,10 @@ function describe(value: unknown): string {
  * @param shape The input shape.
  * @param data The `data` field: nested or flat arrays (or a single scalar for a scalar shape).
  * @returns The tensor.
- * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, wrong element types, out-of-range values,
- *   or an element count that does not match the shape.
+ * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, wrong element types, out-of-range values
+ *   (an FP32 or FP64 value must be finite once stored: `1e400` and, for FP32, `1e39` are
+ *   refused), arrays nested more than 64 levels deep (or the shape's rank), or an element count
+ *   that does not match the shape.
  *
  * @example Nested INT32 and BYTES
  * ```ts
@@ -118,8 +187,7 @@ export function jsonToNDArray(
   }
   let count = 1;
   for (const dim of shape) count *= dim;
-  const flat: unknown[] = [];
-  flattenInto(data, flat);
+  const flat = flatten(name, shape, data);
   if (flat.length !== count) {
     throw new InferenceError(
       `Unable to parse 'data' of input '${name}': shape [${shape}] needs ${count} elements but 'data' has ${flat.length}`,
@@ -171,11 +239,20 @@ export function jsonToNDArray(
   const out = new Ctor(count);
   const range = INT_RANGE[dtype];
   if (range === undefined) {
+    // JSON.parse turns literals beyond FP64 (1e400) into Infinity, and a Float32Array stores
+    // values beyond FP32 (1e39) as Infinity: both are refused rather than stored as Infinity.
+    const what = dtype === "float32"
+      ? "a finite number within FP32 range (about ±3.4028235e38)"
+      : "a finite number";
     for (let i = 0; i < count; i++) {
       const value = flat[i];
-      if (typeof value === "number") out[i] = value;
-      else if (typeof value === "bigint") out[i] = Number(value);
-      else fail(i, "a number");
+      const number = typeof value === "number"
+        ? value
+        : typeof value === "bigint"
+        ? Number(value)
+        : fail(i, "a number");
+      out[i] = number;
+      if (!Number.isFinite(out[i]!)) fail(i, what);
     }
   } else {
     const [min, max] = range;
@@ -191,15 +268,43 @@ export function jsonToNDArray(
   return { dtype, shape, data: out } as unknown as NumericNDArray;
 }
 
-function flattenInto(data: unknown, out: unknown[]): void {
+// Like Triton, data may nest arrays in any way as long as the elements come out in row-major
+// order; but not deeper than this (or the shape's rank, if that is more), so that a request
+// nested 100k levels deep is a clear error rather than a stack overflow.
+const MAX_DATA_DEPTH = 64;
+
+/** Flattens `data` row-major, without recursion and at most {@linkcode MAX_DATA_DEPTH} deep. */
+function flatten(name: string, shape: readonly number[], data: unknown): unknown[] {
+  const maxDepth = Math.max(shape.length, MAX_DATA_DEPTH);
+  const out: unknown[] = [];
   if (!Array.isArray(data)) {
     out.push(data);
-    return;
+    return out;
   }
-  for (const element of data) {
-    if (Array.isArray(element)) flattenInto(element, out);
-    else out.push(element);
+  // Each entry: an array and the index of its next element.
+  const stack: [unknown[], number][] = [[data, 0]];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    const [array, index] = top;
+    if (index === array.length) {
+      stack.pop();
+      continue;
+    }
+    top[1] = index + 1;
+    const element = array[index];
+    if (!Array.isArray(element)) {
+      out.push(element);
+      continue;
+    }
+    if (stack.length === maxDepth) {
+      throw new InferenceError(
+        `Unable to parse 'data' of input '${name}': arrays are nested more than ${maxDepth} levels deep`,
+        { code: "INVALID_ARG" },
+      );
+    }
+    stack.push([element, 0]);
   }
+  return out;
 }
 
 /**

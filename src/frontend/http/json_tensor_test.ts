@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { jsonToNDArray, ndarrayToJson, parseJsonExact } from "./json_tensor.ts";
+import { jsonToNDArray, ndarrayToJson, parseJsonBytes, parseJsonExact } from "./json_tensor.ts";
 
 const decoder = new TextDecoder();
 
@@ -113,4 +113,62 @@ Deno.test("ndarrayToJson() gives literal JSON for every dtype", () => {
     () => ndarrayToJson("half", { dtype: "float16", shape: [1], data: new Float16Array([1]) }),
     /Sending FP16 data via JSON is not supported: request output 'half' with parameters.binary_data/,
   );
+});
+
+Deno.test("jsonToNDArray() refuses FP32 and FP64 values that do not fit, naming the input", () => {
+  // JSON.parse reads 1e400 as Infinity; a Float32Array stores 1e39 as Infinity.
+  assert.throws(
+    () => jsonToNDArray("w", "float32", [2], JSON.parse("[1, 1e400]")),
+    {
+      name: "InferenceError",
+      message:
+        "Unable to parse 'data' of input 'w': element 1 is Infinity, expected a finite number within FP32 range (about ±3.4028235e38) for FP32",
+    },
+  );
+  assert.throws(
+    () => jsonToNDArray("w", "float32", [1], [1e39]),
+    /element 0 is 1e\+39, expected a finite number within FP32 range/,
+  );
+  assert.throws(
+    () => jsonToNDArray("d", "float64", [1], JSON.parse("[-1e400]")),
+    {
+      message:
+        "Unable to parse 'data' of input 'd': element 0 is -Infinity, expected a finite number for FP64",
+    },
+  );
+  // The largest FP32 and values that round to it still fit; FP64 takes 1e300.
+  const edge = jsonToNDArray("w", "float32", [2], [3.4028234663852886e38, -3.40282356e38]);
+  assert.deepEqual([...(edge.data as Float32Array)], [
+    3.4028234663852886e38,
+    -3.4028234663852886e38,
+  ]);
+  assert.deepEqual([...(jsonToNDArray("d", "float64", [1], [1e300]).data as Float64Array)], [
+    1e300,
+  ]);
+});
+
+Deno.test("jsonToNDArray() refuses data nested 100k levels deep with a clear error", () => {
+  let deep: unknown = 1;
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  assert.throws(() => jsonToNDArray("x", "int32", [1], deep), {
+    name: "InferenceError",
+    message: "Unable to parse 'data' of input 'x': arrays are nested more than 64 levels deep",
+  });
+  // Nesting up to the limit (or the shape's rank) is fine, as in Triton.
+  let ok: unknown = 7;
+  for (let i = 0; i < 64; i++) ok = [ok];
+  assert.deepEqual([...(jsonToNDArray("x", "int32", [1], ok).data as Int32Array)], [7]);
+});
+
+Deno.test("parseJsonBytes() refuses text that is not UTF-8 and names the byte", () => {
+  const bytes = new Uint8Array([...new TextEncoder().encode('{"s":"a'), 0xc3, 0x28, 0x22, 0x7d]);
+  assert.throws(() => parseJsonBytes(bytes), {
+    name: "SyntaxError",
+    message: "the JSON text is not valid UTF-8 (bytes 7-8 are not a valid UTF-8 sequence)",
+  });
+  assert.throws(
+    () => parseJsonBytes(new Uint8Array([0x22, 0xe2, 0x82])),
+    { message: "the JSON text is not valid UTF-8 (byte 1 starts a sequence the text cuts off)" },
+  );
+  assert.deepEqual(parseJsonBytes(new TextEncoder().encode('{"s":"héllo"}')), { s: "héllo" });
 });

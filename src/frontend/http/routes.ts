@@ -19,6 +19,7 @@ import {
   parseHeaderLength,
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
+import { parseJsonBytes } from "./json_tensor.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 
@@ -64,7 +65,7 @@ async function readJsonBody(
   if (body.byteLength === 0) return undefined;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(new TextDecoder().decode(body));
+    parsed = parseJsonBytes(body);
   } catch (error) {
     throw badRequest(`Unable to parse the request JSON: ${(error as Error).message}`);
   }
