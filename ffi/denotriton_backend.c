@@ -278,6 +278,49 @@ static TRITONSERVER_Error* dt_error(int code, const char* fmt, ...) {
   return TRITONSERVER_ErrorNew(code, msg);
 }
 
+/* ---- Fault injection and sending ---------------------------------------------------------- */
+
+/*
+ * Fault injection for tests: Triton 2.51's core never refuses a send or hands over a batch the
+ * bridge cannot describe, so the error paths for both are reached on purpose. Off unless a test
+ * arms it with `dt_debug_fault`.
+ */
+enum { DT_FAULT_SEND = 1, DT_FAULT_DESCRIBE = 2 };
+static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_fault_counts[3];
+
+/** Arms `count` faults of kind `fault` (1: sends fail after the core took the response; 2: batch
+ *  descriptions are malformed). Returns 0, or -1 for an unknown kind. */
+DT_EXPORT int32_t dt_debug_fault(int32_t fault, uint32_t count) {
+  if (fault != DT_FAULT_SEND && fault != DT_FAULT_DESCRIBE) return -1;
+  pthread_mutex_lock(&g_fault_mu);
+  g_fault_counts[fault] = count;
+  pthread_mutex_unlock(&g_fault_mu);
+  return 0;
+}
+
+static int take_fault(int fault) {
+  pthread_mutex_lock(&g_fault_mu);
+  int hit = g_fault_counts[fault] > 0;
+  if (hit) --g_fault_counts[fault];
+  pthread_mutex_unlock(&g_fault_mu);
+  return hit;
+}
+
+/*
+ * Sends a response. The core takes ownership of `response` whether or not the send succeeds (it
+ * wraps the pointer in a unique_ptr before anything can fail), so the caller must never touch or
+ * delete it afterwards, even when an error comes back.
+ */
+static TRITONSERVER_Error* send_response(TRITONBACKEND_Response* response, uint32_t flags,
+                                         TRITONSERVER_Error* failure) {
+  TRITONSERVER_Error* err = TRITONBACKEND_ResponseSend(response, flags, failure);
+  if (!err && take_fault(DT_FAULT_SEND)) {
+    err = dt_error(DT_CODE_INTERNAL, "Injected send failure (dt_debug_fault)");
+  }
+  return err;
+}
+
 /* ---- Channels and slots: the hand-off between Triton's instance threads and JS ------------- */
 
 enum {
@@ -597,6 +640,8 @@ DT_EXPORT const char* dt_batch_describe(uint64_t id, uint32_t index) {
     describe_request(s, r, sb);
   }
   sb_str(sb, "]");
+  /* A test fault cuts the description short, as a corrupt one would be. */
+  if (take_fault(DT_FAULT_DESCRIBE)) sb->data[sb->len / 2] = 0;
   return sb->data;
 }
 
@@ -720,7 +765,7 @@ DT_EXPORT int32_t dt_send(uint64_t id, uint32_t index, uint32_t request, int32_t
   if (err) return slot_fail(s, err);
   TRITONSERVER_Error* failure =
       error_code >= 0 ? TRITONSERVER_ErrorNew(error_code, message ? message : "") : NULL;
-  err = TRITONBACKEND_ResponseSend(response, flags, failure);
+  err = send_response(response, flags, failure);
   s->responses[request] = NULL;
   if (failure) {
     TRITONSERVER_ErrorDelete(failure);
@@ -728,8 +773,9 @@ DT_EXPORT int32_t dt_send(uint64_t id, uint32_t index, uint32_t request, int32_t
   }
   if (flags & DT_RESPONSE_FINAL) s->finished[request] = 1;
   if (err) {
-    /* The response is still ours when sending failed. */
-    TRITONBACKEND_ResponseDelete(response);
+    /* The core owns the response even now: never delete it. A second final would not be
+       delivered either, so the request counts as failed and finished. */
+    s->failed[request] = 1;
     return slot_fail(s, err);
   }
   return 0;
@@ -755,13 +801,12 @@ static void finish_batch(dt_slot* s, int code, const char* message) {
         TRITONSERVER_ErrorDelete(err);
       } else {
         TRITONSERVER_Error* failure = TRITONSERVER_ErrorNew(code, message);
-        err = TRITONBACKEND_ResponseSend(response, DT_RESPONSE_FINAL, failure);
+        err = send_response(response, DT_RESPONSE_FINAL, failure);
         TRITONSERVER_ErrorDelete(failure);
-        if (err) {
-          TRITONSERVER_ErrorDelete(err);
-          TRITONBACKEND_ResponseDelete(response);
-        }
+        /* Sent or not, the response is the core's now. */
+        if (err) TRITONSERVER_ErrorDelete(err);
       }
+      s->responses[r] = NULL;
       s->failed[r] = 1;
     }
     if (s->factories[r]) {
@@ -784,21 +829,29 @@ static void finish_batch(dt_slot* s, int code, const char* message) {
 }
 
 /**
- * Ends the batch of a slot: requests without a final response get an INTERNAL error,
- * statistics are reported, every request is released, and Execute returns.
+ * Ends the batch of a slot like `dt_batch_done`, but the requests without a final response get
+ * an error with `code` and `message` (JS could not run the batch at all).
  */
-DT_EXPORT int32_t dt_batch_done(uint64_t id, uint32_t index) {
+DT_EXPORT int32_t dt_batch_fail(uint64_t id, uint32_t index, int32_t code, const char* message) {
   pthread_mutex_lock(&g_mu);
   dt_slot* s = find_slot_locked(id, index);
   int ok = s && s->state == SLOT_TAKEN;
   pthread_mutex_unlock(&g_mu);
   if (!ok) return -99;
-  finish_batch(s, DT_CODE_INTERNAL, "The model sent no response for this request");
+  finish_batch(s, code, message ? message : "");
   pthread_mutex_lock(&g_mu);
   s->state = SLOT_DONE;
   pthread_cond_broadcast(&s->done_cv);
   pthread_mutex_unlock(&g_mu);
   return 0;
+}
+
+/**
+ * Ends the batch of a slot: requests without a final response get an INTERNAL error,
+ * statistics are reported, every request is released, and Execute returns.
+ */
+DT_EXPORT int32_t dt_batch_done(uint64_t id, uint32_t index) {
+  return dt_batch_fail(id, index, DT_CODE_INTERNAL, "The model sent no response for this request");
 }
 
 /* ---- Backend entry points ------------------------------------------------------------------ */
@@ -911,6 +964,8 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(
   return NULL;
 }
 
+#define DT_STOPPED "Server stopped before the request completed"
+
 DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests,
     const uint32_t request_count) {
@@ -932,9 +987,10 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
   s->compute_start = 0;
   s->compute_end = 0;
   s->error[0] = 0;
+  /* A closed channel means the server stops: the built-in engine's words for it. */
   if (s->channel->closed) {
     pthread_mutex_unlock(&g_mu);
-    finish_batch(s, DT_CODE_UNAVAILABLE, "The model's DenoTriton instance is shut down");
+    finish_batch(s, DT_CODE_UNAVAILABLE, DT_STOPPED);
     return NULL;
   }
   s->state = SLOT_READY;
@@ -944,7 +1000,7 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     if (s->channel->closed && s->state == SLOT_READY) {
       s->state = SLOT_TAKEN;
       pthread_mutex_unlock(&g_mu);
-      finish_batch(s, DT_CODE_UNAVAILABLE, "The model's DenoTriton instance is shut down");
+      finish_batch(s, DT_CODE_UNAVAILABLE, DT_STOPPED);
       pthread_mutex_lock(&g_mu);
       break;
     }
@@ -1284,4 +1340,4 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
 DT_EXPORT void dt_free(void* pointer) { free(pointer); }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 1; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 2; }

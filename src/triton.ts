@@ -49,6 +49,8 @@ import {
   readGrpcTls,
 } from "./wiring.ts";
 
+const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
+
 /** Options of the {@linkcode Triton} constructor. */
 export interface TritonOptions {
   /**
@@ -461,23 +463,32 @@ export class Triton implements AsyncDisposable {
 
   /**
    * Runs the server and blocks until SIGINT/SIGTERM, an unrecoverable model error or
-   * {@linkcode Triton.stop}; in-flight requests drain (up to `exitTimeoutSecs`) before it
-   * returns.
+   * {@linkcode Triton.stop}; in-flight requests drain (up to `exitTimeoutSecs`, then those left
+   * fail with UNAVAILABLE) before it returns. A second signal while stopping exits the process
+   * at once (exit code 128 + the signal number).
    *
    * @returns A promise that resolves once the server has stopped.
    */
   async serve(): Promise<void> {
     await this.run();
-    const onSignal = (): void => {
-      this.#logger?.info("Signal received: draining in-flight requests and stopping");
-      void this.stop();
-    };
     const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
-    for (const signal of signals) Deno.addSignalListener(signal, onSignal);
+    const listeners = signals.map((signal) => {
+      const listener = (): void => {
+        if (this.#state === "stopping") {
+          // Like most servers: the first signal drains, a second one exits at once.
+          this.#logger?.error(`${signal} received again while stopping: exiting now`);
+          Deno.exit(128 + SIGNAL_NUMBERS[signal]!);
+        }
+        this.#logger?.info("Signal received: draining in-flight requests and stopping");
+        void this.stop();
+      };
+      Deno.addSignalListener(signal, listener);
+      return [signal, listener] as const;
+    });
     try {
       await this.#stopped.promise;
     } finally {
-      for (const signal of signals) Deno.removeSignalListener(signal, onSignal);
+      for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
     }
   }
 

@@ -26,8 +26,25 @@ async function tritonCoreInstalled(): Promise<boolean> {
   }
 }
 
-/** The engines every conformance test runs on. */
+/**
+ * The engines every conformance test runs on: both when the Triton core is installed, else the
+ * built-in one. `DENOTRITON_TEST_ENGINES` (a comma-separated list, e.g. `triton`) narrows them,
+ * and then each one listed must be available.
+ */
 export const ENGINES: readonly EngineKind[] = await (async () => {
+  const asked = Deno.env.get("DENOTRITON_TEST_ENGINES");
+  if (asked !== undefined && asked !== "") {
+    const engines = asked.split(",").map((name) => name.trim()) as EngineKind[];
+    for (const engine of engines) {
+      if (engine !== "builtin" && engine !== "triton") {
+        throw new Error(`DENOTRITON_TEST_ENGINES: unknown engine '${engine}'`);
+      }
+      if (engine === "triton" && !await tritonCoreInstalled()) {
+        throw new Error("DENOTRITON_TEST_ENGINES asks for the Triton core, which is not installed");
+      }
+    }
+    return engines;
+  }
   const engines: EngineKind[] = ["builtin"];
   if (await tritonCoreInstalled()) engines.push("triton");
   else if (PEERS_REQUIRED) {
@@ -80,4 +97,25 @@ export async function startServer(options: StartServerOptions): Promise<Triton> 
     throw error;
   }
   return triton;
+}
+
+/**
+ * Settles like `promise`, or rejects once `ms` pass first: a watchdog for tests that wait on a
+ * stream, an event or a process, so that a regression fails the test instead of hanging CI. It
+ * bounds a wait generously; it is not a timing assertion.
+ *
+ * @param promise What the test waits for.
+ * @param what What that is, for the failure message.
+ * @param ms How long to wait at most.
+ * @returns The outcome of `promise`.
+ */
+export function watchdog<T>(promise: Promise<T>, what: string, ms = 60_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Watchdog: gave up waiting for ${what} after ${ms / 1000} s`)),
+      ms,
+    );
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }

@@ -42,8 +42,13 @@ async function output(
   env: Record<string, string> = {},
 ): Promise<{ ok: boolean; text: string }> {
   try {
-    const result = await new Deno.Command(command, { args, env, stdout: "piped", stderr: "piped" })
-      .output();
+    const result = await new Deno.Command(command, {
+      args,
+      env,
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(60_000),
+    }).output();
     return {
       ok: result.success,
       text: (decoder.decode(result.stdout) + decoder.decode(result.stderr)).trim(),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import { runClient as addSubClient } from "../examples/add_sub/client.ts";
 import { bindIdentity } from "../examples/identity/model.ts";
@@ -82,6 +82,8 @@ Deno.test("examples/add_sub/server.ts serves and exits 0 on SIGINT", async () =>
     },
     stdout: "null",
     stderr: "piped",
+    // Killed if the test hangs: the watchdogs below then fail it.
+    signal: AbortSignal.timeout(120_000),
   });
   const child = command.spawn();
   const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
@@ -89,7 +91,7 @@ Deno.test("examples/add_sub/server.ts serves and exits 0 on SIGINT", async () =>
   let url: string | undefined;
   try {
     while (url === undefined) {
-      const { value, done } = await reader.read();
+      const { value, done } = await watchdog(reader.read(), "the server's log");
       if (done) break;
       log += value;
       url = log.match(/HTTP\/REST \(KServe v2\) listening at (http:\/\/\S+)/)?.[1];
@@ -106,8 +108,8 @@ Deno.test("examples/add_sub/server.ts serves and exits 0 on SIGINT", async () =>
         log += value;
       }
     })();
-    const status = await child.status;
-    await drain;
+    const status = await watchdog(child.status, "the server to exit");
+    await watchdog(drain, "the server's log to end");
     assert.equal(status.code, 0, log);
     assert.match(log, /Server stopped/);
   } finally {

@@ -11,7 +11,7 @@ import {
   type ModelInferResponse,
 } from "../src/frontend/grpc/codec.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
-import { ENGINES } from "./_helpers.ts";
+import { ENGINES, watchdog } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 const f32 = (...values: number[]): Uint8Array => new Uint8Array(new Float32Array(values).buffer);
@@ -300,9 +300,9 @@ for (const engine of ENGINES) {
         },
         () => {},
       );
-      await started;
+      await watchdog(started, "the request to start");
       call.cancel();
-      const reason = await aborted;
+      const reason = await watchdog(aborted, "the abort");
       assert.match(String(reason), /cancelled/);
     } finally {
       client.close();

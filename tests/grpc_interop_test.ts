@@ -16,6 +16,7 @@ async function tritonclientAvailable(): Promise<boolean> {
       args: ["-c", "import tritonclient.grpc"],
       stdout: "null",
       stderr: "null",
+      signal: AbortSignal.timeout(60_000),
     }).output();
     return success;
   } catch {
@@ -39,6 +40,7 @@ for (const engine of ENGINES) {
         args: ["-B", SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
         stdout: "piped",
         stderr: "piped",
+        signal: AbortSignal.timeout(180_000),
       }).output();
       const out = new TextDecoder().decode(stdout);
       const err = new TextDecoder().decode(stderr);

@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import type { ModelInferRequest, ModelStreamInferResponse } from "../src/frontend/grpc/codec.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
-import { ENGINES } from "./_helpers.ts";
+import { ENGINES, watchdog } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 const count = (
@@ -154,9 +154,12 @@ for (const engine of ENGINES) {
       model_name: "Wait",
       inputs: [{ name: "x", datatype: "FP32", shape: [1], contents: { fp32_contents: [1] } }],
     });
-    await started;
+    await watchdog(started, "the request to start");
     stream.cancel();
-    assert.match(String(await aborted), /cancelled/);
-    assert.equal((await stream.status).code, grpc.status.CANCELLED);
+    assert.match(String(await watchdog(aborted, "the abort")), /cancelled/);
+    assert.equal(
+      (await watchdog(stream.status, "the stream's status")).code,
+      grpc.status.CANCELLED,
+    );
   });
 }

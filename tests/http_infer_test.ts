@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ENGINES } from "./_helpers.ts";
+import { ENGINES, watchdog } from "./_helpers.ts";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { ALL_DTYPES, IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
@@ -407,7 +407,7 @@ for (const engine of ENGINES) {
       `POST /v2/models/Slow/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${body.length}\r\n\r\n${body}`,
     ));
-    await started;
+    await watchdog(started, "the request to start");
     connection.close();
     // Guard against a hang: a disconnect that never reaches the model fails instead.
     const guard = setTimeout(() => resolve(false), 30_000);
@@ -468,6 +468,7 @@ for (const engine of ENGINES) {
     const check = await new Deno.Command("python3", {
       args: ["-c", "import tritonclient.http, numpy"],
       stderr: "null",
+      signal: AbortSignal.timeout(60_000),
     })
       .output().catch(() => undefined);
     if (check === undefined || !check.success) {
@@ -478,6 +479,7 @@ for (const engine of ENGINES) {
     await using server = await startHttpServer(engine, [IDENTITY]);
     const output = await new Deno.Command("python3", {
       args: ["-c", PYTHON_CLIENT, server.url.replace("http://", "")],
+      signal: AbortSignal.timeout(180_000),
     }).output();
     assert.ok(output.success, decoder.decode(output.stderr));
     assert.equal(decoder.decode(output.stdout).trim(), String(3 * 2 * 8 - 3));

@@ -7,10 +7,12 @@ import { type ModelConfig, resolveModelConfig } from "../src/config/model_config
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts";
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
+import { openNative } from "../src/engine/native/ffi.ts";
 import { findTritonInstall } from "../src/engine/native/install.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
+import { watchdog } from "./_helpers.ts";
 
 const install = await findTritonInstall();
 const required = Deno.env.get("DENOTRITON_REQUIRE_TRITON") === "1";
@@ -207,11 +209,19 @@ Deno.test({ name: "native engine: decoupled models stream through the core", ign
         yield requests.map((r) => ({ y: r.data.x! }));
       }], { decoupled: true }),
     );
-    const steps = [];
-    for await (const step of engine.inferStream(request([2]))) {
-      const y = step.outputs.get("y");
-      steps.push({ y: y === undefined ? [] : [...(y.data as Float32Array)], final: step.final });
-    }
+    const steps: { y: number[]; final: boolean }[] = [];
+    await watchdog(
+      (async () => {
+        for await (const step of engine.inferStream(request([2]))) {
+          const y = step.outputs.get("y");
+          steps.push({
+            y: y === undefined ? [] : [...(y.data as Float32Array)],
+            final: step.final,
+          });
+        }
+      })(),
+      "the stream",
+    );
     // Each response at once, then a flags-only final, like the built-in engine.
     assert.deepEqual(steps, [
       { y: [4], final: false },
@@ -252,6 +262,82 @@ Deno.test(
       assert.deepEqual((y.data as Uint8Array[]).map((e) => [...e]), [[97], [98, 0, 99]]);
       assert.deepEqual(seen, [{ s: "v", n: 7, b: true, d: 0.5 }]);
     } finally {
+      await engine.stop();
+    }
+  },
+);
+
+// Faults the bridge injects on purpose (`dt_debug_fault`): Triton 2.51's core never refuses a send
+// nor hands over a batch the bridge cannot describe, so these paths are reached no other way.
+const FAULT_SEND = 1;
+const FAULT_DESCRIBE = 2;
+
+Deno.test(
+  { name: "native engine: a send the core refuses leaves the response to the core", ignore },
+  async () => {
+    const engine = await started();
+    const { bridge } = openNative(install!);
+    try {
+      let fail = false;
+      await engine.loadModel(define([(requests) => {
+        if (fail) throw new RangeError("boom");
+        return double(requests);
+      }]));
+      // The core takes a response even when the send reports a failure: the bridge must not
+      // delete it again (a double free, which also breaks the reply the client reads).
+      bridge.dt_debug_fault(FAULT_SEND, 1);
+      const sent = await watchdog(engine.infer(request([1, 2])), "a response");
+      assert.deepEqual([...(sent.outputs.get("y")!.data as Float32Array)], [2, 4]);
+      // The same for an error response.
+      fail = true;
+      bridge.dt_debug_fault(FAULT_SEND, 1);
+      await assert.rejects(
+        watchdog(engine.infer(request([1])), "an error response"),
+        (error: unknown) =>
+          error instanceof InferenceError && error.code === "INTERNAL" &&
+          /boom/.test(error.message),
+      );
+      fail = false;
+      const after = await watchdog(engine.infer(request([3])), "the next response");
+      assert.deepEqual([...(after.outputs.get("y")!.data as Float32Array)], [6]);
+    } finally {
+      bridge.dt_debug_fault(FAULT_SEND, 0);
+      await engine.stop();
+    }
+  },
+);
+
+Deno.test(
+  { name: "native engine: a bad batch description fails that batch only", ignore },
+  async () => {
+    const engine = await started();
+    const { bridge } = openNative(install!);
+    try {
+      await engine.loadModel(define([double]));
+      bridge.dt_debug_fault(FAULT_DESCRIBE, 1);
+      await assert.rejects(
+        watchdog(engine.infer(request([1])), "the failed batch"),
+        (error: unknown) =>
+          error instanceof InferenceError && error.code === "INTERNAL" &&
+          /^Cannot run a batch of model 'm': its description from the bridge is malformed: /.test(
+            error.message,
+          ),
+      );
+      // The instance thread was released and the consumer still serves.
+      const response = await watchdog(engine.infer(request([4])), "the next batch");
+      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [8]);
+      // The error response of a batch the bridge ends itself, with a send that reports a failure.
+      bridge.dt_debug_fault(FAULT_DESCRIBE, 1);
+      bridge.dt_debug_fault(FAULT_SEND, 1);
+      await assert.rejects(
+        watchdog(engine.infer(request([1])), "the failed batch"),
+        /Cannot run a batch of model 'm'/,
+      );
+      const last = await watchdog(engine.infer(request([5])), "the last batch");
+      assert.deepEqual([...(last.outputs.get("y")!.data as Float32Array)], [10]);
+    } finally {
+      bridge.dt_debug_fault(FAULT_SEND, 0);
+      bridge.dt_debug_fault(FAULT_DESCRIBE, 0);
       await engine.stop();
     }
   },

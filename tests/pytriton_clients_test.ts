@@ -23,6 +23,7 @@ async function findPytritonPython(): Promise<string | undefined> {
         args: ["-c", "import pytriton.client"],
         stdout: "null",
         stderr: "null",
+        signal: AbortSignal.timeout(60_000),
       }).output();
       if (success) return python;
     } catch {

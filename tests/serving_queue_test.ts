@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { BindOptions, InferRequest, ModelConfig, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { codecs } from "../src/frontend/grpc/codec.ts";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 import { scrape, valueOf } from "./_prometheus.ts";
 
@@ -38,7 +38,10 @@ class GatedModel {
   /** Resolves once the callable has received `count` requests in all. */
   async received(count: number): Promise<void> {
     while (this.seen.length < count) {
-      await new Promise<void>((resolve) => this.#arrivals.push(resolve));
+      await watchdog(
+        new Promise<void>((resolve) => this.#arrivals.push(resolve)),
+        `request ${this.seen.length + 1} of ${count} to reach the callable`,
+      );
     }
   }
 

@@ -2,7 +2,7 @@
 // partial responses before an error, bad requests, /infer on decoupled models and disconnects.
 
 import assert from "node:assert/strict";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 import { identityModels } from "./_models.ts";
 import {
   endlessLog,
@@ -152,7 +152,9 @@ for (const engine of ENGINES) {
       });
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
       let text = "";
-      while (!text.includes('"i":1')) text += (await reader.read()).value ?? "";
+      while (!text.includes('"i":1')) {
+        text += (await watchdog(reader.read(), "the first events")).value ?? "";
+      }
       assert.ok(text.startsWith('data: {"i":0,"model_name":"Endless","model_version":"1"}\n\n'));
       controller.abort();
       await reader.cancel().catch(() => {});

@@ -6,9 +6,11 @@
 
 import assert from "node:assert/strict";
 import { type BindOptions, workers } from "../mod.ts";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 
 const MODULE = new URL("./_workers/instance.ts", import.meta.url);
+const STEPS = new URL("./_workers/steps.ts", import.meta.url);
+const HANG = new URL("./_workers/hang.ts", import.meta.url);
 
 function model(name: string, inferFunc: BindOptions["inferFunc"]): BindOptions {
   return {
@@ -106,6 +108,17 @@ for (const engine of ENGINES) {
     const crashed = await infer(http, "Crashy", [1], { crash: true });
     assert.notEqual(crashed.status, 200);
     assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'Crashy' crashed: .*boom/);
+    // Requests sent while the restart is pending wait for it (no 503 burst).
+    const meanwhile = await watchdog(
+      Promise.all([1, 2, 3, 4].map((v) => infer(http, "Crashy", [v]))),
+      "the requests sent during the restart",
+    );
+    assert.deepEqual(meanwhile.map((answer) => [answer.status, output(answer, "y")]), [
+      [200, [2]],
+      [200, [4]],
+      [200, [6]],
+      [200, [8]],
+    ]);
     await until(() => ready(http, "Crashy"), "the instance is restarted");
     const after = await infer(http, "Crashy", [3]);
     assert.equal(after.status, 200, JSON.stringify(after.body));
@@ -128,16 +141,86 @@ for (const engine of ENGINES) {
     const crashed = await infer(http, "NoRestart", [1], { crash: true });
     assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'NoRestart' crashed/);
     assert.equal(await ready(http, "NoRestart"), false);
-    // Restarts fail (the factory refuses a second start): the instance stays down.
+    // Restarts fail (the factory refuses a second start): the request waited for them, and the
+    // instance stays down.
     const refused = await infer(http, "NoRestart", [1]);
-    assert.notEqual(refused.status, 200);
+    assert.equal(refused.status, 503);
     assert.match(
       refused.body.error!,
-      engine === "builtin"
-        ? /Model 'NoRestart' version 1 is not ready: no instance is alive/
-        : /Instance 0 \(cpu\) of model 'NoRestart' is not available: its Worker crashed and could not be restarted/,
+      /Instance 0 \(cpu\) of model 'NoRestart' is not available: its Worker crashed and could not be restarted/,
     );
     assert.equal(await ready(http, "NoRestart"), false);
+  });
+
+  Deno.test(`workers on the ${engine} engine: a stream cancelled mid-way ends in its Worker first`, async () => {
+    const sab = new SharedArrayBuffer(12);
+    const flags = new Int32Array(sab);
+    await using triton = await startServer({
+      engine,
+      models: [{
+        modelName: "Steps",
+        inferFunc: workers(STEPS, { count: 1, data: sab }),
+        inputs: [{ name: "n", dtype: "int32", shape: [1] }],
+        outputs: [{ name: "i", dtype: "int32", shape: [1] }],
+        config: { decoupled: true, batching: false },
+      }],
+    });
+    const http = triton.urls.http!;
+    const controller = new AbortController();
+    const response = await fetch(`${http}/v2/models/Steps/generate_stream`, {
+      method: "POST",
+      body: '{"n":300}',
+      signal: controller.signal,
+    });
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes('"i":1,')) {
+      text += (await watchdog(reader.read(), "the first steps")).value ?? "";
+    }
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    // The next stream goes to the same Worker: it may start only once the cancelled one has
+    // ended there (its inputs stay valid until then).
+    const next = await watchdog(
+      fetch(`${http}/v2/models/Steps/generate_stream`, { method: "POST", body: '{"n":2}' })
+        .then((r) => r.text()),
+      "the next stream",
+    );
+    assert.equal(
+      next,
+      'data: {"i":0,"model_name":"Steps","model_version":"1"}\n\n' +
+        'data: {"i":1,"model_name":"Steps","model_version":"1"}\n\n',
+    );
+    assert.equal(Atomics.load(flags, 1), 1, "two streams ran at once in one Worker");
+    assert.equal(Atomics.load(flags, 2), 0, "a step found its input changed");
+    await until(() => Atomics.load(flags, 0) === 0, "no stream runs");
+  });
+
+  Deno.test(`workers on the ${engine} engine: Deno.exit() in a Worker fails its batch and restarts it`, async () => {
+    await using triton = await startServer({
+      engine,
+      models: [{
+        modelName: "Exits",
+        inferFunc: workers(HANG, { count: 1 }),
+        inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+        outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+        config: { maxBatchSize: 1 },
+      }],
+    });
+    const http = triton.urls.http!;
+    const sent = performance.now();
+    const exited = await watchdog(infer(http, "Exits", [1], { exit: true }), "the failed request");
+    const seconds = (performance.now() - sent) / 1000;
+    console.log(`${engine}: the request failed ${seconds.toFixed(2)} s after it was sent`);
+    assert.equal(exited.status, 503);
+    assert.equal(
+      exited.body.error,
+      "Instance 0 (cpu) of model 'Exits' crashed: it exited (Deno.exit() or close() in the Worker)",
+    );
+    // The next request waits for the restart (queued, on both engines) and succeeds.
+    const next = await watchdog(infer(http, "Exits", [2], { fast: true }), "the next request");
+    assert.equal(next.status, 200, JSON.stringify(next.body));
+    assert.deepEqual(output(next, "y"), [2]);
   });
 
   Deno.test(`workers on the ${engine} engine: a factory that throws fails bind`, async () => {
@@ -146,6 +229,13 @@ for (const engine of ENGINES) {
       triton.bind(model("FailsToLoad", workers(MODULE, { count: 2 }))),
       /Instance \d \(cpu\) of model 'FailsToLoad' failed to load .*instance\.ts: Error: cannot load weights/,
     );
-    assert.equal(await ready(triton.urls.http!, "FailsToLoad"), false);
+    const http = triton.urls.http!;
+    assert.equal(await ready(http, "FailsToLoad"), false);
+    // The model never loaded: the server stays ready and lists nothing, on both engines alike.
+    const health = await fetch(`${http}/v2/health/ready`);
+    await health.body?.cancel();
+    assert.equal(health.status, 200);
+    const index = await fetch(`${http}/v2/repository/index`, { method: "POST", body: "{}" });
+    assert.deepEqual(await index.json(), []);
   });
 }

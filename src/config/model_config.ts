@@ -166,6 +166,16 @@ export interface ModelConfig {
    * @default {[]}
    */
   warmup?: readonly ModelWarmup[];
+  /**
+   * How long one batch may run, in seconds (for a decoupled model: how long the callable may take
+   * for each step and for its end); 0 means no limit. A batch that runs longer fails with
+   * UNAVAILABLE, naming the model and the timeout. A Worker instance (`workers()`) is then stopped
+   * and restarted; a main-thread callable cannot be interrupted, so its instance takes no other
+   * batch until the callable returns. Both engines behave the same.
+   *
+   * @default {0}
+   */
+  executionTimeoutS?: number;
 }
 
 /** A queue policy with every default filled in. */
@@ -214,6 +224,8 @@ export interface ResolvedModelConfig {
   readonly decoupled: boolean;
   /** See {@linkcode ModelConfig.warmup}. */
   readonly warmup: readonly ModelWarmup[];
+  /** See {@linkcode ModelConfig.executionTimeoutS}; 0 when there is no limit. */
+  readonly executionTimeoutS: number;
 }
 
 function nonNegativeInteger(value: number, field: string): number {
@@ -350,6 +362,16 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
       }
     }
   }
+  const executionTimeoutS = config.executionTimeoutS ?? 0;
+  // Timers take at most 2^31 - 1 ms.
+  if (
+    typeof executionTimeoutS !== "number" || !(executionTimeoutS >= 0) ||
+    executionTimeoutS * 1000 > 2 ** 31 - 1
+  ) {
+    throw new TritonBadParameterError(
+      `Invalid model config: executionTimeoutS must be a number of seconds within [0, 2147483], got ${executionTimeoutS}`,
+    );
+  }
   return {
     batching,
     maxBatchSize,
@@ -369,5 +391,6 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
     responseCache,
     decoupled,
     warmup,
+    executionTimeoutS,
   };
 }

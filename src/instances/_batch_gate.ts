@@ -37,4 +37,13 @@ export class BatchGate {
     await previous;
     return release;
   }
+
+  /**
+   * Resolves once every holder and waiter so far has released the gate.
+   *
+   * @returns A promise of the free gate.
+   */
+  idle(): Promise<void> {
+    return this.#tail;
+  }
 }

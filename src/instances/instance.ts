@@ -30,6 +30,25 @@ export interface ModelInstance extends AsyncDisposable {
   /** Whether the instance can take batches (false after a crash until restarted). */
   readonly alive: boolean;
   /**
+   * Whether the instance gave up for good: it was stopped, or it crashed and could not be
+   * restarted. A batch given to an instance that is not alive but not down waits for its restart.
+   * Instances without it are down whenever they are not alive.
+   */
+  readonly down?: boolean;
+  /**
+   * Whether the instance runs in another isolate (a Worker) and reads a batch's inputs there. The
+   * engine cannot revoke such reads, so before it frees a batch's memory it waits for
+   * {@linkcode ModelInstance.idle}; inputs read on the main thread it can revoke itself.
+   */
+  readonly isolated?: boolean;
+  /**
+   * Resolves once the instance runs no batch any more. `execute` and `stream` can fail before that
+   * (an execution timeout fails the batch at once, but a callable cannot be interrupted), so
+   * engines wait for it before giving the instance another batch or freeing a batch's inputs.
+   * Instances without it are idle as soon as `execute` or `stream` settles.
+   */
+  idle?(): Promise<void>;
+  /**
    * Runs one batch of a coupled model. Resolves to exactly one validated result per request, in
    * order; rejects with the error that fails the whole batch. `native`, when given, locates the
    * inputs in the Triton core's memory (instances may ignore it).

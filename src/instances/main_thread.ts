@@ -16,6 +16,7 @@ import type {
 } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
+import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import type { InstanceProvider, ModelInstance } from "./instance.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
@@ -50,24 +51,58 @@ class MainThreadInstance implements ModelInstance {
     return this.#alive;
   }
 
+  get down(): boolean {
+    return !this.#alive;
+  }
+
+  idle(): Promise<void> {
+    return this.#gate.idle();
+  }
+
+  #timedOut = (): Error => executionTimeoutError(this.#model, this.index);
+
   async execute(requests: InferRequest[]): Promise<InferResult[]> {
     const release = await this.#gate.acquire();
-    try {
-      const value = await runCoupled(this.#callable, requests, this.#context);
-      return validateResults(value, requests, this.#model);
-    } finally {
-      release();
-    }
+    const work = (async () => {
+      try {
+        const value = await runCoupled(this.#callable, requests, this.#context);
+        return validateResults(value, requests, this.#model);
+      } finally {
+        // After a timeout too: a callable cannot be interrupted, so the instance stays busy
+        // until it returns.
+        release();
+      }
+    })();
+    return await withDeadline(work, this.#model.config.executionTimeoutS, this.#timedOut);
   }
 
   async *stream(requests: InferRequest[]): AsyncIterable<InferResult[]> {
     const release = await this.#gate.acquire();
+    const steps = runDecoupled(this.#callable, requests, this.#context)[Symbol.asyncIterator]();
+    const seconds = this.#model.config.executionTimeoutS;
+    let pending: Promise<unknown> | undefined;
     try {
-      for await (const step of runDecoupled(this.#callable, requests, this.#context)) {
-        yield validateResults(step, requests, this.#model);
+      while (true) {
+        const next = steps.next();
+        pending = next;
+        const step = await withDeadline(next, seconds, this.#timedOut);
+        pending = undefined;
+        if (step.done) return;
+        yield validateResults(step.value, requests, this.#model);
       }
     } finally {
-      release();
+      if (pending === undefined) {
+        try {
+          await steps.return(undefined);
+        } finally {
+          release();
+        }
+      } else {
+        // Timed out (or failed) mid-step: the gate opens once the callable has finished that
+        // step and closed, however long that takes.
+        const close = (): Promise<unknown> => steps.return(undefined);
+        void pending.then(close, close).catch(() => {}).finally(release);
+      }
     }
   }
 

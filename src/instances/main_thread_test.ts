@@ -81,6 +81,51 @@ Deno.test("MainThreadInstances validates results and streams steps", async () =>
   assert.deepEqual(steps, [1, 2]);
 });
 
+Deno.test("MainThreadInstances: a step past the execution timeout fails, the instance stays busy", async () => {
+  const hang = Promise.withResolvers<void>();
+  let closed = false;
+  const [instance] = await new MainThreadInstances([async function* (): AsyncGenerator<
+    InferResult[]
+  > {
+    try {
+      yield [{ y: ndarray([1]) }];
+      await hang.promise;
+      yield [{ y: ndarray([2]) }];
+    } finally {
+      closed = true;
+    }
+  }]).start({
+    ...model,
+    config: resolveModelConfig({ batching: false, decoupled: true, executionTimeoutS: 0.05 }),
+  });
+  const steps: number[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const step of instance!.stream([request])) {
+        steps.push((step[0]!.y!.data as Float64Array)[0]!);
+      }
+    })(),
+    (error: unknown) => {
+      assert.ok(error instanceof InferenceError);
+      assert.equal(error.code, "UNAVAILABLE");
+      assert.equal(
+        error.message,
+        "Model 'm' version 1 did not finish within its execution timeout of 0.05 s (instance 0)",
+      );
+      return true;
+    },
+  );
+  assert.deepEqual(steps, [1]);
+  let idle = false;
+  const waiting = instance!.idle!().then(() => idle = true);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(idle, false);
+  hang.resolve();
+  await waiting;
+  // The step that outlived the timeout ran to its end, then the generator was closed.
+  assert.equal(closed, true);
+});
+
 Deno.test("MainThreadInstances refuses bad arguments", () => {
   assert.throws(() => new MainThreadInstances([]), TritonValidationError);
   assert.throws(

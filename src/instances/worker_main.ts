@@ -31,6 +31,10 @@ let callable: InferCallable | undefined;
 let context: InferContext | undefined;
 /** Abort controllers of the running batch, by request index. */
 const running = new Map<number, AbortController[]>();
+/** Decoupled batches whose consumer stopped reading. */
+const stopped = new Set<number>();
+/** Held for the Worker's whole life: its other end reports when this thread ends. */
+let _watch: unknown;
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -106,6 +110,7 @@ async function runBatch(
     if (decoupled) {
       for await (const step of runDecoupled(callable, requests, context)) {
         postResults(id, validateResults(step, requests, context.model));
+        if (stopped.has(id)) break;
       }
       post({ type: "done", id });
     } else {
@@ -116,6 +121,7 @@ async function runBatch(
     post({ type: "failed", id, error: toWireError(error) });
   } finally {
     running.delete(id);
+    stopped.delete(id);
   }
 }
 
@@ -123,6 +129,7 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
   const message = event.data;
   switch (message.type) {
     case "init":
+      _watch = message.watch;
       void init(message.module, message.context);
       break;
     case "batch":
@@ -130,6 +137,14 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       break;
     case "cancel":
       running.get(message.id)?.[message.request]?.abort();
+      break;
+    case "stop":
+      if (!running.has(message.id)) break;
+      stopped.add(message.id);
+      for (const controller of running.get(message.id)!) controller.abort();
+      break;
+    case "exit":
+      self.close();
       break;
   }
 };

@@ -92,14 +92,28 @@ export interface WireCounts {
 
 /** Main → Worker. */
 export type ToWorker =
-  | { readonly type: "init"; readonly module: string; readonly context: WorkerContext }
+  | {
+    readonly type: "init";
+    readonly module: string;
+    readonly context: WorkerContext;
+    /**
+     * The Worker's end of a `node:worker_threads` MessageChannel, kept open for the Worker's
+     * whole life: its other end emits `close` once the Worker's thread has ended (`Deno.exit()`,
+     * `self.close()`, a crash), which Web Workers do not report otherwise.
+     */
+    readonly watch: unknown;
+  }
   | {
     readonly type: "batch";
     readonly id: number;
     readonly decoupled: boolean;
     readonly requests: readonly WireRequest[];
   }
-  | { readonly type: "cancel"; readonly id: number; readonly request: number };
+  | { readonly type: "cancel"; readonly id: number; readonly request: number }
+  /** Ends a decoupled batch after its current step (the consumer stopped reading). */
+  | { readonly type: "stop"; readonly id: number }
+  /** Closes the Worker at its next turn of the event loop. */
+  | { readonly type: "exit" };
 
 /** Worker → main. */
 export type FromWorker =

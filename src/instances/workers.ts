@@ -1,15 +1,17 @@
 /**
  * Model instances in Deno Workers: one Worker per instance, pinned to a device, loading the
  * user's instance module once and running one batch at a time. Tensors cross without
- * structured-clone copies (see `worker_protocol.ts`); a Worker that crashes fails its in-flight
- * batch and is restarted a bounded number of times.
+ * structured-clone copies (see `worker_protocol.ts`); a Worker that crashes or exits fails its
+ * in-flight batch and is restarted a bounded number of times.
  *
  * @module
  */
 
 import { BatchGate } from "./_batch_gate.ts";
 import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
+import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError, TritonValidationError } from "../errors.ts";
+import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { Logger } from "../log.ts";
 import type { InstanceProvider, ModelInstance, NativeLocations } from "./instance.ts";
 import {
@@ -99,14 +101,8 @@ export interface WorkerTransferStats {
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
 const DEVICE = /^(cpu|cuda:(\d+))$/;
 
-interface Pending {
-  step(results: InferResult[]): void;
-  done(): void;
-  fail(error: Error): void;
-}
-
 /** Steps of one batch as an async queue. */
-class StepQueue implements Pending {
+class StepQueue {
   #steps: InferResult[][] = [];
   #ended = false;
   #error: Error | undefined;
@@ -134,15 +130,12 @@ class StepQueue implements Pending {
     wake?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<InferResult[]> {
+  async next(): Promise<IteratorResult<InferResult[], undefined>> {
     while (true) {
-      const next = this.#steps.shift();
-      if (next !== undefined) {
-        yield next;
-        continue;
-      }
+      const value = this.#steps.shift();
+      if (value !== undefined) return { done: false, value };
       if (this.#error !== undefined) throw this.#error;
-      if (this.#ended) return;
+      if (this.#ended) return { done: true, value: undefined };
       await new Promise<void>((resolve) => this.#wake = resolve);
     }
   }
@@ -153,6 +146,30 @@ interface Shared {
   readonly options: WorkersOptions;
   readonly stats: WorkerTransferStats;
   readonly logger: WorkersLogger;
+}
+
+/** One Worker of an instance, from its start until its thread has ended. */
+interface Life {
+  readonly worker: Worker;
+  /** The main end of the watch channel (see `ToWorker` "init"). */
+  readonly watch: WatchPort;
+  /** Batches sent to this Worker and not finished by it yet. */
+  readonly batches: Set<Batch>;
+  /** Whether its thread has ended (or it was terminated). */
+  ended: boolean;
+  /** Whether it was asked to exit (a timeout, `kill()`), so its end is expected. */
+  retiring: boolean;
+  /** Settles, once it has ended, like the start of the Worker that replaces it. */
+  readonly next: PromiseWithResolvers<void>;
+}
+
+/** One batch in a Worker. */
+interface Batch {
+  readonly id: number;
+  readonly life: Life;
+  readonly queue: StepQueue;
+  /** Resolves once the Worker is done with the batch: it answered it in full, or it ended. */
+  readonly settled: PromiseWithResolvers<void>;
 }
 
 function deviceOf(device: string): { deviceKind: "cpu" | "gpu"; deviceId: number } {
@@ -166,15 +183,20 @@ function deviceOf(device: string): { deviceKind: "cpu" | "gpu"; deviceId: number
 class WorkerInstance implements ModelInstance {
   readonly index: number;
   readonly device: string;
+  readonly isolated = true;
   #shared: Shared;
   #model: ModelInfo;
-  #worker: Worker | undefined;
+  #life: Life | undefined;
   #alive = false;
+  #down = false;
   #disposed = false;
   #attempt = 0;
   #loading: PromiseWithResolvers<void> | undefined;
-  #restarting: Promise<void> | undefined;
-  #pending = new Map<number, Pending>();
+  /** The next Worker: its predecessor's end, then the restart. */
+  #replacing: Promise<void> | undefined;
+  #batches = new Map<number, Batch>();
+  /** Workers whose thread may still run: the current one and those retiring. */
+  #lives = new Set<Life>();
   #nextId = 0;
   #gate = new BatchGate();
 
@@ -187,6 +209,14 @@ class WorkerInstance implements ModelInstance {
 
   get alive(): boolean {
     return this.#alive;
+  }
+
+  get down(): boolean {
+    return this.#down;
+  }
+
+  idle(): Promise<void> {
+    return this.#gate.idle();
   }
 
   get #label(): string {
@@ -202,15 +232,36 @@ class WorkerInstance implements ModelInstance {
       name: `${this.#model.name}#${this.index}`,
       ...(permissions === "inherit" ? {} : { deno: { permissions } }),
     });
-    this.#worker = worker;
+    const channel = new WatchChannel();
+    const life: Life = {
+      worker,
+      watch: channel.port1,
+      batches: new Set(),
+      ended: false,
+      retiring: false,
+      next: Promise.withResolvers<void>(),
+    };
+    this.#life = life;
+    this.#lives.add(life);
     this.#loading = Promise.withResolvers<void>();
-    worker.onmessage = (event: MessageEvent<FromWorker>) => this.#receive(worker, event.data);
+    worker.onmessage = (event: MessageEvent<FromWorker>) => this.#receive(life, event.data);
     worker.onerror = (event: ErrorEvent) => {
       // Handled here: unhandled, a Worker's error would end the whole process.
       event.preventDefault();
-      this.#crashed(worker, event.message || "the Worker threw an uncaught error");
+      this.#crashed(life, event.message || "the Worker threw an uncaught error");
     };
-    worker.onmessageerror = () => this.#crashed(worker, "a message could not be deserialized");
+    worker.onmessageerror = () => this.#crashed(life, "a message could not be deserialized");
+    // Deno reports neither `Deno.exit()` nor `self.close()` in a Worker; the Worker's end of the
+    // watch channel closes when its thread ends. An error event, if one comes, names the cause
+    // better, so it is given a moment to arrive first.
+    life.watch.on("close", () => {
+      if (life.ended) return; // closed by #end itself
+      setTimeout(() => this.#crashed(life, "it exited (Deno.exit() or close() in the Worker)"), 10);
+    });
+    // Started (only a started port learns that its other end closed) but not keeping the
+    // process alive.
+    life.watch.start();
+    life.watch.unref();
     const { model } = this;
     const context: WorkerContext = {
       device: this.device,
@@ -222,7 +273,10 @@ class WorkerInstance implements ModelInstance {
       attempt: this.#attempt,
       data: options.data,
     };
-    worker.postMessage({ type: "init", module, context } satisfies ToWorker);
+    worker.postMessage(
+      { type: "init", module, context, watch: channel.port2 } satisfies ToWorker,
+      [channel.port2 as unknown as Transferable],
+    );
     return this.#loading.promise;
   }
 
@@ -232,8 +286,8 @@ class WorkerInstance implements ModelInstance {
     return { name, version, inputs, outputs, config, strict };
   }
 
-  #receive(worker: Worker, message: FromWorker): void {
-    if (worker !== this.#worker) return;
+  #receive(life: Life, message: FromWorker): void {
+    if (life !== this.#life) return;
     switch (message.type) {
       case "ready":
         this.#alive = true;
@@ -242,17 +296,20 @@ class WorkerInstance implements ModelInstance {
         break;
       case "load-failed": {
         const error = fromWireError(message.error);
-        this.#stopWorker();
-        this.#loading?.reject(
+        const loading = this.#loading;
+        this.#loading = undefined;
+        this.#end(life, false);
+        loading?.reject(
           new InferenceError(
             `${this.#label} failed to load ${this.#shared.module}: ${error.name}: ${error.message}`,
             { code: "INTERNAL", cause: error },
           ),
         );
-        this.#loading = undefined;
         break;
       }
       case "results": {
+        const batch = this.#batches.get(message.id);
+        if (batch === undefined) break;
         const { stats } = this.#shared;
         stats.outputCopiedBytes += message.counts.copied;
         stats.outputMovedBytes += message.counts.moved;
@@ -261,54 +318,94 @@ class WorkerInstance implements ModelInstance {
             Object.entries(result).map(([name, wire]) => [name, fromWireTensor(wire)]),
           )
         );
-        this.#pending.get(message.id)?.step(results);
-        if (!this.#model.config.decoupled) this.#settle(message.id)?.done();
+        batch.queue.step(results);
+        if (!this.#model.config.decoupled) this.#finish(batch);
         break;
       }
-      case "done":
-        this.#settle(message.id)?.done();
+      case "done": {
+        const batch = this.#batches.get(message.id);
+        if (batch !== undefined) this.#finish(batch);
         break;
-      case "failed":
-        this.#settle(message.id)?.fail(fromWireError(message.error));
+      }
+      case "failed": {
+        const batch = this.#batches.get(message.id);
+        if (batch !== undefined) this.#finish(batch, fromWireError(message.error));
         break;
+      }
     }
   }
 
-  #settle(id: number): Pending | undefined {
-    const pending = this.#pending.get(id);
-    this.#pending.delete(id);
-    return pending;
+  /** The Worker is done with a batch. */
+  #finish(batch: Batch, error?: Error): void {
+    this.#batches.delete(batch.id);
+    batch.life.batches.delete(batch);
+    if (error === undefined) batch.queue.done();
+    else batch.queue.fail(error);
+    batch.settled.resolve();
   }
 
-  #stopWorker(): void {
-    this.#alive = false;
-    this.#worker?.terminate();
-    this.#worker = undefined;
+  /**
+   * A Worker's thread has ended (or it was terminated): its batches fail with `failure` and
+   * settle, and, when `restart` is set, the next Worker starts.
+   */
+  #end(life: Life, restart: boolean, failure?: Error): void {
+    if (life.ended) return;
+    life.ended = true;
+    this.#lives.delete(life);
+    life.worker.terminate();
+    life.watch.close();
+    if (life === this.#life) {
+      this.#life = undefined;
+      this.#alive = false;
+    }
+    let next: Promise<void> | undefined;
+    if (restart && !this.#disposed) next = this.#replacing = this.#restart();
+    life.next.resolve(next);
+    const error = failure ??
+      new InferenceError(`${this.#label} was stopped`, { code: "UNAVAILABLE" });
+    for (const batch of [...life.batches]) this.#finish(batch, error);
   }
 
-  #failPending(message: string): void {
-    const error = new InferenceError(message, { code: "UNAVAILABLE" });
-    const pending = [...this.#pending.values()];
-    this.#pending.clear();
-    for (const entry of pending) entry.fail(error);
-  }
-
-  #crashed(worker: Worker, reason: string): void {
-    if (worker !== this.#worker) return;
-    this.#stopWorker();
-    if (this.#loading !== undefined) {
-      this.#loading.reject(
+  #crashed(life: Life, reason: string): void {
+    if (life.ended) return;
+    if (life.retiring) {
+      // Its end was asked for: the batch failed already, and the next Worker may start now.
+      this.#end(life, true);
+      return;
+    }
+    const loading = life === this.#life ? this.#loading : undefined;
+    if (loading !== undefined) {
+      this.#loading = undefined;
+      this.#end(life, false);
+      loading.reject(
         new InferenceError(`${this.#label} failed to load ${this.#shared.module}: ${reason}`, {
           code: "INTERNAL",
         }),
       );
-      this.#loading = undefined;
       return;
     }
     const message = `${this.#label} crashed: ${reason}`;
     this.#shared.logger.error(message);
-    this.#failPending(message);
-    if (!this.#disposed) this.#restarting = this.#restart();
+    this.#end(life, life === this.#life, new InferenceError(message, { code: "UNAVAILABLE" }));
+  }
+
+  /**
+   * Asks the current Worker to exit and starts the next one once it has: until then the
+   * Worker may still be reading a batch's inputs in place, so its batches settle only then.
+   * `error` fails its batches at once.
+   */
+  #retire(reason: string, error: Error): void {
+    const life = this.#life;
+    if (life === undefined || life.retiring || life.ended) return;
+    life.retiring = true;
+    this.#life = undefined;
+    this.#alive = false;
+    this.#shared.logger.error(`${this.#label} ${reason}: restarting it`);
+    for (const batch of life.batches) batch.queue.fail(error);
+    // Not terminate(): only an exit the Worker carries out itself shows when its thread ends
+    // (Deno's terminate() does not interrupt synchronous code either).
+    life.worker.postMessage({ type: "exit" } satisfies ToWorker);
+    this.#replacing = life.next.promise;
   }
 
   async #restart(): Promise<void> {
@@ -327,14 +424,19 @@ class WorkerInstance implements ModelInstance {
         );
       }
     }
+    this.#down = true;
     if (!this.#disposed) this.#shared.logger.error(`${this.#label} stays down`);
   }
 
-  /** Sends a batch; returns its step queue. */
-  async #send(requests: InferRequest[], native: NativeLocations | undefined): Promise<StepQueue> {
-    if (!this.#alive && this.#restarting !== undefined) await this.#restarting;
-    const worker = this.#worker;
-    if (!this.#alive || worker === undefined) {
+  /** Sends a batch to the Worker (waiting for a pending restart). */
+  async #send(requests: InferRequest[], native: NativeLocations | undefined): Promise<Batch> {
+    while (!this.#alive && this.#replacing !== undefined && !this.#down) {
+      const replacing = this.#replacing;
+      await replacing;
+      if (this.#replacing === replacing) break;
+    }
+    const life = this.#life;
+    if (!this.#alive || life === undefined) {
       throw new InferenceError(
         `${this.#label} is not available: ${
           this.#disposed ? "it was stopped" : "its Worker crashed and could not be restarted"
@@ -342,6 +444,7 @@ class WorkerInstance implements ModelInstance {
         { code: "UNAVAILABLE" },
       );
     }
+    const { worker } = life;
     const id = this.#nextId++;
     const transfer: Transferable[] = [];
     const counts: WireCounts = zeroCounts();
@@ -356,7 +459,11 @@ class WorkerInstance implements ModelInstance {
       }
       request.signal.addEventListener(
         "abort",
-        () => worker.postMessage({ type: "cancel", id, request: index } satisfies ToWorker),
+        () => {
+          if (!life.ended) {
+            worker.postMessage({ type: "cancel", id, request: index } satisfies ToWorker);
+          }
+        },
         { once: true },
       );
       return {
@@ -372,8 +479,14 @@ class WorkerInstance implements ModelInstance {
     stats.inputCopiedBytes += counts.copied;
     stats.inputMovedBytes += counts.moved;
     stats.inputNativeBytes += counts.native;
-    const queue = new StepQueue();
-    this.#pending.set(id, queue);
+    const batch: Batch = {
+      id,
+      life,
+      queue: new StepQueue(),
+      settled: Promise.withResolvers<void>(),
+    };
+    this.#batches.set(id, batch);
+    life.batches.add(batch);
     worker.postMessage(
       {
         type: "batch",
@@ -383,51 +496,118 @@ class WorkerInstance implements ModelInstance {
       } satisfies ToWorker,
       transfer,
     );
-    return queue;
+    return batch;
+  }
+
+  /** Fails a batch that outlived the execution timeout and replaces its Worker. */
+  #timedOut(batch: Batch): Error {
+    const error = executionTimeoutError(this.#model, this.index);
+    if (batch.life === this.#life) {
+      this.#retire(
+        `did not finish a batch within its execution timeout of ${this.#model.config.executionTimeoutS} s`,
+        error,
+      );
+    }
+    return error;
   }
 
   async execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]> {
     const release = await this.#gate.acquire();
+    let batch: Batch | undefined;
     try {
-      const queue = await this.#send(requests, native);
-      let results: InferResult[] | undefined;
-      for await (const step of queue) results = step;
-      if (results === undefined) {
+      batch = await this.#send(requests, native);
+      const sent = batch;
+      const step = await withDeadline(
+        sent.queue.next(),
+        this.#model.config.executionTimeoutS,
+        () => this.#timedOut(sent),
+      );
+      if (step.done) {
         throw new InferenceError(`${this.#label} returned no result`, { code: "INTERNAL" });
       }
-      return results;
+      return step.value;
     } finally {
-      release();
+      // The gate opens once the Worker is done with the batch, not when its caller gave up.
+      if (batch === undefined) release();
+      else void batch.settled.promise.then(release);
     }
   }
 
   async *stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]> {
     const release = await this.#gate.acquire();
+    let batch: Batch | undefined;
+    let failed = false;
+    const seconds = this.#model.config.executionTimeoutS;
     try {
-      yield* await this.#send(requests, native);
+      batch = await this.#send(requests, native);
+      const sent = batch;
+      while (true) {
+        const step = await withDeadline(sent.queue.next(), seconds, () => this.#timedOut(sent));
+        if (step.done) return;
+        yield step.value;
+      }
+    } catch (error) {
+      failed = true;
+      throw error;
     } finally {
-      release();
+      if (batch === undefined) {
+        release();
+      } else {
+        const sent = batch;
+        void sent.settled.promise.then(release);
+        if (!failed && this.#batches.has(sent.id)) {
+          // The consumer stopped reading early: the Worker ends the stream after its current step,
+          // and the batch (whose inputs it may read in place) stays ours until it has.
+          if (!sent.life.ended) sent.life.worker.postMessage({ type: "stop", id: sent.id });
+          await withDeadline(sent.settled.promise, seconds, () => this.#timedOut(sent)).catch(
+            () => {},
+          );
+        }
+      }
     }
   }
 
   /**
-   * Terminates the Worker as if it had crashed: fails the in-flight batch and restarts it. For
-   * tests and operators that need to recycle an instance.
+   * Stops the Worker as if it had crashed: fails its running batch and restarts it once its
+   * thread has ended. For tests and operators that need to recycle an instance.
    */
   kill(): void {
-    const worker = this.#worker;
-    if (worker !== undefined) this.#crashed(worker, "it was terminated");
+    this.#retire(
+      "was killed",
+      new InferenceError(`${this.#label} crashed: it was killed`, { code: "UNAVAILABLE" }),
+    );
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     this.#disposed = true;
-    this.#stopWorker();
-    this.#failPending(`${this.#label} was stopped`);
-    this.#loading?.reject(
-      new InferenceError(`${this.#label} was stopped`, { code: "UNAVAILABLE" }),
-    );
+    this.#down = true;
+    this.#alive = false;
+    this.#life = undefined;
+    const stopped = new InferenceError(`${this.#label} was stopped`, { code: "UNAVAILABLE" });
+    const lives = [...this.#lives];
+    // A Worker that exits by itself shows that its thread has ended, which lets the engine free
+    // memory it may read in place; one that has not within a second is terminated, and its
+    // batches never settle.
+    await Promise.all(lives.map(async (life) => {
+      for (const batch of life.batches) batch.queue.fail(stopped);
+      if (!life.retiring) {
+        life.retiring = true;
+        life.worker.postMessage({ type: "exit" } satisfies ToWorker);
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const grace = new Promise<void>((resolve) => timer = setTimeout(resolve, 1000));
+      await Promise.race([life.next.promise, grace]);
+      clearTimeout(timer);
+      if (life.ended) return;
+      life.ended = true;
+      this.#lives.delete(life);
+      life.worker.terminate();
+      life.watch.close();
+      life.next.resolve();
+    }));
+    this.#loading?.reject(stopped);
     this.#loading = undefined;
-    await this.#restarting;
+    await this.#replacing;
   }
 }
 
@@ -549,6 +729,15 @@ export class WorkerInstances implements InstanceProvider {
  * Worker (the caller's view is detached), and outputs likewise come back by transfer, so a
  * callable must not keep using an array it returned (return `constant.slice()` for constants).
  * With the Triton engine the Worker reads inputs in place from the core's memory.
+ *
+ * Faults: a Worker that throws an uncaught error, calls `Deno.exit()` or `self.close()` fails its
+ * batch with UNAVAILABLE and is restarted (`maxRestarts` times in a row); batches sent meanwhile
+ * wait for the restart. A batch that outlives the model's `executionTimeoutS` fails at once, and
+ * the Worker is asked to exit and then restarted. Limits of Deno 2.9: a Worker that runs out of
+ * memory aborts the whole process (Web Workers take no heap limit, and `--v8-flags` limits apply
+ * to every isolate without making the failure survivable); and a Worker stuck in synchronous code
+ * cannot be stopped (`Worker.terminate()` waits for it to return to its event loop), so its
+ * instance stays busy until then.
  *
  * @param module The instance module (URL, or a path relative to the working directory).
  * @param options Devices or count, permissions, restarts, data.

@@ -36,7 +36,7 @@ import { CpuMetrics } from "./cpu_metrics.ts";
 import { renderMetrics } from "./metrics.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
-import { ModelScheduler, type SchedulerSink } from "./scheduler.ts";
+import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { ModelStatsRecorder, nsBetween } from "./statistics.ts";
 import { StreamChannel } from "./stream_channel.ts";
 import { warmupRequests } from "../warmup.ts";
@@ -327,10 +327,14 @@ export class BuiltinEngine implements Engine {
     try {
       entry.instances = await model.instances.start(model);
     } catch (error) {
-      entry.state = "UNAVAILABLE";
-      entry.reason = error instanceof Error ? error.message : String(error);
+      // Like the Triton engine, where such a model never reaches the core's repository: no
+      // trace is left (readiness and the repository index are as before the attempt).
+      if (existing === undefined) versions.delete(model.version);
+      else versions.set(model.version, existing);
+      if (versions.size === 0) this.#models.delete(model.name);
+      const reason = error instanceof Error ? error.message : String(error);
       throw new InferenceError(
-        `Failed to load model '${model.name}' version ${model.version}: ${entry.reason}`,
+        `Failed to load model '${model.name}' version ${model.version}: ${reason}`,
         { code: "INTERNAL", cause: error },
       );
     }
@@ -665,8 +669,8 @@ export class BuiltinEngine implements Engine {
   ): { entry: ModelEntry; validated: ValidatedRequest } {
     this.#checkRunning(request.modelName);
     const entry = this.#lookup(request.modelName, request.modelVersion);
-    if (!entry.instances.some((instance) => instance.alive)) {
-      // The scheduler only dispatches to live instances: queueing now could wait forever.
+    if (entry.instances.every(isDown)) {
+      // Queued requests wait for a restarting instance, never for one that gave up.
       throw new InferenceError(
         `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
         { code: "UNAVAILABLE" },

@@ -89,6 +89,24 @@ function isUnrecoverable(error: unknown): error is Error {
   return error instanceof Error && error.name === "TritonUnrecoverableError";
 }
 
+function isAlive(instance: ModelInstance): boolean {
+  return instance.alive;
+}
+
+function isRestarting(instance: ModelInstance): boolean {
+  return !instance.alive && !isDown(instance);
+}
+
+/**
+ * Whether an instance gave up for good (instances without `down` are down when not alive).
+ *
+ * @param instance The instance.
+ * @returns True when no batch will ever run on it again.
+ */
+export function isDown(instance: ModelInstance): boolean {
+  return instance.down ?? !instance.alive;
+}
+
 function remove<T>(list: T[], value: T): boolean {
   const index = list.indexOf(value);
   if (index < 0) return false;
@@ -295,6 +313,20 @@ export class ModelScheduler {
     for (const entry of this.#order.splice(0)) entry.held?.();
   }
 
+  /** Every instance gave up: nothing queued will ever run. */
+  #failQueued(): void {
+    const { name, version } = this.#model;
+    const error = new InferenceError(
+      `Model '${name}' version ${version} is not ready: no instance is alive`,
+      { code: "UNAVAILABLE" },
+    );
+    for (const entry of [...this.#queuedInOrder()]) {
+      this.#dequeue(entry);
+      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+      this.#finish(entry, false, () => entry.item.sink.error(error));
+    }
+  }
+
   #cancelled(): InferenceError {
     return new InferenceError(`Request for model '${this.#model.name}' was cancelled`, {
       code: "CANCELLED",
@@ -380,12 +412,16 @@ export class ModelScheduler {
 
   #idleInstance(): ModelInstance | undefined {
     const count = this.#instances.length;
-    for (let step = 0; step < count; step++) {
-      const index = (this.#cursor + step) % count;
-      const instance = this.#instances[index]!;
-      if (instance.alive && !this.#busy.has(instance)) {
-        this.#cursor = (index + 1) % count;
-        return instance;
+    // A live instance first; else one that is restarting (its batch waits for the restart,
+    // as the core's instance threads do), never one that gave up.
+    for (const usable of [isAlive, isRestarting]) {
+      for (let step = 0; step < count; step++) {
+        const index = (this.#cursor + step) % count;
+        const instance = this.#instances[index]!;
+        if (usable(instance) && !this.#busy.has(instance)) {
+          this.#cursor = (index + 1) % count;
+          return instance;
+        }
       }
     }
     return undefined;
@@ -457,7 +493,10 @@ export class ModelScheduler {
     while (true) {
       if (this.queued === 0) return;
       const instance = this.#idleInstance();
-      if (instance === undefined) return;
+      if (instance === undefined) {
+        if (this.#instances.every(isDown)) this.#failQueued();
+        return;
+      }
       const { batch, wait } = this.#formBatch(performance.now());
       if (wait !== undefined) {
         this.#delayPump(wait);
@@ -472,7 +511,9 @@ export class ModelScheduler {
         entry.dispatched = now;
       }
       this.#busy.add(instance);
-      this.#run(instance, batch).finally(() => {
+      // After a failed batch too, the instance takes no other one until it is idle (a timed-out
+      // callable still runs).
+      this.#run(instance, batch).catch(() => {}).then(() => instance.idle?.()).finally(() => {
         this.#busy.delete(instance);
         this.#schedulePump();
       });
@@ -540,6 +581,9 @@ export class ModelScheduler {
       });
       this.#stats.recordResponse(index++, nsBetween(last, now));
       last = now;
+      // Like the core: once every request is cancelled the stream is not pulled any further
+      // (the instance then closes it).
+      if (batch.every((entry) => entry.item.controller.signal.aborted)) break;
     }
     const end = performance.now();
     const timings = { computeInput: 0, computeInfer: nsBetween(started, end), computeOutput: 0 };

@@ -6,7 +6,10 @@
  * which reports statistics, releases the requests and lets `ModelInstanceExecute` return.
  *
  * Input tensors are views of the core's request memory: they are valid only while the callable
- * runs (until its batch is done).
+ * runs (until its batch is done). A batch is released only once its instance is done with it (a
+ * timed-out callable keeps its batch until it returns); when the server gives up on a running
+ * batch at stop, main-thread views are revoked (detached) first, and Worker instances must have
+ * ended.
  *
  * @module
  */
@@ -19,6 +22,7 @@ import {
   TritonUnrecoverableError,
 } from "../../errors.ts";
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
+import type { Logger } from "../../log.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { type DescribedParameter, type DescribedTensor, parameterValues } from "./response.ts";
@@ -47,6 +51,13 @@ export interface ConsumeOptions {
   model: ModelInfo;
   /** Called after a batch failed with a `TritonUnrecoverableError`. */
   onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /** Where failed sends and failed batches are logged. */
+  logger?: Logger;
+  /**
+   * Aborted when the server gives up on running batches (its exit timeout passed): their
+   * requests fail with UNAVAILABLE at once, and the batch is released as soon as that is safe.
+   */
+  stopping?: AbortSignal;
 }
 
 const WAIT_MS = 1000;
@@ -70,12 +81,87 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
     const count = await bridge.dt_next_batch(channel, slot, WAIT_MS);
     if (count < 0) return;
     if (count === 0) continue;
+    // Whatever goes wrong, the batch ends here: Triton's instance thread waits for it.
+    let failure: InferenceError | undefined;
     try {
       await runBatch(options, nameOf);
-    } finally {
+    } catch (error) {
+      // A fault of the bridge or of this code, not of the callable: its message says enough.
+      failure = error instanceof InferenceError
+        ? error
+        : new InferenceError(error instanceof Error ? error.message : String(error), {
+          code: "INTERNAL",
+          cause: error,
+        });
+      options.logger?.error(
+        `Instance ${slot} of '${options.model.name}' failed a batch: ${failure.message}`,
+      );
+    }
+    if (failure === undefined) {
       bridge.dt_batch_done(channel, slot);
+    } else {
+      bridge.dt_batch_fail(
+        channel,
+        slot,
+        errorCodeValue(failure.code),
+        cString(`Cannot run a batch of model '${options.model.name}': ${failure.message}`),
+      );
     }
   }
+}
+
+/** The built-in engine's words for the same. */
+function stopped(): InferenceError {
+  return new InferenceError("Server stopped before the request completed", {
+    code: "UNAVAILABLE",
+  });
+}
+
+/** Settles like `work`, or rejects with {@linkcode stopped} once `signal` aborts. */
+function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(stopped());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(stopped());
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * Waits until the instance is done with the batch's inputs. When the server gives up first, the
+ * main thread's views are detached (the callable then sees empty arrays); a Worker reads the
+ * memory through views of its own, so only its end makes the batch safe to release.
+ */
+async function untilDone(options: ConsumeOptions, views: readonly Uint8Array[]): Promise<void> {
+  const { instance, stopping } = options;
+  if (instance.idle === undefined) return;
+  const idle = instance.idle();
+  let done = false;
+  void idle.then(() => done = true);
+  await unlessStopped(idle, stopping).catch(() => {});
+  if (done) return;
+  if (instance.isolated) {
+    await idle;
+    return;
+  }
+  for (const view of views) {
+    const buffer = view.buffer as ArrayBuffer;
+    if (!buffer.detached) buffer.transferToFixedLength(0);
+  }
+}
+
+/** Logs a send the core refused (it owns the response all the same). */
+function checkSent(options: ConsumeOptions, status: number, index: number): void {
+  if (status === 0) return;
+  options.logger?.error(
+    `Cannot send a response of model '${options.model.name}' (request ${index} of the batch): ${
+      readCString(options.bridge.dt_slot_error(options.channel, options.slot))
+    }`,
+  );
 }
 
 function sendError(
@@ -84,7 +170,7 @@ function sendError(
   code: ErrorCode,
   message: string,
 ): void {
-  options.bridge.dt_send(
+  const status = options.bridge.dt_send(
     options.channel,
     options.slot,
     index,
@@ -92,6 +178,7 @@ function sendError(
     errorCodeValue(code),
     cString(message),
   );
+  checkSent(options, status, index);
 }
 
 /** Writes one request's outputs into the response buffers and sends the response. */
@@ -129,33 +216,41 @@ function sendResult(
     }
     if (bytes.byteLength > 0) viewAt(Number(out[0]), bytes.byteLength).set(bytes);
   }
-  bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null);
+  checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
 }
 
 async function runBatch(
   options: ConsumeOptions,
   nameOf: (name: string) => Uint8Array,
 ): Promise<void> {
-  const { bridge, channel, slot, instance, model } = options;
-  const described: DescribedRequest[] = JSON.parse(
-    readCString(bridge.dt_batch_describe(channel, slot)),
-  );
+  const { bridge, channel, slot, instance, model, stopping } = options;
+  const description = bridge.dt_batch_describe(channel, slot);
+  if (description === null) throw new Error("the bridge has no batch to describe");
+  let described: DescribedRequest[];
+  try {
+    described = JSON.parse(readCString(description));
+    if (!Array.isArray(described)) throw new Error("not a list of requests");
+  } catch (error) {
+    throw new Error(`its description from the bridge is malformed: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
   const requests: InferRequest[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
   // Addresses too, so instances in Workers can read the inputs in place.
   const native: Record<string, NativeTensorLocation>[] = [];
+  // Every view of the core's memory, to revoke if the server gives up on the batch.
+  const views: Uint8Array[] = [];
   described.forEach((entry, index) => {
     try {
       const data: Record<string, NDArray> = {};
       const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
         if (input.gpu) throw new Error(`Input '${input.name}' is in GPU memory`);
-        data[input.name] = tensorInPlace(
-          dtypeOfTriton(input.datatype),
-          input.shape,
-          viewAt(input.ptr, input.size),
-        );
+        const view = viewAt(input.ptr, input.size);
+        views.push(view);
+        data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
         locations[input.name] = { address: BigInt(input.ptr), byteLength: input.size };
       }
       const controller = new AbortController();
@@ -196,23 +291,38 @@ async function runBatch(
   const poll = isCancelled === null ? undefined : setInterval(allCancelled, CANCEL_POLL_MS);
   try {
     if (model.config.decoupled) {
-      for await (const step of instance.stream(requests, native)) {
-        step.forEach((result, i) =>
-          sendResult(
-            options,
-            nameOf,
-            indices[i]!,
-            requests[i]!.requestedOutputNames,
-            result,
-            false,
-          )
-        );
-        if (allCancelled()) break;
+      const steps = instance.stream(requests, native)[Symbol.asyncIterator]();
+      let finished = false;
+      try {
+        while (true) {
+          const step = await unlessStopped(steps.next(), stopping);
+          if (step.done) {
+            finished = true;
+            break;
+          }
+          step.value.forEach((result, i) =>
+            sendResult(
+              options,
+              nameOf,
+              indices[i]!,
+              requests[i]!.requestedOutputNames,
+              result,
+              false,
+            )
+          );
+          if (allCancelled()) break;
+        }
+      } finally {
+        // Stopped reading early (every request cancelled): the instance ends the stream, and
+        // its inputs stay valid until it has.
+        if (!finished && !stopping?.aborted) await unlessStopped(steps.return!(), stopping);
       }
       // The flags-only final closes every stream.
-      for (const index of indices) bridge.dt_send(channel, slot, index, 1, -1, null);
+      for (const index of indices) {
+        checkSent(options, bridge.dt_send(channel, slot, index, 1, -1, null), index);
+      }
     } else {
-      const results = await instance.execute(requests, native);
+      const results = await unlessStopped(instance.execute(requests, native), stopping);
       results.forEach((result, i) =>
         sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, true)
       );
@@ -224,4 +334,5 @@ async function runBatch(
   } finally {
     clearInterval(poll);
   }
+  await untilDone(options, views);
 }

@@ -41,6 +41,8 @@ const MODEL_CONTROL_EXPLICIT = 2;
 const LOG_FORMAT_CODES: Readonly<Record<LogFormat, number>> = { default: 0, ISO8601: 1 };
 const PARAMETER_STRING = 0;
 const CHANNEL_PARAMETER = "denotriton_channel";
+/** How long stop waits for given-up batches to be released after the exit timeout. */
+const STUCK_GRACE_MS = 5000;
 
 /** Options of {@linkcode NativeEngine}. */
 export interface NativeEngineOptions {
@@ -151,6 +153,17 @@ interface ModelEntry {
   readonly order: readonly string[];
 }
 
+/** Whether `work` settles within `ms`. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<boolean>((resolve) => timer = setTimeout(resolve, ms, false));
+  try {
+    return await Promise.race([work.then(() => true, () => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function unavailable(message: string): InferenceError {
   return new InferenceError(message, { code: "UNAVAILABLE" });
 }
@@ -199,6 +212,8 @@ export class NativeEngine implements Engine {
   #loading = new Set<string>();
   #stopping: Promise<void> | undefined;
   #stopped = false;
+  /** Aborted once the exit timeout passed at stop: running batches are given up. */
+  #abandon = new AbortController();
   #metadata: ServerMetadata | undefined;
 
   /**
@@ -459,6 +474,8 @@ export class NativeEngine implements Engine {
             slot,
             instance,
             model,
+            stopping: this.#abandon.signal,
+            ...(this.#options.logger ? { logger: this.#options.logger } : {}),
             ...(this.#options.onUnrecoverable
               ? { onUnrecoverable: this.#options.onUnrecoverable }
               : {}),
@@ -984,24 +1001,58 @@ export class NativeEngine implements Engine {
     const stopError = takeError(core, await core.TRITONSERVER_ServerStop(server));
     if (stopError !== undefined) this.#options.logger?.warn(`Triton stop: ${stopError.message}`);
     const entries = [...this.#models.values()];
-    // Once the core gave up (exit timeout), close the channels so stuck consumers end too.
+    // The core waited for in-flight requests up to the exit timeout: batches still running fail
+    // with UNAVAILABLE now, idle consumers end with their channels, and the instances stop (a
+    // Worker must have ended before the core may free the inputs it reads in place).
+    this.#abandon.abort();
     for (const entry of entries) bridge.dt_channel_close(entry.channel);
-    await Promise.all(entries.map((entry) => entry.consumers));
+    const disposed = Promise.all(entries.map((entry) => this.#dispose(entry)));
+    let clean = await within(Promise.all(entries.map((entry) => entry.consumers)), STUCK_GRACE_MS);
+    await disposed;
+    // Requests hold the core's models: each must be released and deleted first. After an exit
+    // timeout the core also stopped waiting for its unloads, which go on (each model is deleted
+    // on a thread of its own); deleting the server under them corrupts the heap.
+    if (clean) clean = await within(this.#queue?.idle() ?? Promise.resolve(), STUCK_GRACE_MS);
+    if (clean && stopError !== undefined) clean = await this.#untilUnloaded(server);
+    this.#server = null;
+    this.#stopped = true;
+    this.#models.clear();
+    if (!clean) {
+      // A Worker stuck in synchronous code cannot be stopped, and its batch cannot be released:
+      // the core is left as it is, to the process's exit.
+      this.#options.logger?.error(
+        "Triton stop: a batch was never released (a Worker instance stuck in synchronous code?): the core is not deleted",
+      );
+      return;
+    }
     const deleteError = takeError(core, await core.TRITONSERVER_ServerDelete(server));
     if (deleteError !== undefined) {
       this.#options.logger?.warn(`Triton delete: ${deleteError.message}`);
     }
-    this.#server = null;
-    this.#stopped = true;
     await this.#queue?.idle();
     this.#queue?.[Symbol.dispose]();
     this.#queue = undefined;
-    await Promise.all(entries.map((entry) => this.#dispose(entry)));
-    this.#models.clear();
     if (this.#repository !== undefined) {
       await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
       this.#repository = undefined;
     }
+  }
+
+  /** Polls the repository index until no model is loaded or unloading (bounded). */
+  async #untilUnloaded(server: Deno.PointerValue): Promise<boolean> {
+    const core = this.#libraries!.core;
+    const deadline = performance.now() + STUCK_GRACE_MS;
+    while (performance.now() < deadline) {
+      const slot = new BigUint64Array(1);
+      const failure = takeError(core, core.TRITONSERVER_ServerModelIndex(server, 0, slot));
+      if (failure !== undefined) return false;
+      const index = takeMessageJson(core, pointerOf(slot)) as RepositoryIndexEntry[];
+      const unloaded = index.every((entry) => entry.state === "UNAVAILABLE");
+      // After the state changes, the model's deleter thread still has a few steps to take.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (unloaded) return true;
+    }
+    return false;
   }
 
   /** Stops the engine. */

@@ -110,6 +110,7 @@ export const BRIDGE_SYMBOLS = {
   },
   dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
   dt_batch_done: { parameters: ["u64", "u32"], result: "i32" },
+  dt_batch_fail: { parameters: ["u64", "u32", "i32", B], result: "i32" },
   // Optional: a backend built before it existed still loads (cancellation then reaches the
   // callable only at batch start).
   dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32", optional: true },
@@ -120,6 +121,8 @@ export const BRIDGE_SYMBOLS = {
   dt_request_bind: { parameters: [P, "u64"], result: P },
   dt_response_describe: { parameters: [P], result: P },
   dt_free: { parameters: [P], result: "void" },
+  // Tests only: makes the bridge fail sends or corrupt batch descriptions on purpose.
+  dt_debug_fault: { parameters: ["i32", "u32"], result: "i32" },
 } as const;
 
 /** The opened core library. */
@@ -140,7 +143,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 1;
+export const BRIDGE_VERSION = 2;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.
