@@ -9,7 +9,7 @@ import {
   type InferTensorContents,
   type ModelInferRequest,
   type ModelInferResponse,
-} from "../src/frontend/grpc/codec.ts";
+} from "../src/protocol/grpc_codec.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";

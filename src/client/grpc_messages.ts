@@ -10,7 +10,7 @@ import type {
   InferTensorContents,
   ModelInferRequest,
   ModelInferResponse,
-} from "../frontend/grpc/codec.ts";
+} from "../protocol/grpc_codec.ts";
 import { fromKServe, kserveName } from "../tensor/dtype.ts";
 import { fromRawBytes, type NDArray, ndarray, toRawBytes } from "../tensor/ndarray.ts";
 import { ClientInferenceServerError, ClientValueError } from "./errors.ts";

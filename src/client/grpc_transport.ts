@@ -12,8 +12,8 @@ import {
   type MessageCodec,
   type ModelInferRequest,
   type ModelStreamInferResponse,
-} from "../frontend/grpc/codec.ts";
-import { modelConfigToJson } from "../frontend/grpc/model_config_proto.ts";
+} from "../protocol/grpc_codec.ts";
+import { modelConfigToJson } from "../protocol/model_config_proto.ts";
 import {
   ClientInferenceServerError,
   ClientModelUnavailableError,

@@ -7,9 +7,9 @@
  * @module
  */
 
-import { InferenceError } from "../../errors.ts";
-import { arrayConstructorOf, type DType, kserveName } from "../../tensor/dtype.ts";
-import type { NDArray, NumericNDArray } from "../../tensor/ndarray.ts";
+import { InferenceError } from "../errors.ts";
+import { arrayConstructorOf, type DType, kserveName } from "../tensor/dtype.ts";
+import type { NDArray, NumericNDArray } from "../tensor/ndarray.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

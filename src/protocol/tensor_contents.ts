@@ -6,15 +6,10 @@
  * @module
  */
 
-import { InferenceError } from "../../errors.ts";
-import { type DType, fromKServe, isBigIntDType, kserveName } from "../../tensor/dtype.ts";
-import {
-  fromRawBytes,
-  type NDArray,
-  type NumericNDArray,
-  shapeSize,
-} from "../../tensor/ndarray.ts";
-import type { InferTensorContents, Int64 } from "./codec.ts";
+import { InferenceError } from "../errors.ts";
+import { type DType, fromKServe, isBigIntDType, kserveName } from "../tensor/dtype.ts";
+import { fromRawBytes, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
+import type { InferTensorContents, Int64 } from "./grpc_codec.ts";
 
 function invalid(message: string): InferenceError {
   return new InferenceError(message, { code: "INVALID_ARG" });
@@ -294,7 +289,7 @@ export function contentsField(dtype: DType): keyof InferTensorContents | undefin
  * @example
  * ```ts
  * import { tensorToContents } from "./tensor_contents.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { ndarray } from "../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(tensorToContents(ndarray([true, false])), { bool_contents: [true, false] });

@@ -11,8 +11,8 @@ import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts
 import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
-import type { InferParameter, ModelInferRequest, ModelInferResponse } from "./codec.ts";
-import { parseDatatype, parseShape, tensorFromContents, tensorFromRaw } from "./tensor_contents.ts";
+import type { InferParameter, ModelInferRequest, ModelInferResponse } from "../../protocol/grpc_codec.ts";
+import { parseDatatype, parseShape, tensorFromContents, tensorFromRaw } from "../../protocol/tensor_contents.ts";
 
 /** The request parameter that asks for a flags-only final response on the stream. */
 export const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";

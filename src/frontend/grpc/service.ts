@@ -23,14 +23,14 @@ import {
   type ModelRef,
   type ModelStreamInferResponse,
   type RepositoryModelRequest,
-} from "./codec.ts";
+} from "../../protocol/grpc_codec.ts";
 import {
   FINAL_RESPONSE_PARAMETER,
   parseModelVersion,
   toInferenceRequest,
   toInferResponseMessage,
 } from "./infer_messages.ts";
-import { modelConfigToMessage } from "./model_config_proto.ts";
+import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
 
 /** Options of {@linkcode createServices}. */
 export interface GrpcServiceOptions {

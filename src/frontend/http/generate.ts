@@ -32,7 +32,7 @@ import { fromKServe } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import { readRequestBody } from "./compression.ts";
 import { badRequest } from "./errors.ts";
-import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "./json_tensor.ts";
+import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "../../protocol/json_tensor.ts";
 
 /** Options of {@linkcode decodeGenerateRequest}. */
 export interface DecodeGenerateOptions {

@@ -13,7 +13,7 @@ import { deserializeBytes } from "../../tensor/bytes_codec.ts";
 import { type DType, elementSize, fromKServe, toDType } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 import { badRequest } from "./errors.ts";
-import { jsonToNDArray, parseJsonBytes } from "./json_tensor.ts";
+import { jsonToNDArray, parseJsonBytes } from "../../protocol/json_tensor.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {

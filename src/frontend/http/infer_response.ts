@@ -12,7 +12,7 @@ import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type BytesNDArray, type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { OutputFormat } from "./infer_request.ts";
-import { ndarrayToJson } from "./json_tensor.ts";
+import { ndarrayToJson } from "../../protocol/json_tensor.ts";
 
 const encoder = new TextEncoder();
 

@@ -19,7 +19,7 @@ import {
   parseHeaderLength,
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
-import { parseJsonBytes } from "./json_tensor.ts";
+import { parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 
