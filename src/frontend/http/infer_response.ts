@@ -83,11 +83,10 @@ export function classify(
 ): BytesNDArray {
   const dtype = array.dtype;
   if (dtype === "bytes" || dtype === "bool" || dtype === "float16" || dtype === "bfloat16") {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Class result not available for output '${name}' due to unsupported type '${
         kserveName(dtype)
       }'`,
-      { code: "INVALID_ARG" },
     );
   }
   const data = array.data as ArrayLike<number | bigint>;
