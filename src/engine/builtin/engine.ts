@@ -167,10 +167,6 @@ interface ModelEntry {
   stats: ModelStatsRecorder;
 }
 
-function notFound(message: string): InferenceError {
-  return new InferenceError(message, { code: "NOT_FOUND" });
-}
-
 /**
  * The pure-TypeScript engine.
  *
@@ -397,14 +393,18 @@ export class BuiltinEngine implements Engine {
    */
   async unloadModel(name: string, version?: number): Promise<void> {
     const versions = this.#models.get(name);
-    if (versions === undefined) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (versions === undefined) {
+      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
+    }
     let entries: ModelEntry[];
     if (version === undefined) {
       entries = [...versions.values()];
     } else {
       const entry = versions.get(version);
       if (entry === undefined) {
-        throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+        throw InferenceError.notFound(
+          `Request for unknown model: '${name}' version ${version} is not found`,
+        );
       }
       entries = [entry];
     }
@@ -465,7 +465,9 @@ export class BuiltinEngine implements Engine {
    */
   #lookup(name: string, version?: number): ModelEntry {
     const versions = this.#models.get(name);
-    if (versions === undefined) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (versions === undefined) {
+      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
+    }
     if (version === undefined || version === -1) {
       let best: ModelEntry | undefined;
       for (const [number, entry] of versions) {
@@ -482,7 +484,9 @@ export class BuiltinEngine implements Engine {
     }
     const entry = versions.get(version);
     if (entry === undefined) {
-      throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+      throw InferenceError.notFound(
+        `Request for unknown model: '${name}' version ${version} is not found`,
+      );
     }
     if (entry.state !== "READY") {
       throw new InferenceError(

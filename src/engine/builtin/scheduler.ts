@@ -11,6 +11,7 @@ import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
+import { QUEUE_FULL_MESSAGE } from "../../protocol/constants.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 
 /** Where the scheduler delivers a request's outcome. */
@@ -234,7 +235,7 @@ export class ModelScheduler {
     if (
       policy.maxQueueSize > 0 && level.queue.length + level.delayed.length >= policy.maxQueueSize
     ) {
-      throw new InferenceError("Exceeds maximum queue size", { code: "UNAVAILABLE" });
+      throw InferenceError.unavailable(QUEUE_FULL_MESSAGE);
     }
     const entry: Entry = {
       item,
