@@ -18,15 +18,15 @@
  * @module
  */
 
-export {
-  type ClientInputs,
-  type ClientOutputs,
-  type InferOptions,
-  type InferStreamOptions,
-  type LoadModelOptions,
-  ModelClient,
-  type ModelClientOptions,
-} from "./model_client.ts";
+export { ModelClient } from "./model_client.ts";
+export type {
+  ClientInputs,
+  ClientOutputs,
+  InferOptions,
+  InferStreamOptions,
+  LoadModelOptions,
+  ModelClientOptions,
+} from "./options.ts";
 export {
   type ClientDynamicBatcher,
   type ClientModelConfig,
