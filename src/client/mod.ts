@@ -19,14 +19,7 @@
  */
 
 export { ModelClient } from "./model_client.ts";
-export type {
-  ClientInputs,
-  ClientOutputs,
-  InferOptions,
-  InferStreamOptions,
-  LoadModelOptions,
-  ModelClientOptions,
-} from "./options.ts";
+export type * from "./options.ts";
 export {
   type ClientDynamicBatcher,
   type ClientModelConfig,

@@ -28,7 +28,12 @@ import type {
   ModelClientOptions,
 } from "./options.ts";
 import { buildRequest, checkValues, outputsOf, stringHeaders } from "./request.ts";
-import type { Transport, TransportCallOptions, TransportInferResponse } from "./transport.ts";
+import type {
+  Transport,
+  TransportCallOptions,
+  TransportInferRequest,
+  TransportInferResponse,
+} from "./transport.ts";
 import { parseTritonUrl, type TritonUrl } from "./url.ts";
 
 const HTTP_TOKEN_HEADER = "triton-access-token";
@@ -366,6 +371,22 @@ export class ModelClient implements AsyncDisposable {
     return (await this.#ready(undefined)).batching;
   }
 
+  #request(
+    inputs: ClientInputs,
+    options: InferOptions,
+    config: ClientModelConfig,
+    addBatchAxis: boolean,
+  ): { request: TransportInferRequest; headers: Record<string, string> } {
+    const request = buildRequest(inputs, options, config, {
+      modelName: this.#modelName,
+      modelVersion: this.#modelVersion,
+      id: String(this.#nextId++),
+      addBatchAxis,
+      label: this.#modelLabel(),
+    });
+    return { request, headers: stringHeaders(checkValues(options.headers, "header")) };
+  }
+
   async #infer(
     inputs: ClientInputs,
     options: InferOptions,
@@ -383,14 +404,7 @@ export class ModelClient implements AsyncDisposable {
       );
     }
     const batchAxis = sample && config.batching;
-    const request = buildRequest(inputs, options, config, {
-      modelName: this.#modelName,
-      modelVersion: this.#modelVersion,
-      id: String(this.#nextId++),
-      addBatchAxis: batchAxis,
-      label: this.#modelLabel(),
-    });
-    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const { request, headers } = this.#request(inputs, options, config, batchAxis);
     const response = await this.#call(
       `infer with ${this.#modelLabel()}`,
       (transport, call) => transport.infer(request, call),
@@ -463,14 +477,7 @@ export class ModelClient implements AsyncDisposable {
       );
     }
     const batchAxis = !batch && config.batching;
-    const request = buildRequest(inputs, options, config, {
-      modelName: this.#modelName,
-      modelVersion: this.#modelVersion,
-      id: String(this.#nextId++),
-      addBatchAxis: batchAxis,
-      label: this.#modelLabel(),
-    });
-    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const { request, headers } = this.#request(inputs, options, config, batchAxis);
     const transport = await this.#getTransport();
     this.#checkOpen(what);
     const stop = new AbortController();
