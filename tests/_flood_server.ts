@@ -3,7 +3,7 @@
 // is pulled, on the engine named by the first argument. Prints `{"grpc": "<url>"}` once serving,
 // then `produced <steps>` whenever the count changed, every 100 ms.
 
-import { type InferResult, ndarray, Triton } from "../mod.ts";
+import { type BindOptions, type InferResult, ndarray, Triton } from "../mod.ts";
 
 const engine = Deno.args[0] === "triton" ? "triton" : "builtin";
 let produced = 0;
@@ -19,7 +19,7 @@ const triton = new Triton({
     grpcAddress: "127.0.0.1",
   },
 });
-await triton.bind({
+const flood: BindOptions = {
   modelName: "Flood",
   inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
     const [request] = requests;
@@ -35,7 +35,8 @@ await triton.bind({
   inputs: [{ name: "n", dtype: "int32", shape: [1] }, { name: "size", dtype: "int32", shape: [1] }],
   outputs: [{ name: "chunk", dtype: "uint8", shape: [-1] }],
   config: { decoupled: true, batching: false },
-});
+};
+await triton.bind(flood);
 await triton.run();
 console.log(JSON.stringify({ grpc: triton.urls.grpc }));
 let reported = -1;
