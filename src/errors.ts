@@ -183,7 +183,7 @@ export class InferenceError extends TritonError {
    *
    * @example A malformed parameter
    * ```ts
-   * import { InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
    * const error = InferenceError.invalidArg("Invalid request parameter 'priority': expected an integer");
@@ -203,10 +203,10 @@ export class InferenceError extends TritonError {
    *
    * @example
    * ```ts
-   * import { httpStatusOf, InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
-   * assert.equal(httpStatusOf(InferenceError.notFound("Request for unknown model: 'm' is not found").code), 404);
+   * assert.equal(InferenceError.notFound("Request for unknown model: 'm' is not found").code, "NOT_FOUND");
    * ```
    */
   static notFound(message: string, options?: ErrorOptions): InferenceError {
@@ -223,10 +223,10 @@ export class InferenceError extends TritonError {
    *
    * @example
    * ```ts
-   * import { grpcStatusOf, InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
-   * assert.equal(grpcStatusOf(InferenceError.unavailable("Server is stopping").code), 14);
+   * assert.equal(InferenceError.unavailable("Server is stopping").code, "UNAVAILABLE");
    * ```
    */
   static unavailable(message: string, options?: ErrorOptions): InferenceError {
@@ -242,7 +242,7 @@ export class InferenceError extends TritonError {
    *
    * @example
    * ```ts
-   * import { InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
    * assert.equal(InferenceError.unsupported("Tracing is not supported").code, "UNSUPPORTED");
@@ -261,7 +261,7 @@ export class InferenceError extends TritonError {
    *
    * @example
    * ```ts
-   * import { InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
    * const cause = new RangeError("out of memory");
@@ -283,10 +283,10 @@ export class InferenceError extends TritonError {
    *
    * @example
    * ```ts
-   * import { grpcStatusOf, InferenceError } from "./errors.ts";
+   * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
    *
-   * assert.equal(grpcStatusOf(InferenceError.cancelled("Request cancelled").code), 1);
+   * assert.equal(InferenceError.cancelled("Request cancelled").code, "CANCELLED");
    * ```
    */
   static cancelled(message: string, options?: ErrorOptions): InferenceError {
