@@ -1,5 +1,5 @@
 /**
- * Regenerates `src/frontend/grpc/_proto_text.ts`, which embeds the `.proto` files of this folder
+ * Regenerates `src/protocol/_proto_text.ts`, which embeds the `.proto` files of this folder
  * so the gRPC front end needs no file access at run time. Run it with `deno task gen:proto`.
  *
  * @module
@@ -36,6 +36,6 @@ if (import.meta.main) {
   const folder = new URL("./", import.meta.url);
   const texts: Record<string, string> = {};
   for (const name of FILES) texts[name] = await Deno.readTextFile(new URL(name, folder));
-  const target = new URL("../src/frontend/grpc/_proto_text.ts", import.meta.url);
+  const target = new URL("../src/protocol/_proto_text.ts", import.meta.url);
   await Deno.writeTextFile(target, renderProtoText(texts));
 }

@@ -173,6 +173,125 @@ export class InferenceError extends TritonError {
     super(message, options);
     this.code = options.code ?? "INTERNAL";
   }
+
+  /**
+   * An INVALID_ARG error: the request is malformed (HTTP 400, gRPC INVALID_ARGUMENT).
+   *
+   * @param message What is wrong, naming the field or value.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example A malformed parameter
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * const error = InferenceError.invalidArg("Invalid request parameter 'priority': expected an integer");
+   * assert.equal(error.code, "INVALID_ARG");
+   * ```
+   */
+  static invalidArg(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "INVALID_ARG" });
+  }
+
+  /**
+   * A NOT_FOUND error: an unknown model or version (HTTP 404, gRPC NOT_FOUND).
+   *
+   * @param message What was not found.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * assert.equal(InferenceError.notFound("Request for unknown model: 'm' is not found").code, "NOT_FOUND");
+   * ```
+   */
+  static notFound(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "NOT_FOUND" });
+  }
+
+  /**
+   * An UNAVAILABLE error: the server or model cannot take the request now, e.g. a full queue
+   * (HTTP 503, gRPC UNAVAILABLE).
+   *
+   * @param message Why.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * assert.equal(InferenceError.unavailable("Server is stopping").code, "UNAVAILABLE");
+   * ```
+   */
+  static unavailable(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "UNAVAILABLE" });
+  }
+
+  /**
+   * An UNSUPPORTED error: a feature this server does not offer (HTTP 501, gRPC UNIMPLEMENTED).
+   *
+   * @param message What is not supported, and what to do instead.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * assert.equal(InferenceError.unsupported("Tracing is not supported").code, "UNSUPPORTED");
+   * ```
+   */
+  static unsupported(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "UNSUPPORTED" });
+  }
+
+  /**
+   * An INTERNAL error: the server or the model failed (HTTP 500, gRPC INTERNAL).
+   *
+   * @param message What failed.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * const cause = new RangeError("out of memory");
+   * const error = InferenceError.internal("Model failed: out of memory", { cause });
+   * assert.equal(error.code, "INTERNAL");
+   * assert.equal(error.cause, cause);
+   * ```
+   */
+  static internal(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "INTERNAL" });
+  }
+
+  /**
+   * A CANCELLED error: the client went away or cancelled the request.
+   *
+   * @param message Which request, and who cancelled it.
+   * @param options A cause.
+   * @returns The error.
+   *
+   * @example
+   * ```ts
+   * import { InferenceError } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * assert.equal(InferenceError.cancelled("Request cancelled").code, "CANCELLED");
+   * ```
+   */
+  static cancelled(message: string, options?: ErrorOptions): InferenceError {
+    return new InferenceError(message, { ...options, code: "CANCELLED" });
+  }
 }
 
 /**

@@ -4,8 +4,8 @@
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
-import { codecs, type ModelRef } from "../src/frontend/grpc/codec.ts";
-import { modelConfigToJson } from "../src/frontend/grpc/model_config_proto.ts";
+import { codecs, type ModelRef } from "../src/protocol/grpc_codec.ts";
+import { modelConfigToJson } from "../src/protocol/model_config_proto.ts";
 import { GrpcFrontend } from "../src/frontend/grpc/server.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES } from "./_helpers.ts";

@@ -9,7 +9,7 @@ import {
   type InferTensorContents,
   type ModelInferRequest,
   type ModelInferResponse,
-} from "../src/frontend/grpc/codec.ts";
+} from "../src/protocol/grpc_codec.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES, watchdog } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
@@ -170,12 +170,12 @@ for (const engine of ENGINES) {
     await rejectsWith(
       infer(client, addSub({ parameters: { triton_secret: { bool_param: true } } })),
       grpc.status.INVALID_ARGUMENT,
-      "Invalid request parameter 'triton_secret': parameters starting with 'triton_' are reserved",
+      "Invalid request parameter 'triton_secret': names starting with 'triton_' are reserved",
     );
     await rejectsWith(
       infer(client, addSub({ parameters: { priority: { int64_param: -1 } } })),
       grpc.status.INVALID_ARGUMENT,
-      "Invalid request parameter 'priority': expected a non-negative int64_param or uint64_param",
+      "Invalid request parameter 'priority': expected a non-negative integer, got int64_param -1",
     );
     await rejectsWith(
       infer(client, addSub({ raw_input_contents: [f32(1, 2)] })),

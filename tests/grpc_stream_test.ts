@@ -3,7 +3,7 @@
 
 import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
-import type { ModelInferRequest, ModelStreamInferResponse } from "../src/frontend/grpc/codec.ts";
+import type { ModelInferRequest, ModelStreamInferResponse } from "../src/protocol/grpc_codec.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES, watchdog } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";

@@ -9,7 +9,7 @@ import {
   type MessageCodec,
   type ModelInferRequest,
   type ModelStreamInferResponse,
-} from "../src/frontend/grpc/codec.ts";
+} from "../src/protocol/grpc_codec.ts";
 
 const SERVICE = "/inference.GRPCInferenceService/";
 

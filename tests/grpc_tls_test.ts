@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
-import { codecs } from "../src/frontend/grpc/codec.ts";
+import { codecs } from "../src/protocol/grpc_codec.ts";
 import type { BindOptions } from "../mod.ts";
 import { Triton } from "../mod.ts";
 

@@ -233,10 +233,13 @@ const CASES: Case[] = [
     message: /names starting with 'triton_' are reserved/,
   },
   {
-    name: "sequence parameters",
-    body: JSON.stringify({ inputs: [INT32], parameters: { sequence_id: 5, sequence_start: true } }),
+    name: "sequence parameter of the wrong type",
+    body: JSON.stringify({
+      inputs: [INT32],
+      parameters: { sequence_id: 5, sequence_start: "yes" },
+    }),
     status: 400,
-    message: /Sequence batching is not supported/,
+    message: /^Invalid request parameter 'sequence_start': expected a boolean, got "yes"$/,
   },
   {
     name: "unknown input name (engine validation)",

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import { codecs, type LogSettingsMessage } from "../src/frontend/grpc/codec.ts";
+import { codecs, type LogSettingsMessage } from "../src/protocol/grpc_codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 import { identityModelName, identityModels } from "./_models.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";

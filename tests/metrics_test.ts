@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import type { BindOptions, InferRequest } from "../mod.ts";
-import { codecs } from "../src/frontend/grpc/codec.ts";
+import { codecs } from "../src/protocol/grpc_codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 import { FAILING_MESSAGE, failingModel } from "./_models.ts";
 import { type Exposition, scrape } from "./_prometheus.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { type BindOptions, Triton } from "../mod.ts";
 import type { SecurityConfig } from "../src/config/security_config.ts";
-import { codecs } from "../src/frontend/grpc/codec.ts";
+import { codecs } from "../src/protocol/grpc_codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 

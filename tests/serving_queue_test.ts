@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import type { BindOptions, InferRequest, ModelConfig, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
-import { codecs } from "../src/frontend/grpc/codec.ts";
+import { codecs } from "../src/protocol/grpc_codec.ts";
 import { ENGINES, startServer, watchdog } from "./_helpers.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 import { scrape, valueOf } from "./_prometheus.ts";

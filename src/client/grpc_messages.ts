@@ -1,94 +1,22 @@
 /**
  * Client-side conversions between protocol-neutral requests/responses and the gRPC
- * `ModelInferRequest` / `ModelInferResponse` messages (raw tensor contents both ways).
+ * `ModelInferRequest` / `ModelInferResponse` messages (raw tensor contents both ways), over the
+ * wire rules in `src/protocol/` that the gRPC front end uses too.
  *
  * @module
  */
 
-import type {
-  InferParameter,
-  InferTensorContents,
-  ModelInferRequest,
-  ModelInferResponse,
-} from "../frontend/grpc/codec.ts";
+import type { ModelInferRequest, ModelInferResponse } from "../protocol/grpc_codec.ts";
+import { fromInferParameters, toInferParameters } from "../protocol/infer_parameter.ts";
+import { tensorFromContents } from "../protocol/tensor_contents.ts";
 import { fromKServe, kserveName } from "../tensor/dtype.ts";
-import { fromRawBytes, type NDArray, ndarray, toRawBytes } from "../tensor/ndarray.ts";
+import { fromRawBytes, type NDArray, toRawBytes } from "../tensor/ndarray.ts";
 import { ClientInferenceServerError, ClientValueError } from "./errors.ts";
 import type {
   ClientParameterValue,
   TransportInferRequest,
   TransportInferResponse,
 } from "./transport.ts";
-
-/** The response parameter marking the last response of a request on the stream. */
-export const FINAL_RESPONSE_PARAMETER = "triton_final_response";
-
-/** The request parameter asking for a flags-only final response on the stream. */
-export const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
-
-/**
- * Turns a parameter value into an `InferParameter`: strings, booleans, integers (int64) and
- * other numbers (double).
- *
- * @param key The parameter name, for errors.
- * @param value The value.
- * @returns The message.
- * @throws {ClientValueError} For other values.
- *
- * @example
- * ```ts
- * import { toInferParameter } from "./grpc_messages.ts";
- * import assert from "node:assert/strict";
- *
- * assert.deepEqual(toInferParameter("k", 3), { int64_param: 3 });
- * assert.deepEqual(toInferParameter("k", 0.5), { double_param: 0.5 });
- * assert.deepEqual(toInferParameter("k", "x"), { string_param: "x" });
- * ```
- */
-export function toInferParameter(key: string, value: ClientParameterValue): InferParameter {
-  switch (typeof value) {
-    case "string":
-      return { string_param: value };
-    case "boolean":
-      return { bool_param: value };
-    case "number":
-      return Number.isSafeInteger(value) ? { int64_param: value } : { double_param: value };
-    default:
-      throw new ClientValueError(
-        `Invalid parameter '${key}': expected a string, number or boolean`,
-      );
-  }
-}
-
-/**
- * Reads an `InferParameter` as decoded by the codec (64-bit integers arrive as strings).
- *
- * @param parameter The decoded message.
- * @returns Its value.
- *
- * @example
- * ```ts
- * import { fromInferParameter } from "./grpc_messages.ts";
- * import assert from "node:assert/strict";
- *
- * assert.equal(fromInferParameter({ int64_param: "7", parameter_choice: "int64_param" }), 7);
- * assert.equal(fromInferParameter({ bool_param: true, parameter_choice: "bool_param" }), true);
- * ```
- */
-export function fromInferParameter(parameter: InferParameter): ClientParameterValue {
-  switch (parameter.parameter_choice) {
-    case "bool_param":
-      return parameter.bool_param ?? false;
-    case "int64_param":
-      return Number(parameter.int64_param ?? 0);
-    case "uint64_param":
-      return Number(parameter.uint64_param ?? 0);
-    case "double_param":
-      return parameter.double_param ?? 0;
-    default:
-      return parameter.string_param ?? "";
-  }
-}
 
 /**
  * Builds a `ModelInferRequest` with every input in `raw_input_contents`.
@@ -117,9 +45,11 @@ export function toModelInferRequest(
   request: TransportInferRequest,
   extra: Readonly<Record<string, ClientParameterValue>> = {},
 ): ModelInferRequest {
-  const parameters: Record<string, InferParameter> = {};
-  for (const [key, value] of Object.entries({ ...request.parameters, ...extra })) {
-    parameters[key] = toInferParameter(key, value);
+  let parameters;
+  try {
+    parameters = toInferParameters({ ...request.parameters, ...extra });
+  } catch (error) {
+    throw new ClientValueError((error as Error).message, { cause: error });
   }
   return {
     model_name: request.modelName,
@@ -141,38 +71,6 @@ function invalid(why: string, cause?: unknown): ClientInferenceServerError {
     `Invalid inference response from server: ${why}`,
     cause === undefined ? {} : { cause },
   );
-}
-
-const CONTENT_FIELDS = [
-  "bool_contents",
-  "int_contents",
-  "int64_contents",
-  "uint_contents",
-  "uint64_contents",
-  "fp32_contents",
-  "fp64_contents",
-  "bytes_contents",
-] as const;
-
-function fromContents(
-  name: string,
-  dtype: NDArray["dtype"],
-  shape: number[],
-  contents: InferTensorContents,
-): NDArray {
-  for (const field of CONTENT_FIELDS) {
-    const values = contents[field];
-    if (values === undefined || values.length === 0) continue;
-    const items = field === "int64_contents" || field === "uint64_contents"
-      ? (values as (string | number | bigint)[]).map((v) => BigInt(v))
-      : values;
-    try {
-      return ndarray(items as unknown[], shape, { dtype });
-    } catch (error) {
-      throw invalid(`output '${name}': ${(error as Error).message}`, error);
-    }
-  }
-  return ndarray([], shape, { dtype });
 }
 
 /**
@@ -218,13 +116,25 @@ export function fromModelInferResponse(message: ModelInferResponse): TransportIn
         throw invalid(`output '${output.name}': ${(error as Error).message}`, error);
       }
     } else {
-      outputs[output.name] = fromContents(output.name, dtype, shape, output.contents ?? {});
+      try {
+        outputs[output.name] = tensorFromContents(
+          dtype,
+          shape,
+          output.contents ?? {},
+          `output '${output.name}'`,
+        );
+      } catch (error) {
+        // The protocol's message names the output already.
+        throw new ClientInferenceServerError(
+          `Invalid inference response from server: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
     }
   });
-  const parameters: Record<string, ClientParameterValue> = {};
-  for (const [key, value] of Object.entries(message.parameters ?? {})) {
-    parameters[key] = fromInferParameter(value);
-  }
+  const parameters: Record<string, ClientParameterValue> = fromInferParameters(
+    message.parameters,
+  );
   return {
     modelName: message.model_name,
     modelVersion: message.model_version,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { codecs } from "../frontend/grpc/codec.ts";
+import { codecs } from "../protocol/grpc_codec.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { ClientInferenceServerError } from "./errors.ts";
 import { fromModelInferResponse, toModelInferRequest } from "./grpc_messages.ts";

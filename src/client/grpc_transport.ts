@@ -12,21 +12,21 @@ import {
   type MessageCodec,
   type ModelInferRequest,
   type ModelStreamInferResponse,
-} from "../frontend/grpc/codec.ts";
-import { modelConfigToJson } from "../frontend/grpc/model_config_proto.ts";
+} from "../protocol/grpc_codec.ts";
+import { modelConfigToJson } from "../protocol/model_config_proto.ts";
+import {
+  EMPTY_FINAL_PARAMETER,
+  FINAL_RESPONSE_PARAMETER,
+  QUEUE_FULL_MESSAGE,
+} from "../protocol/constants.ts";
+import { BoundedQueue } from "../streams/bounded_queue.ts";
 import {
   ClientInferenceServerError,
   ClientModelUnavailableError,
   ClientQueueFullError,
   ClientTimeoutError,
 } from "./errors.ts";
-import {
-  EMPTY_FINAL_PARAMETER,
-  FINAL_RESPONSE_PARAMETER,
-  fromModelInferResponse,
-  toModelInferRequest,
-} from "./grpc_messages.ts";
-import { QUEUE_FULL_MESSAGE } from "./http_transport.ts";
+import { fromModelInferResponse, toModelInferRequest } from "./grpc_messages.ts";
 import type {
   Transport,
   TransportCallOptions,
@@ -93,47 +93,6 @@ function serializer<T>(codec: MessageCodec<T>): (value: T) => Buffer {
 
 function deserializer<T>(codec: MessageCodec<T>): (bytes: Buffer) => T {
   return (bytes) => codec.decode(bytes);
-}
-
-/** A queue that turns stream events into an async iterator. */
-class EventQueue<T> {
-  #items: T[] = [];
-  #error: unknown;
-  #failed = false;
-  #ended = false;
-  #waiter: (() => void) | undefined;
-
-  push(item: T): void {
-    this.#items.push(item);
-    this.#wake();
-  }
-
-  fail(error: unknown): void {
-    if (this.#ended || this.#failed) return;
-    this.#failed = true;
-    this.#error = error;
-    this.#wake();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wake();
-  }
-
-  #wake(): void {
-    const waiter = this.#waiter;
-    this.#waiter = undefined;
-    waiter?.();
-  }
-
-  async next(): Promise<T | undefined> {
-    while (true) {
-      if (this.#items.length > 0) return this.#items.shift();
-      if (this.#failed) throw this.#error;
-      if (this.#ended) return undefined;
-      await new Promise<void>((resolve) => this.#waiter = resolve);
-    }
-  }
 }
 
 /**
@@ -300,9 +259,16 @@ export class GrpcTransport implements Transport {
       metadataOf(options.headers),
       {},
     );
-    const queue = new EventQueue<ModelStreamInferResponse>();
+    // grpc-js hands messages over as events: the source pauses while the queue is full.
+    const queue = new BoundedQueue<ModelStreamInferResponse>({
+      pull: () => call.resume(),
+      cancel: () => call.cancel(),
+    });
     let finished = false;
-    call.on("data", (message: ModelStreamInferResponse) => queue.push(message));
+    call.on("data", (message: ModelStreamInferResponse) => {
+      void queue.push(message);
+      if (queue.desiredSize <= 0) call.pause();
+    });
     call.on("error", (error: grpc.ServiceError) => {
       queue.fail(
         signal.aborted ? signal.reason : grpcErrorOf("Inference failed", error.code, error.details),
@@ -311,11 +277,12 @@ export class GrpcTransport implements Transport {
     call.on("end", () => queue.end());
     const abort = (): void => call.cancel();
     signal.addEventListener("abort", abort, { once: true });
+    const reader = queue.readable.getReader();
     try {
       call.write(toModelInferRequest(request, { [EMPTY_FINAL_PARAMETER]: true }));
       while (true) {
-        const message = await queue.next();
-        if (message === undefined) {
+        const { done, value: message } = await reader.read();
+        if (done) {
           throw new ClientInferenceServerError(
             "Inference failed: the server closed the stream before the final response",
           );
@@ -340,7 +307,9 @@ export class GrpcTransport implements Transport {
     } finally {
       signal.removeEventListener("abort", abort);
       if (finished) call.end();
-      // Either the server has ended the request, or the caller stopped early: nothing more is read.
+      // Either the server has ended the request, or the caller stopped early: nothing more is
+      // read, and the queue's cancel cancels the call.
+      await reader.cancel().catch(() => {});
       call.cancel();
     }
   }

@@ -13,6 +13,8 @@
  * @module
  */
 
+import { GENERATE_METADATA_KEYS, generateShape } from "../protocol/generate.ts";
+import { ndarrayToJson, parseJsonExact } from "../protocol/json_tensor.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
 import { ClientInferenceServerError, ClientValueError } from "./errors.ts";
@@ -40,52 +42,13 @@ export interface GenerateSpecs {
   readonly outputs: readonly GenerateTensorSpec[];
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
-const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-const METADATA_KEYS = new Set(["model_name", "model_version", "id"]);
-
-/**
- * The shape `count` elements take for a declared `shape`, as Triton's generate endpoint computes
- * it; `undefined` when they cannot fill it.
- *
- * @param shape The declared shape (`-1` variable).
- * @param count The element count.
- * @returns The concrete shape.
- *
- * @example
- * ```ts
- * import { generateShapeOf } from "./http_generate.ts";
- * import assert from "node:assert/strict";
- *
- * assert.deepEqual(generateShapeOf([-1, 2], 6), [3, 2]);
- * assert.deepEqual(generateShapeOf([-1, -1], 4), [1, 4]);
- * assert.equal(generateShapeOf([3], 4), undefined);
- * ```
- */
-export function generateShapeOf(
-  shape: readonly number[],
-  count: number,
-): number[] | undefined {
-  const result = [...shape];
-  let remaining = count;
-  for (const dim of result) {
-    if (dim === -1) continue;
-    if (dim === 0 ? remaining !== 0 : remaining % dim !== 0) return undefined;
-    remaining = dim === 0 ? 0 : remaining / dim;
-  }
-  for (let i = result.length - 1; i >= 0; i--) {
-    if (result[i] === -1) {
-      result[i] = remaining;
-      remaining = 1;
-    }
-  }
-  return remaining === 1 || (remaining === 0 && count === 0) ? result : undefined;
-}
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
 function sameShape(a: readonly number[], b: readonly number[] | undefined): boolean {
   return b !== undefined && a.length === b.length && a.every((dim, i) => dim === b[i]);
 }
 
+// The protocol's encoder writes every element; this refuses what JSON would carry wrongly.
 function jsonValues(name: string, tensor: NDArray): unknown[] {
   const refuse = (why: string): never => {
     throw new ClientValueError(
@@ -97,24 +60,21 @@ function jsonValues(name: string, tensor: NDArray): unknown[] {
     case "bfloat16":
       return refuse(`is ${tensor.dtype.toUpperCase()}, which JSON cannot carry`);
     case "bytes":
-      return tensor.data.map((element) => {
+      for (const element of tensor.data) {
         try {
-          return decoder.decode(element);
+          strictDecoder.decode(element);
         } catch {
-          return refuse("has an element that is not UTF-8 text");
+          refuse("has an element that is not UTF-8 text");
         }
-      });
-    case "bool":
-      return Array.from(tensor.data as Uint8Array, (value) => value !== 0);
-    case "int64":
-    case "uint64":
-      return Array.from(tensor.data as BigInt64Array, (value) => rawJson(value.toString()));
-    default:
-      return Array.from(tensor.data as Float64Array, (value) => {
+      }
+      break;
+    case "float32":
+    case "float64":
+      for (const value of tensor.data as Float64Array) {
         if (!Number.isFinite(value)) refuse(`has ${value}, which JSON cannot carry`);
-        return value;
-      });
+      }
   }
+  return ndarrayToJson(name, tensor);
 }
 
 /**
@@ -152,7 +112,7 @@ export function encodeGenerateRequest(
     const spec = specs.inputs.find((input) => input.name === name);
     const values = jsonValues(name, tensor);
     if (
-      spec !== undefined && !sameShape(tensor.shape, generateShapeOf(spec.shape, values.length))
+      spec !== undefined && !sameShape(tensor.shape, generateShape(spec.shape, values.length))
     ) {
       throw new ClientValueError(
         `Cannot stream over HTTP: input '${name}' has shape [${tensor.shape}], which the generate extension cannot convey for declared shape [${spec.shape}]; use a grpc:// URL`,
@@ -163,19 +123,9 @@ export function encodeGenerateRequest(
   return JSON.stringify(body);
 }
 
-function reviveBigInts(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (
-    typeof value === "number" && !Number.isSafeInteger(value) && context?.source !== undefined &&
-    /^-?\d+$/.test(context.source)
-  ) {
-    return BigInt(context.source);
-  }
-  return value;
-}
-
 function outputOf(spec: GenerateTensorSpec, value: unknown): NDArray {
   const values = Array.isArray(value) ? value : [value];
-  const shape = generateShapeOf(spec.shape, values.length);
+  const shape = generateShape(spec.shape, values.length);
   const fail = (why: string): never => {
     throw new ClientInferenceServerError(
       `Inference failed: output '${spec.name}' in the generate response ${why}`,
@@ -227,7 +177,7 @@ export function decodeGenerateResponse(
 ): TransportInferResponse {
   let json: unknown;
   try {
-    json = JSON.parse(text, reviveBigInts as (key: string, value: unknown) => unknown);
+    json = parseJsonExact(text);
   } catch (error) {
     throw new ClientInferenceServerError(
       `Inference failed: the generate response is not JSON: ${(error as Error).message}`,
@@ -250,7 +200,7 @@ export function decodeGenerateResponse(
   const outputs: Record<string, NDArray> = {};
   const parameters: Record<string, ClientParameterValue> = {};
   for (const [key, value] of Object.entries(object)) {
-    if (METADATA_KEYS.has(key)) continue;
+    if (GENERATE_METADATA_KEYS.has(key)) continue;
     const spec = specs.outputs.find((output) => output.name === key);
     if (spec !== undefined) outputs[key] = outputOf(spec, value);
     else if (typeof value === "string" || typeof value === "boolean") parameters[key] = value;

@@ -4,6 +4,7 @@
  * @module
  */
 
+import { QUEUE_FULL_MESSAGE } from "../protocol/constants.ts";
 import {
   ClientError,
   ClientInferenceServerError,
@@ -22,9 +23,6 @@ import type {
   TransportLoadOptions,
 } from "./transport.ts";
 import type { TritonUrl } from "./url.ts";
-
-/** The text Triton answers when a model's queue is full. */
-export const QUEUE_FULL_MESSAGE = "Exceeds maximum queue size";
 
 /**
  * Turns an HTTP error answer into a client error: the server's `{"error": ...}` message and

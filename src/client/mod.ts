@@ -18,15 +18,8 @@
  * @module
  */
 
-export {
-  type ClientInputs,
-  type ClientOutputs,
-  type InferOptions,
-  type InferStreamOptions,
-  type LoadModelOptions,
-  ModelClient,
-  type ModelClientOptions,
-} from "./model_client.ts";
+export { ModelClient } from "./model_client.ts";
+export type * from "./options.ts";
 export {
   type ClientDynamicBatcher,
   type ClientModelConfig,

@@ -3,10 +3,13 @@
  * PyTriton's `ModelClient` does — lazy readiness wait and config fetch, batch-axis handling,
  * timeouts on every call, and clear errors.
  *
+ * Over 500 lines because it is one class whose methods share its private state (the transport,
+ * the lazily fetched config, the timeouts, the request ids); its option types live in
+ * `options.ts` and the building of requests in `request.ts`.
+ *
  * @module
  */
 
-import { isNDArray, type NDArray } from "../tensor/ndarray.ts";
 import {
   ClientClosedError,
   ClientError,
@@ -15,140 +18,23 @@ import {
   ClientTimeoutError,
   ClientValueError,
 } from "./errors.ts";
-import type { GenerateTensorSpec } from "./http_generate.ts";
-import { type ClientModelConfig, type ClientTensorSpec, parseModelConfig } from "./model_config.ts";
+import { type ClientModelConfig, parseModelConfig } from "./model_config.ts";
 import type {
-  ClientParameterValue,
+  ClientInputs,
+  ClientOutputs,
+  InferOptions,
+  InferStreamOptions,
+  LoadModelOptions,
+  ModelClientOptions,
+} from "./options.ts";
+import { buildRequest, checkValues, outputsOf, stringHeaders } from "./request.ts";
+import type {
   Transport,
   TransportCallOptions,
   TransportInferRequest,
   TransportInferResponse,
 } from "./transport.ts";
 import { parseTritonUrl, type TritonUrl } from "./url.ts";
-
-/** Inputs of an inference: positional (declared input order) or by name. */
-export type ClientInputs = readonly NDArray[] | Readonly<Record<string, NDArray>>;
-
-/** Outputs of an inference, by name. */
-export type ClientOutputs = Record<string, NDArray>;
-
-/** Options of the {@linkcode ModelClient} constructor. */
-export interface ModelClientOptions {
-  /**
-   * The model version; the server's choice (latest) when omitted.
-   *
-   * @default {undefined}
-   */
-  modelVersion?: string | number;
-  /**
-   * Wait for readiness and fetch the config on first use; `false` starts at once (errors surface
-   * on the first call).
-   *
-   * @default {true}
-   */
-  lazyInit?: boolean;
-  /**
-   * How long initialisation (readiness wait + config fetch) may take, in seconds.
-   *
-   * @default {300}
-   */
-  initTimeoutS?: number;
-  /**
-   * How long each call (inference, readiness probe, config fetch, each streamed message) may take,
-   * in seconds.
-   *
-   * @default {60}
-   */
-  inferenceTimeoutS?: number;
-  /**
-   * A token sent on every call: HTTP header `triton-access-token`, gRPC metadata
-   * `triton-grpc-protocol-triton-access-token`.
-   *
-   * @default {undefined}
-   */
-  accessToken?: string;
-  /**
-   * Headers (HTTP) or metadata (gRPC) sent on every call.
-   *
-   * @default {{}}
-   */
-  headers?: Readonly<Record<string, string>>;
-  /**
-   * The model config, parsed or as Triton's JSON; skips the config fetch.
-   *
-   * @default {undefined}
-   */
-  modelConfig?: ClientModelConfig | Readonly<Record<string, unknown>>;
-  /**
-   * Wait until the server and the model are ready before the first call.
-   *
-   * @default {true}
-   */
-  ensureModelIsReady?: boolean;
-}
-
-/** Options of {@linkcode ModelClient.inferSample} and {@linkcode ModelClient.inferBatch}. */
-export interface InferOptions {
-  /**
-   * Request parameters (KServe `parameters`), string, number or boolean values.
-   *
-   * @default {{}}
-   */
-  parameters?: Readonly<Record<string, ClientParameterValue>>;
-  /**
-   * Headers (HTTP) or metadata (gRPC) for this call; reach the model when they match the
-   * server's header forward pattern.
-   *
-   * @default {{}}
-   */
-  headers?: Readonly<Record<string, ClientParameterValue>>;
-  /**
-   * The outputs to ask for.
-   *
-   * @default {all outputs of the model config}
-   */
-  outputs?: readonly string[];
-  /**
-   * Aborts the call (the waiting for readiness included); the call rejects with the signal's
-   * reason.
-   *
-   * @default {undefined}
-   */
-  signal?: AbortSignal;
-}
-
-/** Options of {@linkcode ModelClient.inferStream}. */
-export interface InferStreamOptions extends InferOptions {
-  /**
-   * Send the inputs as a batch (like `inferBatch`) instead of one sample (like `inferSample`,
-   * which adds and strips the batch axis when the model batches).
-   *
-   * @default {false}
-   */
-  batch?: boolean;
-}
-
-/** Options of {@linkcode ModelClient.loadModel}. */
-export interface LoadModelOptions {
-  /**
-   * A model config to load the model with: Triton's JSON as an object or a string.
-   *
-   * @default {undefined}
-   */
-  config?: string | Readonly<Record<string, unknown>>;
-  /**
-   * Model files keyed `file:<version>/<name>`.
-   *
-   * @default {{}}
-   */
-  files?: Readonly<Record<string, Uint8Array>>;
-  /**
-   * Aborts the call.
-   *
-   * @default {undefined}
-   */
-  signal?: AbortSignal;
-}
 
 const HTTP_TOKEN_HEADER = "triton-access-token";
 const GRPC_TOKEN_HEADER = "triton-grpc-protocol-triton-access-token";
@@ -168,42 +54,6 @@ function positiveSeconds(value: number | undefined, fallback: number, what: stri
     );
   }
   return value;
-}
-
-function checkValues(
-  values: Readonly<Record<string, unknown>> | undefined,
-  what: string,
-): Record<string, ClientParameterValue> {
-  if (values === undefined) return {};
-  if (typeof values !== "object" || values === null || Array.isArray(values)) {
-    throw new ClientValueError(`Invalid ${what}: expected an object`);
-  }
-  for (const [key, value] of Object.entries(values)) {
-    if (key === "") throw new ClientValueError(`Invalid ${what}: a key is empty`);
-    const type = typeof value;
-    if (type !== "string" && type !== "boolean" && !(type === "number" && Number.isFinite(value))) {
-      throw new ClientValueError(
-        `Invalid ${what} '${key}': expected a string, finite number or boolean, got ${
-          value === null ? "null" : type
-        }`,
-      );
-    }
-  }
-  return values as Record<string, ClientParameterValue>;
-}
-
-function stringHeaders(
-  values: Readonly<Record<string, ClientParameterValue>>,
-): Record<string, string> {
-  return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, String(value)]));
-}
-
-function declaredSpec(spec: ClientTensorSpec, batching: boolean): GenerateTensorSpec {
-  return {
-    name: spec.name,
-    dtype: spec.dtype,
-    shape: batching ? [-1, ...spec.shape] : spec.shape,
-  };
 }
 
 /**
@@ -518,63 +368,20 @@ export class ModelClient implements AsyncDisposable {
     return (await this.#ready(undefined)).batching;
   }
 
-  #buildRequest(
+  #request(
     inputs: ClientInputs,
     options: InferOptions,
     config: ClientModelConfig,
     addBatchAxis: boolean,
-  ): TransportInferRequest {
-    const pairs: [string, NDArray][] = [];
-    if (Array.isArray(inputs)) {
-      const positional = inputs as readonly NDArray[];
-      if (positional.length > config.inputs.length) {
-        throw new ClientValueError(
-          `Cannot infer: ${positional.length} positional inputs given but ${this.#modelLabel()} declares ${config.inputs.length}`,
-        );
-      }
-      positional.forEach((tensor, i) => pairs.push([config.inputs[i]!.name, tensor]));
-    } else if (typeof inputs === "object" && inputs !== null && !isNDArray(inputs)) {
-      pairs.push(...Object.entries(inputs as Readonly<Record<string, NDArray>>));
-    } else {
-      throw new ClientValueError(
-        "Cannot infer: inputs must be an array of NDArrays (declared order) or an object of them by name",
-      );
-    }
-    for (const [name, tensor] of pairs) {
-      if (!isNDArray(tensor)) {
-        throw new ClientValueError(`Cannot infer: input '${name}' is not an NDArray`);
-      }
-    }
-    const parameters = checkValues(options.parameters, "parameter");
-    const wire = pairs.map(([name, tensor]) =>
-      [
-        name,
-        addBatchAxis ? { ...tensor, shape: [1, ...tensor.shape] } as NDArray : tensor,
-      ] as const
-    );
-    return {
+  ): { request: TransportInferRequest; headers: Record<string, string> } {
+    const request = buildRequest(inputs, options, config, {
       modelName: this.#modelName,
       modelVersion: this.#modelVersion,
       id: String(this.#nextId++),
-      inputs: wire,
-      outputs: options.outputs ?? config.outputs.map((spec) => spec.name),
-      parameters,
-      declared: {
-        inputs: config.inputs.map((spec) => declaredSpec(spec, config.batching)),
-        outputs: config.outputs.map((spec) => declaredSpec(spec, config.batching)),
-      },
-    };
-  }
-
-  #outputsOf(response: TransportInferResponse, stripBatchAxis: boolean): ClientOutputs {
-    if (!stripBatchAxis) return response.outputs;
-    const outputs: ClientOutputs = {};
-    for (const [name, tensor] of Object.entries(response.outputs)) {
-      outputs[name] = tensor.shape.length === 0
-        ? tensor
-        : { ...tensor, shape: tensor.shape.slice(1) } as NDArray;
-    }
-    return outputs;
+      addBatchAxis,
+      label: this.#modelLabel(),
+    });
+    return { request, headers: stringHeaders(checkValues(options.headers, "header")) };
   }
 
   async #infer(
@@ -594,8 +401,7 @@ export class ModelClient implements AsyncDisposable {
       );
     }
     const batchAxis = sample && config.batching;
-    const request = this.#buildRequest(inputs, options, config, batchAxis);
-    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const { request, headers } = this.#request(inputs, options, config, batchAxis);
     const response = await this.#call(
       `infer with ${this.#modelLabel()}`,
       (transport, call) => transport.infer(request, call),
@@ -603,7 +409,7 @@ export class ModelClient implements AsyncDisposable {
       options.signal,
       headers,
     );
-    return this.#outputsOf(response, batchAxis);
+    return outputsOf(response, batchAxis);
   }
 
   /**
@@ -668,8 +474,7 @@ export class ModelClient implements AsyncDisposable {
       );
     }
     const batchAxis = !batch && config.batching;
-    const request = this.#buildRequest(inputs, options, config, batchAxis);
-    const headers = stringHeaders(checkValues(options.headers, "header"));
+    const { request, headers } = this.#request(inputs, options, config, batchAxis);
     const transport = await this.#getTransport();
     this.#checkOpen(what);
     const stop = new AbortController();
@@ -701,7 +506,7 @@ export class ModelClient implements AsyncDisposable {
           clearTimeout(id);
         }
         if (step.done) return;
-        yield this.#outputsOf(step.value, batchAxis);
+        yield outputsOf(step.value, batchAxis);
       }
     } finally {
       stop.abort();

@@ -45,10 +45,6 @@ const UINT32_MAX = 2 ** 32 - 1;
 /** The logger setting behind each on/off setting. */
 const SWITCHES = { log_info: "info", log_warning: "warning", log_error: "error" } as const;
 
-function invalid(message: string): InferenceError {
-  return new InferenceError(message, { code: "INVALID_ARG" });
-}
-
 /**
  * The logger's settings in the extension's names.
  *
@@ -87,7 +83,7 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
   const change: { -readonly [K in keyof LogSettingsChange]: LogSettingsChange[K] } = {};
   for (const [name, value] of Object.entries(changes)) {
     if (!Object.hasOwn(LOG_SETTING_KINDS, name)) {
-      throw invalid(
+      throw InferenceError.invalidArg(
         `Unknown log setting '${name}': expected one of ${
           Object.keys(LOG_SETTING_KINDS).join(", ")
         }`,
@@ -99,27 +95,30 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
     switch (setting) {
       case "log_file":
         // Like Triton: a network peer must not choose where the server writes files.
-        throw new InferenceError(
+        throw InferenceError.unsupported(
           "Cannot change 'log_file' over the network: set logFile in the server's TritonConfig",
-          { code: "UNSUPPORTED" },
         );
       case "log_info":
       case "log_warning":
       case "log_error":
-        if (typeof value !== "boolean") throw invalid(`Invalid '${name}': expected a boolean`);
+        if (typeof value !== "boolean") {
+          throw InferenceError.invalidArg(`Invalid '${name}': expected a boolean`);
+        }
         change[SWITCHES[setting]] = value;
         break;
       case "log_verbose_level":
         if (
           typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > UINT32_MAX
         ) {
-          throw invalid("Invalid 'log_verbose_level': expected a non-negative integer");
+          throw InferenceError.invalidArg(
+            "Invalid 'log_verbose_level': expected a non-negative integer",
+          );
         }
         change.verbose = value;
         break;
       case "log_format":
         if (typeof value !== "string" || !LOG_FORMATS.includes(value as LogFormat)) {
-          throw invalid(
+          throw InferenceError.invalidArg(
             `Invalid 'log_format' ${JSON.stringify(value)}: expected ${
               LOG_FORMATS.map((format) => JSON.stringify(format)).join(" or ")
             }`,

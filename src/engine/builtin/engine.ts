@@ -15,6 +15,7 @@ import {
 } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
+import { BoundedQueue } from "../../streams/bounded_queue.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import {
@@ -38,7 +39,6 @@ import { type ValidatedRequest, validateInferenceRequest } from "./request_valid
 import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { ModelStatsRecorder, nsBetween } from "./statistics.ts";
-import { StreamChannel } from "./stream_channel.ts";
 import { warmupRequests } from "../warmup.ts";
 
 /** Triton's version, reported in server metadata. */
@@ -165,10 +165,6 @@ interface ModelEntry {
   instances: ModelInstance[];
   scheduler: ModelScheduler | undefined;
   stats: ModelStatsRecorder;
-}
-
-function notFound(message: string): InferenceError {
-  return new InferenceError(message, { code: "NOT_FOUND" });
 }
 
 /**
@@ -401,14 +397,18 @@ export class BuiltinEngine implements Engine {
    */
   async unloadModel(name: string, version?: number): Promise<void> {
     const versions = this.#models.get(name);
-    if (versions === undefined) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (versions === undefined) {
+      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
+    }
     let entries: ModelEntry[];
     if (version === undefined) {
       entries = [...versions.values()];
     } else {
       const entry = versions.get(version);
       if (entry === undefined) {
-        throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+        throw InferenceError.notFound(
+          `Request for unknown model: '${name}' version ${version} is not found`,
+        );
       }
       entries = [entry];
     }
@@ -469,7 +469,9 @@ export class BuiltinEngine implements Engine {
    */
   #lookup(name: string, version?: number): ModelEntry {
     const versions = this.#models.get(name);
-    if (versions === undefined) throw notFound(`Request for unknown model: '${name}' is not found`);
+    if (versions === undefined) {
+      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
+    }
     if (version === undefined || version === -1) {
       let best: ModelEntry | undefined;
       for (const [number, entry] of versions) {
@@ -486,7 +488,9 @@ export class BuiltinEngine implements Engine {
     }
     const entry = versions.get(version);
     if (entry === undefined) {
-      throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+      throw InferenceError.notFound(
+        `Request for unknown model: '${name}' version ${version} is not found`,
+      );
     }
     if (entry.state !== "READY") {
       throw new InferenceError(
@@ -822,11 +826,19 @@ export class BuiltinEngine implements Engine {
       );
     }
     const { entry, validated } = this.#prepare(request, arrival);
-    const channel = new StreamChannel<InferResult>();
+    // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
+    // consumer slows the model instead of queueing its steps; a consumer that stops early
+    // cancels the queue, which aborts the request.
+    const queue = new BoundedQueue<InferResult>({
+      cancel: () =>
+        controller.abort(
+          InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`),
+        ),
+    });
     const controller = this.#submit(entry, request, validated, arrival, {
-      result: (result) => channel.push(result),
-      end: () => channel.end(),
-      error: (error) => channel.fail(error),
+      result: (result) => queue.push(result),
+      end: () => queue.end(),
+      error: (error) => queue.fail(error),
     });
     const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
       ...this.#response(
@@ -836,30 +848,9 @@ export class BuiltinEngine implements Engine {
       ),
       final,
     });
-    let finished = false;
-    try {
-      while (true) {
-        const event = await channel.pull();
-        if (event.kind === "value") {
-          // Sent at once (streaming latency matters); the end is its own final response.
-          yield step(event.value, false);
-          continue;
-        }
-        finished = true;
-        if (event.kind === "error") throw event.error;
-        yield step(undefined, true);
-        return;
-      }
-    } finally {
-      // The consumer stopped early: let the callable see the abort.
-      if (!finished) {
-        controller.abort(
-          new InferenceError(`Request for model '${request.modelName}' was cancelled`, {
-            code: "CANCELLED",
-          }),
-        );
-      }
-    }
+    // Sent at once (streaming latency matters); the end is its own final response.
+    for await (const result of queue.readable) yield step(result, false);
+    yield step(undefined, true);
   }
 
   /**

@@ -22,9 +22,7 @@ export interface ValidatedRequest {
 }
 
 function invalid(model: ModelInfo, detail: string): InferenceError {
-  return new InferenceError(`Invalid request for model '${model.name}': ${detail}`, {
-    code: "INVALID_ARG",
-  });
+  return InferenceError.invalidArg(`Invalid request for model '${model.name}': ${detail}`);
 }
 
 function shown(shape: readonly number[]): string {

@@ -11,12 +11,17 @@ import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
+import { QUEUE_FULL_MESSAGE } from "../../protocol/constants.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 
 /** Where the scheduler delivers a request's outcome. */
 export interface SchedulerSink {
-  /** A validated result: the only one of a coupled request, one step of a decoupled one. */
-  result(result: InferResult): void;
+  /**
+   * A validated result: the only one of a coupled request, one step of a decoupled one. For a
+   * step, a returned promise holds the callable's next step back until it settles (the
+   * consumer's backpressure).
+   */
+  result(result: InferResult): void | Promise<void>;
   /** The decoupled request is done (after its last step); not called for coupled requests. */
   end(): void;
   /** The request failed; nothing follows. */
@@ -248,7 +253,7 @@ export class ModelScheduler {
     if (
       policy.maxQueueSize > 0 && level.queue.length + level.delayed.length >= policy.maxQueueSize
     ) {
-      throw new InferenceError("Exceeds maximum queue size", { code: "UNAVAILABLE" });
+      throw InferenceError.unavailable(QUEUE_FULL_MESSAGE);
     }
     const entry: Entry = {
       item,
@@ -576,11 +581,16 @@ export class ModelScheduler {
     let last = started;
     for await (const step of instance.stream(requests)) {
       const now = performance.now();
+      const delivered: Promise<void>[] = [];
       batch.forEach((entry, at) => {
-        if (entry.state !== "done") entry.item.sink.result(step[at]!);
+        if (entry.state === "done") return;
+        const room = entry.item.sink.result(step[at]!);
+        if (room !== undefined) delivered.push(room);
       });
       this.#stats.recordResponse(index++, nsBetween(last, now));
-      last = now;
+      // The next step waits until every consumer of this batch has room for it.
+      if (delivered.length > 0) await Promise.all(delivered);
+      last = performance.now();
       // Like the core: once every request is cancelled the stream is not pulled any further
       // (the instance then closes it).
       if (batch.every((entry) => entry.item.controller.signal.aborted)) break;

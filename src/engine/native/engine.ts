@@ -164,10 +164,6 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
-function unavailable(message: string): InferenceError {
-  return new InferenceError(message, { code: "UNAVAILABLE" });
-}
-
 /**
  * The engine backed by Triton's in-process core.
  *
@@ -227,7 +223,7 @@ export class NativeEngine implements Engine {
 
   get #core(): NativeLibraries["core"] {
     if (this.#libraries === undefined || this.#server === null) {
-      throw unavailable("The Triton engine is not started");
+      throw InferenceError.unavailable("The Triton engine is not started");
     }
     return this.#libraries.core;
   }
@@ -433,7 +429,7 @@ export class NativeEngine implements Engine {
     this.#core; // throws when not started
     const { bridge } = this.#libraries!;
     if (this.#stopping !== undefined) {
-      throw unavailable(`Cannot load model '${model.name}': the server is stopping`);
+      throw InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
     }
     const existing = this.#models.get(model.name);
     if (existing !== undefined) {
@@ -821,7 +817,7 @@ export class NativeEngine implements Engine {
 
   #checkRunning(name: string): void {
     if (this.#stopping !== undefined || this.#server === null) {
-      throw unavailable(`Cannot infer with model '${name}': the server is stopping`);
+      throw InferenceError.unavailable(`Cannot infer with model '${name}': the server is stopping`);
     }
   }
 

@@ -17,7 +17,11 @@ Deno.test("toInferenceRequest maps parameters, headers, version and signal", () 
     },
     inputs: [{ name: "x", datatype: "BOOL", shape: ["1"], contents: { bool_contents: [true] } }],
     outputs: [{ name: "y" }],
-  }, { headers: { "x-h": "1" }, signal: controller.signal });
+  }, {
+    headers: [["x-h", "1"], ["y-h", "2"]],
+    headerForwardPattern: /^x-/i,
+    signal: controller.signal,
+  });
   assert.equal(enableEmptyFinalResponse, true);
   assert.deepEqual({ ...request, inputs: [...request.inputs.keys()] }, {
     modelName: "m",
@@ -40,7 +44,9 @@ Deno.test("toInferenceRequest rejects duplicate inputs and empty parameters", ()
   );
   assert.throws(
     () => toInferenceRequest({ model_name: "m", parameters: { p: {} } }),
-    /Invalid request parameter 'p': no value is set/,
+    {
+      message: "Invalid request parameter 'p': expected a string, number or boolean, got no value",
+    },
   );
   assert.throws(
     () =>
@@ -48,7 +54,10 @@ Deno.test("toInferenceRequest rejects duplicate inputs and empty parameters", ()
         model_name: "m",
         parameters: { triton_enable_empty_final_response: { int64_param: 1 } },
       }),
-    /expected a bool_param/,
+    {
+      message:
+        "Invalid request parameter 'triton_enable_empty_final_response': expected a boolean, got int64_param 1",
+    },
   );
 });
 

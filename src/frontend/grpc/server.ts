@@ -13,6 +13,7 @@ import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { withAccessCheck } from "./access.ts";
+import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { createServices, type GrpcService } from "./service.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
@@ -31,7 +32,7 @@ export interface GrpcFrontendOptions {
   port?: number;
   /**
    * Metadata keys matching this pattern are forwarded to the model as string request parameters
-   * (Triton's `--grpc-header-forward-pattern`).
+   * (Triton's `--grpc-header-forward-pattern`), case-insensitively.
    *
    * @default {undefined}
    */
@@ -202,17 +203,10 @@ export class GrpcFrontend implements AsyncDisposable {
         `Invalid gRPC maxMessageBytes: ${maxMessageBytes} is not a positive integer`,
       );
     }
-    let pattern: RegExp | undefined;
-    try {
-      pattern = typeof options.headerForwardPattern === "string"
-        ? new RegExp(options.headerForwardPattern)
-        : options.headerForwardPattern;
-    } catch (error) {
-      throw new TritonBadParameterError(
-        `Invalid gRPC headerForwardPattern: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
+    const pattern = compileHeaderForwardPattern(
+      options.headerForwardPattern,
+      "gRPC headerForwardPattern",
+    );
     const keepaliveTimeMs = positiveInteger(
       "keepaliveTimeMs",
       options.keepaliveTimeMs ?? DEFAULT_KEEPALIVE_TIME_MS,

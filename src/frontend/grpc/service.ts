@@ -23,14 +23,10 @@ import {
   type ModelRef,
   type ModelStreamInferResponse,
   type RepositoryModelRequest,
-} from "./codec.ts";
-import {
-  FINAL_RESPONSE_PARAMETER,
-  parseModelVersion,
-  toInferenceRequest,
-  toInferResponseMessage,
-} from "./infer_messages.ts";
-import { modelConfigToMessage } from "./model_config_proto.ts";
+} from "../../protocol/grpc_codec.ts";
+import { FINAL_RESPONSE_PARAMETER } from "../../protocol/constants.ts";
+import { parseModelVersion, toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
+import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
 
 /** Options of {@linkcode createServices}. */
 export interface GrpcServiceOptions {
@@ -62,6 +58,8 @@ export const INFERENCE_SERVICE = "inference.GRPCInferenceService";
 /** The health service name, as in method paths. */
 export const HEALTH_SERVICE = "grpc.health.v1.Health";
 
+const CLIENT_CANCELLED = "Request cancelled: the client cancelled the gRPC call";
+
 const DECOUPLED_MESSAGE = "ModelInfer RPC doesn't support models with decoupled transaction policy";
 
 type Raw = Buffer;
@@ -91,9 +89,9 @@ function decode<T>(codec: MessageCodec<T>, what: string, bytes: Uint8Array): T {
   try {
     return codec.decode(bytes);
   } catch (error) {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Invalid ${what} message: ${error instanceof Error ? error.message : String(error)}`,
-      { code: "INVALID_ARG", cause: error },
+      { cause: error },
     );
   }
 }
@@ -101,10 +99,6 @@ function decode<T>(codec: MessageCodec<T>, what: string, bytes: Uint8Array): T {
 /** A gRPC status error as grpc-js expects it from handlers. */
 function statusError(error: InferenceError): Partial<grpc.StatusObject> {
   return { code: grpcStatusOf(error.code), details: error.message };
-}
-
-function invalidArgument(message: string): InferenceError {
-  return new InferenceError(message, { code: "INVALID_ARG" });
 }
 
 // Each setting travels in the SettingValue field of its type.
@@ -116,21 +110,11 @@ function toSettingValues(settings: TritonLogSettings): Record<string, LogSetting
   return values;
 }
 
-function unsupported(message: string): InferenceError {
-  return new InferenceError(message, { code: "UNSUPPORTED" });
-}
-
-function forwardedHeaders(
-  metadata: grpc.Metadata,
-  pattern: RegExp | undefined,
-): Record<string, string> {
-  const headers: Record<string, string> = {};
-  if (pattern === undefined) return headers;
-  for (const [key, value] of Object.entries(metadata.getMap())) {
-    // Binary (`-bin`) metadata has no string form.
-    if (typeof value === "string" && pattern.test(key)) headers[key] = value;
-  }
-  return headers;
+// Binary (`-bin`) metadata has no string form, so it is never forwarded.
+function stringMetadata(metadata: grpc.Metadata): [string, string][] {
+  return Object.entries(metadata.getMap()).filter((entry): entry is [string, string] =>
+    typeof entry[1] === "string"
+  );
 }
 
 /**
@@ -191,16 +175,16 @@ export function createServices(
       bytes,
     );
     if (request.repository_name) {
-      throw unsupported("'repository_name' specification is not supported");
+      throw InferenceError.unsupported("'repository_name' specification is not supported");
     }
-    throw unsupported(
+    throw InferenceError.unsupported(
       `Cannot ${action} model '${request.model_name}': DenoTriton models are bound in code with Triton.bind(), not ${action}ed from a repository`,
     );
   };
 
   const notSupported = (message: string) => async (): Promise<never> => {
     await Promise.resolve();
-    throw unsupported(message);
+    throw InferenceError.unsupported(message);
   };
 
   const decodeInfer = (
@@ -210,7 +194,8 @@ export function createServices(
   ): ReturnType<typeof toInferenceRequest> => {
     const message: ModelInferRequest = decode(codecs.ModelInferRequest, "ModelInferRequest", bytes);
     return toInferenceRequest(message, {
-      headers: forwardedHeaders(metadata, headerForwardPattern),
+      headers: stringMetadata(metadata),
+      ...(headerForwardPattern !== undefined ? { headerForwardPattern } : {}),
       signal,
     });
   };
@@ -219,10 +204,10 @@ export function createServices(
     "ModelInfer",
     async (bytes, call) => {
       const controller = new AbortController();
-      call.on("cancelled", () => controller.abort(cancelledError()));
+      call.on("cancelled", () => controller.abort(InferenceError.cancelled(CLIENT_CANCELLED)));
       const { request } = decodeInfer(bytes, call.metadata, controller.signal);
       if (await engine.isDecoupled(request.modelName, request.modelVersion)) {
-        throw unsupported(DECOUPLED_MESSAGE);
+        throw InferenceError.unsupported(DECOUPLED_MESSAGE);
       }
       return toInferResponseMessage(await engine.infer(request));
     },
@@ -231,9 +216,12 @@ export function createServices(
   const modelStreamInfer = (call: grpc.ServerDuplexStream<Raw, unknown>): void => {
     const controllers = new Set<AbortController>();
     const endOnError = call.metadata.get("triton_grpc_error")[0] === "true";
+    // Aborted when the call is cancelled, fails or closes: nothing waits for 'drain' then.
+    const gone = new AbortController();
     let pending = 0;
     let clientDone = false;
     let closed = false;
+    let drain: Promise<void> | undefined;
 
     const finish = (): void => {
       if (!closed && clientDone && pending === 0) {
@@ -241,12 +229,30 @@ export function createServices(
         call.end();
       }
     };
-    const write = (message: ModelStreamInferResponse): void => {
-      if (!closed) call.write(message);
+    // One wait shared by every request of the stream (one 'drain' listener, however many wait).
+    const drained = (): Promise<void> =>
+      drain ??= new Promise<void>((resolve) => {
+        const done = (): void => {
+          drain = undefined;
+          call.off("drain", done);
+          gone.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        call.on("drain", done);
+        gone.signal.addEventListener("abort", done);
+      });
+    // grpc-js buffers what the client has not taken yet: once that passes the high-water mark,
+    // wait for 'drain', so a slow client slows the model's generator instead of growing memory.
+    const write = async (message: ModelStreamInferResponse): Promise<void> => {
+      if (closed) return;
+      if (!call.write(message)) await drained();
     };
     const abortAll = (): void => {
       closed = true;
-      for (const controller of controllers) controller.abort(cancelledError());
+      gone.abort();
+      for (const controller of controllers) {
+        controller.abort(InferenceError.cancelled(CLIENT_CANCELLED));
+      }
     };
 
     const run = async (bytes: Uint8Array): Promise<void> => {
@@ -267,18 +273,20 @@ export function createServices(
           for await (const step of engine.inferStream(request)) {
             // A final step without outputs is Triton's flags-only final response.
             if (step.final && step.outputs.size === 0) break;
-            write({
+            await write({
               infer_response: toInferResponseMessage(step, {
                 [FINAL_RESPONSE_PARAMETER]: step.final,
               }),
             });
+            // The client went away: stop pulling (which cancels the request in the engine).
+            if (closed) break;
             if (step.final) {
               sentFinal = true;
               break;
             }
           }
           if (!sentFinal && decoded.enableEmptyFinalResponse) {
-            write({
+            await write({
               infer_response: {
                 model_name: modelName,
                 model_version: modelVersion,
@@ -289,7 +297,7 @@ export function createServices(
           }
         } else {
           const response = await engine.infer(request);
-          write({
+          await write({
             infer_response: toInferResponseMessage(response, { [FINAL_RESPONSE_PARAMETER]: true }),
           });
         }
@@ -300,7 +308,7 @@ export function createServices(
           abortAll();
           call.emit("error", statusError(inferenceError));
         } else {
-          write({
+          await write({
             error_message: inferenceError.message,
             infer_response: {
               model_name: modelName,
@@ -328,6 +336,7 @@ export function createServices(
     });
     call.on("cancelled", abortAll);
     call.on("error", abortAll);
+    call.on("close", () => gone.abort());
   };
 
   const implementation: grpc.UntypedServiceImplementation = {
@@ -362,7 +371,7 @@ export function createServices(
     RepositoryIndex: unary("RepositoryIndex", async (bytes) => {
       const request = decode(codecs.RepositoryIndexRequest, "repository index request", bytes);
       if (request.repository_name) {
-        throw unsupported("'repository_name' specification is not supported");
+        throw InferenceError.unsupported("'repository_name' specification is not supported");
       }
       const models = await engine.repositoryIndex(request.ready ?? false);
       return { models };
@@ -391,7 +400,9 @@ export function createServices(
       const changes: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(request.settings)) {
         const choice = value.parameter_choice;
-        if (choice === undefined) throw invalidArgument(`Invalid '${name}': no value is set`);
+        if (choice === undefined) {
+          throw InferenceError.invalidArg(`Invalid '${name}': no value is set`);
+        }
         changes[name] = value[choice];
       }
       return { settings: toSettingValues(changeLogSettings(logger, changes)) };
@@ -441,9 +452,3 @@ const SHM_MESSAGE =
   "System shared memory is not supported by DenoTriton: send tensors in the request";
 const CUDA_SHM_MESSAGE =
   "CUDA shared memory is not supported by DenoTriton: send tensors in the request";
-
-function cancelledError(): InferenceError {
-  return new InferenceError("Request cancelled: the client cancelled the gRPC call", {
-    code: "CANCELLED",
-  });
-}

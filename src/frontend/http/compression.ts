@@ -6,7 +6,8 @@
  * @module
  */
 
-import { badRequest, HttpError } from "./errors.ts";
+import { InferenceError } from "../../errors.ts";
+import { HttpError } from "./errors.ts";
 
 /** A compression Triton's HTTP front end speaks. */
 export type Encoding = "gzip" | "deflate";
@@ -23,9 +24,8 @@ function requestEncoding(header: string | null): Encoding | undefined {
   if (value === "" || value === "identity") return undefined;
   if (value === "gzip" || value === "x-gzip") return "gzip";
   if (value === "deflate") return "deflate";
-  throw badRequest(
+  throw InferenceError.unsupported(
     `Unsupported Content-Encoding '${header}': expected gzip, deflate or identity`,
-    "UNSUPPORTED",
   );
 }
 
@@ -193,7 +193,7 @@ export async function readRequestBody(request: Request, limit: number): Promise<
     return await inflateWithin(request.body, encoding, limit);
   } catch (error) {
     if (error instanceof HttpError) throw error;
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Unable to decompress the ${encoding} request body: ${
         error instanceof Error ? error.message : String(error)
       }`,

@@ -6,12 +6,7 @@
  * @module
  */
 
-import {
-  type ErrorCode,
-  httpStatusOf,
-  InferenceError,
-  type InferenceErrorOptions,
-} from "../../errors.ts";
+import { httpStatusOf, InferenceError, type InferenceErrorOptions } from "../../errors.ts";
 
 /** Options of {@linkcode HttpError}. */
 export interface HttpErrorOptions extends InferenceErrorOptions {
@@ -54,25 +49,6 @@ export class HttpError extends InferenceError {
     this.status = status;
     this.headers = options.headers ?? {};
   }
-}
-
-/**
- * Shorthand for an INVALID_ARG {@linkcode InferenceError} (HTTP 400).
- *
- * @param message What is wrong with the request.
- * @param code The Triton code.
- * @returns The error.
- *
- * @example
- * ```ts
- * import { badRequest } from "./errors.ts";
- * import assert from "node:assert/strict";
- *
- * assert.equal(badRequest("Missing 'inputs'").code, "INVALID_ARG");
- * ```
- */
-export function badRequest(message: string, code: ErrorCode = "INVALID_ARG"): InferenceError {
-  return new InferenceError(message, { code });
 }
 
 /**
@@ -142,7 +118,7 @@ export function errorResponse(
  * import { InferenceError } from "../../errors.ts";
  * import assert from "node:assert/strict";
  *
- * const response = errorToResponse(new InferenceError("Queue full", { code: "UNAVAILABLE" }));
+ * const response = errorToResponse(InferenceError.unavailable("Queue full"));
  * assert.equal(response.status, 503);
  * assert.deepEqual(await response.json(), { error: "Queue full" });
  * ```

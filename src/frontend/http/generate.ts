@@ -30,9 +30,10 @@ import type {
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import { fromKServe } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
+import { generateShape } from "../../protocol/generate.ts";
+import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "../../protocol/json_tensor.ts";
+import { forwardedHeaders } from "../../protocol/request_parameters.ts";
 import { readRequestBody } from "./compression.ts";
-import { badRequest } from "./errors.ts";
-import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "./json_tensor.ts";
 
 /** Options of {@linkcode decodeGenerateRequest}. */
 export interface DecodeGenerateOptions {
@@ -72,59 +73,18 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/**
- * The shape a generate value of `count` elements gets for an input declared with `shape`
- * (batch axis included), the way Triton distributes it.
- *
- * @param name The input name, for messages.
- * @param shape The metadata shape (`-1` for variable dimensions).
- * @param count The number of elements given.
- * @returns The concrete shape.
- * @throws {InferenceError} (INVALID_ARG) When the elements cannot fill the shape.
- *
- * @example
- * ```ts
- * import { generateShape } from "./generate.ts";
- * import assert from "node:assert/strict";
- *
- * assert.deepEqual(generateShape("x", [-1, -1], 3), [1, 3]);
- * assert.deepEqual(generateShape("x", [-1, 2], 6), [3, 2]);
- * assert.throws(() => generateShape("x", [4], 3), /can not convert input 'x'/);
- * ```
- */
-export function generateShape(name: string, shape: readonly number[], count: number): number[] {
-  const result = [...shape];
-  let remaining = count;
-  const fail = (): never => {
-    throw badRequest(`The schema can not convert input '${name}' to tensor with proper shape`);
-  };
-  for (const dim of result) {
-    if (dim === -1) continue;
-    if (dim === 0 ? remaining !== 0 : remaining % dim !== 0) fail();
-    remaining = dim === 0 ? 0 : remaining / dim;
-  }
-  for (let i = result.length - 1; i >= 0; i--) {
-    if (result[i] === -1) {
-      result[i] = remaining;
-      remaining = 1;
-    }
-  }
-  if (remaining !== 1 && !(remaining === 0 && count === 0)) fail();
-  return result;
-}
-
 function parameterOf(key: string, value: unknown): ParameterValue {
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number" && Number.isFinite(value)) return value;
   if (typeof value === "bigint") return Number(value);
-  throw badRequest(
+  throw InferenceError.invalidArg(
     `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`,
   );
 }
 
 function nonNegativeInteger(key: string, value: ParameterValue): number {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
-  throw badRequest(
+  throw InferenceError.invalidArg(
     `Invalid request parameter '${key}': expected a non-negative integer, got ${
       JSON.stringify(value)
     }`,
@@ -165,11 +125,15 @@ export function decodeGenerateRequest(
     try {
       json = parseJsonBytes(body);
     } catch (error) {
-      throw badRequest(`Unable to parse the generate request JSON: ${(error as Error).message}`);
+      throw InferenceError.invalidArg(
+        `Unable to parse the generate request JSON: ${(error as Error).message}`,
+      );
     }
   }
   if (!isObject(json)) {
-    throw badRequest("Unable to parse the generate request JSON: expected an object");
+    throw InferenceError.invalidArg(
+      "Unable to parse the generate request JSON: expected an object",
+    );
   }
   const declared = new Map(metadata.inputs.map((input) => [input.name, input]));
   const inputs = new Map<string, NDArray>();
@@ -181,41 +145,43 @@ export function decodeGenerateRequest(
       parameters[key] = parameterOf(key, value);
       return;
     }
-    if (inputs.has(key)) throw badRequest(`Input '${key}' is given more than once`);
+    if (inputs.has(key)) throw InferenceError.invalidArg(`Input '${key}' is given more than once`);
     const dtype = fromKServe(input.datatype);
     if (dtype === undefined) {
-      throw badRequest(`input '${key}' has unsupported datatype ${input.datatype}`);
+      throw InferenceError.invalidArg(`input '${key}' has unsupported datatype ${input.datatype}`);
     }
     const elements = Array.isArray(value) ? value : [value];
     if (elements.some(Array.isArray)) {
-      throw badRequest(`Unable to parse input '${key}': expected a scalar or a flat list`);
+      throw InferenceError.invalidArg(
+        `Unable to parse input '${key}': expected a scalar or a flat list`,
+      );
     }
-    const shape = generateShape(key, input.shape, elements.length);
+    const shape = generateShape(input.shape, elements.length);
+    if (shape === undefined) {
+      throw InferenceError.invalidArg(
+        `The schema can not convert input '${key}' to tensor with proper shape`,
+      );
+    }
     inputs.set(key, jsonToNDArray(key, dtype, shape, elements));
   };
   for (const [key, value] of Object.entries(json)) {
     if (key === "id") {
-      if (typeof value !== "string") throw badRequest("Unable to parse 'id': expected a string");
+      if (typeof value !== "string") {
+        throw InferenceError.invalidArg("Unable to parse 'id': expected a string");
+      }
       id = value;
     } else if (key === "parameters") {
       if (declared.has(key)) {
-        throw badRequest(
+        throw InferenceError.invalidArg(
           "Keyword 'parameters' for nested schema also given as input tensor name",
         );
       }
       if (!isObject(value)) {
-        throw badRequest("Expected JSON object for keyword: 'parameters'");
+        throw InferenceError.invalidArg("Expected JSON object for keyword: 'parameters'");
       }
       for (const [inner, innerValue] of Object.entries(value)) take(inner, innerValue);
     } else {
       take(key, value);
-    }
-  }
-  const pattern = options.headerForwardPattern;
-  if (pattern !== undefined && options.headers !== undefined) {
-    for (const [name, value] of options.headers) {
-      pattern.lastIndex = 0;
-      if (pattern.test(name)) parameters[name] = value;
     }
   }
   let priority: number | undefined;
@@ -226,6 +192,8 @@ export function decodeGenerateRequest(
   if (parameters.timeout !== undefined) {
     timeout = nonNegativeInteger("timeout", parameters.timeout);
   }
+  // Forwarded headers are string parameters only, as on /infer: they never set a field.
+  for (const [name, value] of forwardedHeaders(options)) parameters[name] = value;
   return {
     modelName: metadata.name,
     ...(options.modelVersion === undefined ? {} : { modelVersion: options.modelVersion }),
@@ -357,7 +325,7 @@ export async function handleGenerate(
   if (!streaming) {
     const responses: InferenceResponse[] = [];
     for await (const response of iterator) responses.push(response);
-    if (responses.length !== 1) throw badRequest(ONE_RESPONSE_MESSAGE);
+    if (responses.length !== 1) throw InferenceError.invalidArg(ONE_RESPONSE_MESSAGE);
     return new Response(encodeGenerateResponse(responses[0]!), {
       headers: { "content-type": "application/json" },
     });
@@ -392,11 +360,8 @@ export async function handleGenerate(
       if (done) return;
       done = true;
       gone.abort(
-        new InferenceError(
+        InferenceError.cancelled(
           `Request for model '${modelName}' was cancelled: the client disconnected`,
-          {
-            code: "CANCELLED",
-          },
         ),
       );
       // Not awaited: a pending step finishes first, then the engine stops pulling.

@@ -6,14 +6,17 @@
  * @module
  */
 
-import type { ParameterValue } from "../../callable/types.ts";
 import type { InferenceRequest, TritonModelConfigJson } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
+import { jsonToNDArray, parseJsonBytes } from "../../protocol/json_tensor.ts";
+import {
+  type HeaderForwarding,
+  httpRequestParameters,
+  type RequestParameters,
+} from "../../protocol/request_parameters.ts";
 import { deserializeBytes } from "../../tensor/bytes_codec.ts";
 import { type DType, elementSize, fromKServe, toDType } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
-import { badRequest } from "./errors.ts";
-import { jsonToNDArray, parseJsonBytes } from "./json_tensor.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {
@@ -23,8 +26,8 @@ export interface OutputFormat {
   readonly classification: number;
 }
 
-/** A decoded inference request plus how the client wants its outputs. */
-export interface DecodedInferRequest {
+/** An HTTP inference request: the engine's request plus how the client wants its outputs. */
+export interface HttpInferRequest {
   /** The protocol-neutral request for the engine. */
   readonly request: InferenceRequest;
   /** Formats of the outputs the client named; others use `defaultBinary`. */
@@ -63,16 +66,6 @@ export interface DecodeInferOptions {
   signal?: AbortSignal;
 }
 
-const RESERVED_PARAMETERS = new Set([
-  "sequence_id",
-  "sequence_start",
-  "sequence_end",
-  "priority",
-  "timeout",
-  "binary_data_output",
-  "headers",
-]);
-
 /**
  * Parses the `Inference-Header-Content-Length` header.
  *
@@ -97,7 +90,7 @@ export function parseHeaderLength(value: string | null, bodyLength: number): num
   const text = value.trim();
   const length = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
   if (!(length >= 0 && length <= bodyLength)) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Invalid 'Inference-Header-Content-Length' header: expected an integer within [0, ${bodyLength}] (the body size), got '${value}'`,
     );
   }
@@ -108,24 +101,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function forwardHeaders(
-  options: DecodeInferOptions,
-  parameters: Record<string, ParameterValue>,
-): void {
-  const pattern = options.headerForwardPattern;
-  if (pattern === undefined || options.headers === undefined) return;
-  for (const [name, value] of options.headers) {
-    pattern.lastIndex = 0;
-    if (!pattern.test(name)) continue;
-    if (name.startsWith("triton_") || RESERVED_PARAMETERS.has(name)) {
-      throw badRequest(
-        `Invalid forwarded header '${name}': the name is reserved for Triton parameters`,
-      );
-    }
-    parameters[name] = value;
-  }
-}
-
 function nonNegativeInteger(value: unknown): number | undefined {
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
   if (typeof value === "bigint" && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
@@ -134,83 +109,25 @@ function nonNegativeInteger(value: unknown): number | undefined {
   return undefined;
 }
 
-interface RequestParameters {
-  parameters: Record<string, ParameterValue>;
-  priority?: number;
-  timeoutMicroseconds?: number;
-  binaryDataOutput: boolean;
-}
-
-function readRequestParameters(raw: unknown): RequestParameters {
-  const result: RequestParameters = { parameters: {}, binaryDataOutput: false };
-  if (raw === undefined) return result;
-  if (!isObject(raw)) {
-    throw badRequest("Unable to parse 'parameters': expected a JSON object");
-  }
-  for (const [key, value] of Object.entries(raw)) {
-    switch (key) {
-      case "priority":
-      case "timeout": {
-        const number = nonNegativeInteger(value);
-        if (number === undefined) {
-          throw badRequest(
-            `Invalid request parameter '${key}': expected a non-negative integer, got ${
-              JSON.stringify(typeof value === "bigint" ? String(value) : value)
-            }`,
-          );
-        }
-        if (key === "priority") result.priority = number;
-        else result.timeoutMicroseconds = number;
-        break;
-      }
-      case "binary_data_output":
-        if (typeof value !== "boolean") {
-          throw badRequest("Invalid request parameter 'binary_data_output': expected a boolean");
-        }
-        result.binaryDataOutput = value;
-        break;
-      case "sequence_id":
-      case "sequence_start":
-      case "sequence_end":
-        // A zero id or false flag is what clients send by default: harmless without sequences.
-        if (value === 0 || value === 0n || value === "" || value === false) break;
-        throw badRequest(
-          `Sequence batching is not supported: request parameter '${key}' must be absent, 0 or false`,
-        );
-      case "headers":
-        throw badRequest("Invalid request parameter 'headers': the name is reserved");
-      default:
-        if (key.startsWith("triton_")) {
-          throw badRequest(
-            `Invalid request parameter '${key}': names starting with 'triton_' are reserved`,
-          );
-        }
-        if (typeof value === "string" || typeof value === "boolean") {
-          result.parameters[key] = value;
-        } else if (typeof value === "number") {
-          result.parameters[key] = value;
-        } else if (typeof value === "bigint") {
-          result.parameters[key] = Number(value);
-        } else {
-          throw badRequest(
-            `Invalid request parameter '${key}': expected a string, number or boolean, got ${
-              Array.isArray(value) ? "an array" : value === null ? "null" : "an object"
-            }`,
-          );
-        }
-    }
-  }
-  return result;
+function forwarding(options: DecodeInferOptions): HeaderForwarding {
+  return {
+    ...(options.headers !== undefined ? { headers: options.headers } : {}),
+    ...(options.headerForwardPattern !== undefined
+      ? { headerForwardPattern: options.headerForwardPattern }
+      : {}),
+  };
 }
 
 function readShape(name: string, raw: unknown): number[] {
   if (!Array.isArray(raw)) {
-    throw badRequest(`Unable to parse 'shape' of input '${name}': expected an array of integers`);
+    throw InferenceError.invalidArg(
+      `Unable to parse 'shape' of input '${name}': expected an array of integers`,
+    );
   }
   return raw.map((dim) => {
     const value = nonNegativeInteger(dim);
     if (value === undefined) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Unable to parse 'shape' of input '${name}': dimension ${
           JSON.stringify(typeof dim === "bigint" ? String(dim) : dim)
         } is not a non-negative integer`,
@@ -228,36 +145,46 @@ interface RequestedOutput {
 function readOutputs(raw: unknown): { names?: string[]; formats: Map<string, RequestedOutput> } {
   const formats = new Map<string, RequestedOutput>();
   if (raw === undefined) return { formats };
-  if (!Array.isArray(raw)) throw badRequest("Unable to parse 'outputs': expected an array");
+  if (!Array.isArray(raw)) {
+    throw InferenceError.invalidArg("Unable to parse 'outputs': expected an array");
+  }
   const names: string[] = [];
   raw.forEach((output, index) => {
     if (!isObject(output) || typeof output.name !== "string") {
-      throw badRequest(`Unable to parse 'outputs[${index}]': expected an object with a 'name'`);
+      throw InferenceError.invalidArg(
+        `Unable to parse 'outputs[${index}]': expected an object with a 'name'`,
+      );
     }
     const name = output.name;
-    if (formats.has(name)) throw badRequest(`Duplicate output '${name}' in 'outputs'`);
+    if (formats.has(name)) {
+      throw InferenceError.invalidArg(`Duplicate output '${name}' in 'outputs'`);
+    }
     const parameters = output.parameters;
     let binary: boolean | undefined;
     let classification = 0;
     if (parameters !== undefined) {
       if (!isObject(parameters)) {
-        throw badRequest(`Unable to parse 'parameters' of output '${name}': expected an object`);
+        throw InferenceError.invalidArg(
+          `Unable to parse 'parameters' of output '${name}': expected an object`,
+        );
       }
       if (parameters.shared_memory_region !== undefined) {
-        throw badRequest(
+        throw InferenceError.invalidArg(
           `Shared memory is not supported by this server: output '${name}' sets 'shared_memory_region'`,
         );
       }
       if (parameters.binary_data !== undefined) {
         if (typeof parameters.binary_data !== "boolean") {
-          throw badRequest(`Unable to parse 'binary_data' of output '${name}': expected a boolean`);
+          throw InferenceError.invalidArg(
+            `Unable to parse 'binary_data' of output '${name}': expected a boolean`,
+          );
         }
         binary = parameters.binary_data;
       }
       if (parameters.classification !== undefined) {
         const count = nonNegativeInteger(parameters.classification);
         if (count === undefined) {
-          throw badRequest(
+          throw InferenceError.invalidArg(
             `Unable to parse 'classification' of output '${name}': expected a non-negative integer`,
           );
         }
@@ -297,25 +224,29 @@ export function decodeInferRequest(
   body: Uint8Array,
   headerLength: number | undefined,
   options: DecodeInferOptions,
-): DecodedInferRequest {
+): HttpInferRequest {
   const jsonEnd = headerLength ?? body.byteLength;
   let parsed: unknown;
   try {
     parsed = parseJsonBytes(body.subarray(0, jsonEnd));
   } catch (error) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Unable to parse the request JSON: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-  if (!isObject(parsed)) throw badRequest("Unable to parse the request JSON: expected an object");
+  if (!isObject(parsed)) {
+    throw InferenceError.invalidArg("Unable to parse the request JSON: expected an object");
+  }
   let id: string | undefined;
   if (parsed.id !== undefined) {
-    if (typeof parsed.id !== "string") throw badRequest("Unable to parse 'id': expected a string");
+    if (typeof parsed.id !== "string") {
+      throw InferenceError.invalidArg("Unable to parse 'id': expected a string");
+    }
     id = parsed.id;
   }
-  const params = readRequestParameters(parsed.parameters);
+  const params = httpRequestParameters(parsed.parameters, forwarding(options));
   if (!Array.isArray(parsed.inputs)) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       parsed.inputs === undefined
         ? "Unable to parse the request JSON: missing 'inputs'"
         : "Unable to parse 'inputs': expected an array",
@@ -325,36 +256,40 @@ export function decodeInferRequest(
   let offset = jsonEnd;
   parsed.inputs.forEach((input: unknown, index: number) => {
     if (!isObject(input)) {
-      throw badRequest(`Unable to parse 'inputs[${index}]': expected an object`);
+      throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': expected an object`);
     }
     if (typeof input.name !== "string") {
-      throw badRequest(`Unable to parse 'inputs[${index}]': missing 'name' string`);
+      throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': missing 'name' string`);
     }
     const name = input.name;
-    if (inputs.has(name)) throw badRequest(`Duplicate input '${name}' in 'inputs'`);
+    if (inputs.has(name)) throw InferenceError.invalidArg(`Duplicate input '${name}' in 'inputs'`);
     if (typeof input.datatype !== "string") {
-      throw badRequest(`Unable to parse 'datatype' of input '${name}': missing 'datatype' string`);
+      throw InferenceError.invalidArg(
+        `Unable to parse 'datatype' of input '${name}': missing 'datatype' string`,
+      );
     }
     const dtype = fromKServe(input.datatype);
     if (dtype === undefined) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Invalid datatype '${input.datatype}' of input '${name}': expected one of BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, FP16, BF16, FP32, FP64, BYTES`,
       );
     }
     const shape = readShape(name, input.shape);
     const parameters = input.parameters;
     if (parameters !== undefined && !isObject(parameters)) {
-      throw badRequest(`Unable to parse 'parameters' of input '${name}': expected an object`);
+      throw InferenceError.invalidArg(
+        `Unable to parse 'parameters' of input '${name}': expected an object`,
+      );
     }
     const hasData = input.data !== undefined;
     const hasBinary = parameters?.binary_data_size !== undefined;
     if (parameters?.shared_memory_region !== undefined) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Shared memory is not supported by this server: input '${name}' sets 'shared_memory_region'`,
       );
     }
     if (hasData === hasBinary) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Input '${name}' must set exactly one of 'data' and 'binary_data_size' in 'parameters': ${
           hasData ? "both are set" : "neither is set"
         }`,
@@ -366,17 +301,17 @@ export function decodeInferRequest(
     }
     const size = nonNegativeInteger(parameters!.binary_data_size);
     if (size === undefined) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Unable to parse 'binary_data_size' of input '${name}': expected a non-negative integer`,
       );
     }
     if (headerLength === undefined) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Input '${name}' has binary data but the request has no 'Inference-Header-Content-Length' header`,
       );
     }
     if (offset + size > body.byteLength) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Unexpected size for input '${name}': expecting ${size} bytes but only ${
           body.byteLength - offset
         } remain in the request body for model '${options.modelName}'`,
@@ -386,7 +321,7 @@ export function decodeInferRequest(
     offset += size;
   });
   if (offset !== body.byteLength) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Unexpected additional input data for model '${options.modelName}': ${
         body.byteLength - offset
       } bytes after the last input`,
@@ -400,23 +335,30 @@ export function decodeInferRequest(
       classification: format.classification,
     });
   }
-  const parameters: Record<string, ParameterValue> = {};
-  forwardHeaders(options, parameters);
-  Object.assign(parameters, params.parameters);
-  const request: InferenceRequest = {
+  const request = inferenceRequest(options, params, inputs, id, names);
+  return { request, outputFormats, defaultBinary: params.binaryDataOutput };
+}
+
+function inferenceRequest(
+  options: DecodeInferOptions,
+  params: RequestParameters,
+  inputs: Map<string, NDArray>,
+  id?: string,
+  outputs?: string[],
+): InferenceRequest {
+  return {
     modelName: options.modelName,
     ...(options.modelVersion !== undefined ? { modelVersion: options.modelVersion } : {}),
     ...(id !== undefined ? { id } : {}),
     inputs,
-    ...(names !== undefined ? { outputs: names } : {}),
-    parameters,
+    ...(outputs !== undefined ? { outputs } : {}),
+    parameters: params.parameters,
     ...(params.priority !== undefined ? { priority: params.priority } : {}),
     ...(params.timeoutMicroseconds !== undefined
       ? { timeoutMicroseconds: params.timeoutMicroseconds }
       : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
-  return { request, outputFormats, defaultBinary: params.binaryDataOutput };
 }
 
 function binaryToNDArray(
@@ -431,12 +373,14 @@ function binaryToNDArray(
     try {
       return { dtype, shape, data: deserializeBytes(bytes, count) };
     } catch (error) {
-      throw badRequest(`Invalid binary data of input '${name}': ${(error as Error).message}`);
+      throw InferenceError.invalidArg(
+        `Invalid binary data of input '${name}': ${(error as Error).message}`,
+      );
     }
   }
   const expected = count * elementSize(dtype);
   if (bytes.byteLength !== expected) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Unexpected size for input '${name}': shape [${shape}] of ${
         dtype === "bool" ? "BOOL" : dtype
       } needs ${expected} bytes, 'binary_data_size' is ${bytes.byteLength}`,
@@ -479,11 +423,11 @@ export function decodeRawInferRequest(
   body: Uint8Array,
   config: TritonModelConfigJson,
   options: DecodeInferOptions,
-): DecodedInferRequest {
+): HttpInferRequest {
   const configInputs = Array.isArray(config.input) ? config.input as unknown[] : [];
   const input = configInputs[0];
   if (configInputs.length !== 1 || !isObject(input) || typeof input.name !== "string") {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input: model '${options.modelName}' has ${configInputs.length}`,
     );
   }
@@ -511,47 +455,42 @@ export function decodeRawInferRequest(
       // A fixed shape bounds the elements built; with a -1 the body decides the count.
       elements = deserializeBytes(body, dynamic === 0 ? known : undefined);
     } catch (error) {
-      throw badRequest(`Invalid raw binary data of input '${name}': ${(error as Error).message}`);
+      throw InferenceError.invalidArg(
+        `Invalid raw binary data of input '${name}': ${(error as Error).message}`,
+      );
     }
     count = elements.length;
   } else {
     const size = elementSize(dtype);
     if (body.byteLength % size !== 0) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Unexpected size for raw input '${name}': ${body.byteLength} bytes is not a multiple of the ${dtype} element size ${size}`,
       );
     }
     count = body.byteLength / size;
   }
   if (dynamic > 1) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Cannot infer the shape of raw input '${name}': shape [${shape}] has more than one -1 dimension`,
     );
   }
   if (dynamic === 1) {
     if (known === 0 ? count !== 0 : count % known !== 0) {
-      throw badRequest(
+      throw InferenceError.invalidArg(
         `Unexpected size for raw input '${name}': ${count} elements do not fill shape [${shape}]`,
       );
     }
     const resolved = known === 0 ? 0 : count / known;
     shape.splice(shape.indexOf(-1), 1, resolved);
   } else if (count !== known) {
-    throw badRequest(
+    throw InferenceError.invalidArg(
       `Unexpected size for raw input '${name}': shape [${shape}] needs ${known} elements, the body holds ${count}`,
     );
   }
   const array: NDArray = elements !== undefined
     ? { dtype: "bytes", shape, data: elements }
     : fromRawBytes(dtype, shape, body);
-  const parameters: Record<string, ParameterValue> = {};
-  forwardHeaders(options, parameters);
-  const request: InferenceRequest = {
-    modelName: options.modelName,
-    ...(options.modelVersion !== undefined ? { modelVersion: options.modelVersion } : {}),
-    inputs: new Map([[name, array]]),
-    parameters,
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
-  };
+  const params = httpRequestParameters(undefined, forwarding(options));
+  const request = inferenceRequest(options, params, new Map([[name, array]]));
   return { request, outputFormats: new Map(), defaultBinary: true };
 }

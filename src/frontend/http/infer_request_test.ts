@@ -172,8 +172,8 @@ Deno.test("decodeInferRequest() rejects malformed requests with messages naming 
     /'triton_x': names starting with 'triton_' are reserved/,
   );
   expectError(
-    () => decode({ inputs: [input], parameters: { sequence_id: 7 } }),
-    /Sequence batching is not supported/,
+    () => decode({ inputs: [input], parameters: { sequence_start: 1 } }),
+    /'sequence_start': expected a boolean, got 1/,
   );
   expectError(
     () => decode({ inputs: [input], parameters: { priority: -1 } }),
@@ -201,24 +201,21 @@ Deno.test("decodeInferRequest() rejects malformed requests with messages naming 
     () => decode({ inputs: [input], outputs: [{ name: "o", parameters: { binary_data: 1 } }] }),
     /'binary_data' of output 'o': expected a boolean/,
   );
-  // Zero sequence parameters are what clients send by default and are accepted.
-  decode({
-    inputs: [input],
-    parameters: { sequence_id: 0, sequence_start: false, sequence_end: false },
-  });
 });
 
-Deno.test("decodeInferRequest() refuses forwarded headers with reserved names", () => {
-  const body = encoder.encode(JSON.stringify({ inputs: [] }));
-  expectError(
-    () =>
-      decodeInferRequest(body, undefined, {
-        modelName: "m",
-        headers: new Headers({ triton_x: "1" }),
-        headerForwardPattern: /.*/i,
-      }),
-    /forwarded header 'triton_x'/,
-  );
+Deno.test("decodeInferRequest() forwards headers after the body's parameters, whatever their names", () => {
+  const body = encoder.encode(JSON.stringify({
+    inputs: [],
+    parameters: { sequence_id: 7, sequence_start: true, "x-user": "body", k: 1 },
+  }));
+  const { request } = decodeInferRequest(body, undefined, {
+    modelName: "m",
+    headers: new Headers({ "X-User": "header", "triton_x": "1", priority: "9" }),
+    headerForwardPattern: /^(x-|triton_|priority)/i,
+  });
+  // Sequence fields are checked and dropped; headers are strings and never set the priority.
+  assert.deepEqual(request.parameters, { "x-user": "header", k: 1, priority: "9", triton_x: "1" });
+  assert.equal(request.priority, undefined);
 });
 
 Deno.test("parseHeaderLength() accepts 0..body length only", () => {

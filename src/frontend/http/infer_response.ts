@@ -12,7 +12,7 @@ import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type BytesNDArray, type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { OutputFormat } from "./infer_request.ts";
-import { ndarrayToJson } from "./json_tensor.ts";
+import { ndarrayToJson } from "../../protocol/json_tensor.ts";
 
 const encoder = new TextEncoder();
 
@@ -83,11 +83,10 @@ export function classify(
 ): BytesNDArray {
   const dtype = array.dtype;
   if (dtype === "bytes" || dtype === "bool" || dtype === "float16" || dtype === "bfloat16") {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Class result not available for output '${name}' due to unsupported type '${
         kserveName(dtype)
       }'`,
-      { code: "INVALID_ARG" },
     );
   }
   const data = array.data as ArrayLike<number | bigint>;

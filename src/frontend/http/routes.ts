@@ -11,15 +11,15 @@ import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { changeLogSettings, tritonLogSettings } from "../log_settings.ts";
 import { compress, readRequestBody, responseEncoding } from "./compression.ts";
-import { badRequest, errorResponse, jsonResponse } from "./errors.ts";
+import { errorResponse, jsonResponse } from "./errors.ts";
 import {
-  type DecodedInferRequest,
   decodeInferRequest,
   decodeRawInferRequest,
+  type HttpInferRequest,
   parseHeaderLength,
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
-import { parseJsonBytes } from "./json_tensor.ts";
+import { parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 
@@ -67,10 +67,12 @@ async function readJsonBody(
   try {
     parsed = parseJsonBytes(body);
   } catch (error) {
-    throw badRequest(`Unable to parse the request JSON: ${(error as Error).message}`);
+    throw InferenceError.invalidArg(
+      `Unable to parse the request JSON: ${(error as Error).message}`,
+    );
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw badRequest("Unable to parse the request JSON: expected an object");
+    throw InferenceError.invalidArg("Unable to parse the request JSON: expected an object");
   }
   return parsed as Record<string, unknown>;
 }
@@ -83,9 +85,8 @@ async function infer(
   const modelName = params.model!;
   const modelVersion = versionOf(params);
   if (await engine.isDecoupled(modelName, modelVersion)) {
-    throw new InferenceError(
+    throw InferenceError.unsupported(
       "HTTP end point doesn't support models with decoupled transaction policy",
-      { code: "UNSUPPORTED" },
     );
   }
   const body = await readRequestBody(request, settings.maxRequestBytes);
@@ -102,7 +103,7 @@ async function infer(
       : {}),
     signal,
   };
-  let decoded: DecodedInferRequest;
+  let decoded: HttpInferRequest;
   if (headerLength === 0) {
     decoded = decodeRawInferRequest(
       body,
@@ -142,13 +143,12 @@ async function loadModel(
     typeof parameters === "object" && parameters !== null &&
     Object.keys(parameters).some((key) => key === "config" || key.startsWith("file:"))
   ) {
-    throw new InferenceError(
+    throw InferenceError.unsupported(
       `Cannot load model '${model}' with a new configuration: models are bound in code, not loaded from a repository`,
-      { code: "UNSUPPORTED" },
     );
   }
   if (await engine.modelReady(model)) return empty(200);
-  throw badRequest(
+  throw InferenceError.invalidArg(
     `Cannot load model '${model}': models are bound in code with Triton.bind(), not loaded from a repository`,
   );
 }
@@ -172,9 +172,9 @@ async function traceSetting(settings: RouteSettings, context: RouteContext): Pro
       (Array.isArray(level) && level.every((entry) => entry === "OFF"));
     const others = Object.keys(body).filter((key) => key !== "trace_level");
     if (!off || others.some((key) => body[key] !== null)) {
-      throw new InferenceError("Tracing is not supported by this server: trace level stays OFF", {
-        code: "UNSUPPORTED",
-      });
+      throw InferenceError.unsupported(
+        "Tracing is not supported by this server: trace level stays OFF",
+      );
     }
   }
   return jsonResponse(traceSettings());
@@ -189,9 +189,8 @@ async function logging(settings: RouteSettings, context: RouteContext): Promise<
 }
 
 function sharedMemoryUnsupported(kind: string): never {
-  throw new InferenceError(
+  throw InferenceError.unsupported(
     `${kind} shared memory is not supported by this server: send tensors in the request body`,
-    { code: "UNSUPPORTED" },
   );
 }
 
@@ -323,7 +322,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     const body = await readJsonBody(request, settings);
     const ready = body?.ready ?? false;
     if (typeof ready !== "boolean") {
-      throw badRequest("Invalid 'ready' in the request: expected a boolean");
+      throw InferenceError.invalidArg("Invalid 'ready' in the request: expected a boolean");
     }
     return jsonResponse(await engine.repositoryIndex(ready));
   };
@@ -337,9 +336,8 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         context,
       ) => {
         if (context.params.action === "load") return loadModel(engine, settings, context);
-        throw new InferenceError(
+        throw InferenceError.unsupported(
           `Cannot unload model '${context.params.model}': models are bound in code and stay loaded until the server stops`,
-          { code: "UNSUPPORTED" },
         );
       },
     )
@@ -350,9 +348,9 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       route(`/v2/repository/(?<repo>[^/]+)/models/(?<model>[^/]+)/${REPO_ACTION}`),
       "model-repository",
       () => {
-        throw new InferenceError("'repository_name' specification is not supported", {
-          code: "UNSUPPORTED",
-        });
+        throw InferenceError.unsupported(
+          "'repository_name' specification is not supported",
+        );
       },
     );
 
@@ -369,7 +367,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         route(`/v2/${prefix}/region/(?<region>[^/]+)/status`),
         "shared-memory",
         ({ params }) => {
-          throw badRequest(
+          throw InferenceError.invalidArg(
             `Unable to find ${kind!.toLowerCase()} shared memory region: '${params.region}'`,
           );
         },

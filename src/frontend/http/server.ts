@@ -8,6 +8,7 @@
 
 import type { Engine } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
+import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
 import type { EndpointGroup } from "./router.ts";
@@ -67,20 +68,6 @@ export interface HttpFrontendOptions {
 
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
-function forwardPattern(pattern: string | RegExp | undefined): RegExp | undefined {
-  if (pattern === undefined || pattern === "") return undefined;
-  const source = typeof pattern === "string" ? pattern : pattern.source;
-  const flags = typeof pattern === "string" ? "" : pattern.flags.replace(/[gy]/g, "");
-  try {
-    return new RegExp(source, flags.includes("i") ? flags : `${flags}i`);
-  } catch (error) {
-    throw new InferenceError(
-      `Invalid header forward pattern ${JSON.stringify(source)}: ${(error as Error).message}`,
-      { code: "INVALID_ARG", cause: error },
-    );
-  }
-}
-
 /**
  * Builds the request handler of the KServe v2 HTTP API over an engine, usable with any
  * `Deno.serve` (or called directly in tests).
@@ -108,7 +95,10 @@ export function createHttpHandler(
   const logger = options.logger ?? new Logger();
   const router = buildRoutes(engine, {
     maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
-    headerForwardPattern: forwardPattern(options.headerForwardPattern),
+    headerForwardPattern: compileHeaderForwardPattern(
+      options.headerForwardPattern,
+      "HTTP headerForwardPattern",
+    ),
     logger,
   });
   const accessCheck = options.accessCheck;
@@ -205,11 +195,11 @@ export class HttpFrontend implements AsyncDisposable {
       server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
     } catch (error) {
       return Promise.reject(
-        new InferenceError(
+        InferenceError.unavailable(
           `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
             (error as Error).message
           }`,
-          { code: "UNAVAILABLE", cause: error },
+          { cause: error },
         ),
       );
     }

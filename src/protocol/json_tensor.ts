@@ -7,9 +7,9 @@
  * @module
  */
 
-import { InferenceError } from "../../errors.ts";
-import { arrayConstructorOf, type DType, kserveName } from "../../tensor/dtype.ts";
-import type { NDArray, NumericNDArray } from "../../tensor/ndarray.ts";
+import { InferenceError } from "../errors.ts";
+import { arrayConstructorOf, type DType, kserveName } from "../tensor/dtype.ts";
+import type { NDArray, NumericNDArray } from "../tensor/ndarray.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -178,28 +178,25 @@ export function jsonToNDArray(
   data: unknown,
 ): NDArray {
   if (dtype === "float16" || dtype === "bfloat16") {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Receiving ${
         kserveName(dtype)
       } data via JSON is not supported: use the binary data format for input '${name}'`,
-      { code: "INVALID_ARG" },
     );
   }
   let count = 1;
   for (const dim of shape) count *= dim;
   const flat = flatten(name, shape, data);
   if (flat.length !== count) {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Unable to parse 'data' of input '${name}': shape [${shape}] needs ${count} elements but 'data' has ${flat.length}`,
-      { code: "INVALID_ARG" },
     );
   }
   const fail = (index: number, expected: string): never => {
-    throw new InferenceError(
+    throw InferenceError.invalidArg(
       `Unable to parse 'data' of input '${name}': element ${index} is ${
         describe(flat[index])
       }, expected ${expected} for ${kserveName(dtype)}`,
-      { code: "INVALID_ARG" },
     );
   };
   if (dtype === "bytes") {
@@ -297,9 +294,8 @@ function flatten(name: string, shape: readonly number[], data: unknown): unknown
       continue;
     }
     if (stack.length === maxDepth) {
-      throw new InferenceError(
+      throw InferenceError.invalidArg(
         `Unable to parse 'data' of input '${name}': arrays are nested more than ${maxDepth} levels deep`,
-        { code: "INVALID_ARG" },
       );
     }
     stack.push([element, 0]);
@@ -333,11 +329,10 @@ export function ndarrayToJson(name: string, array: NDArray): unknown[] {
   switch (array.dtype) {
     case "float16":
     case "bfloat16":
-      throw new InferenceError(
+      throw InferenceError.invalidArg(
         `Sending ${
           kserveName(array.dtype)
         } data via JSON is not supported: request output '${name}' with parameters.binary_data set to true`,
-        { code: "INVALID_ARG" },
       );
     case "bytes":
       return array.data.map((element) => decoder.decode(element));

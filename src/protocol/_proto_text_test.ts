@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { PROTO_FILES } from "./_proto_text.ts";
 
 Deno.test("The embedded proto text equals proto/*.proto (run `deno task gen:proto`)", async () => {
-  const folder = new URL("../../../proto/", import.meta.url);
+  const folder = new URL("../../proto/", import.meta.url);
   const names = [];
   for await (const entry of Deno.readDir(folder)) {
     if (entry.name.endsWith(".proto")) names.push(entry.name);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ndarray } from "../../tensor/ndarray.ts";
+import { ndarray } from "../tensor/ndarray.ts";
 import { tensorFromContents, tensorFromRaw, tensorToContents } from "./tensor_contents.ts";
 
 Deno.test("tensorFromRaw copies misaligned numeric data and splits BYTES", () => {

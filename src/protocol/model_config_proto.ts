@@ -7,8 +7,8 @@
  */
 
 import protobuf from "protobufjs";
-import type { TritonModelConfigJson } from "../../config/triton_model_config.ts";
-import { protoRoot } from "./codec.ts";
+import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
+import { protoRoot } from "./grpc_codec.ts";
 
 const INT64_TYPES = new Set(["int64", "uint64", "sint64", "fixed64", "sfixed64"]);
 
@@ -82,7 +82,7 @@ function modelConfigType(): protobuf.Type {
  * @example Encode a small config
  * ```ts
  * import { modelConfigToMessage } from "./model_config_proto.ts";
- * import { codecs } from "./codec.ts";
+ * import { codecs } from "./grpc_codec.ts";
  * import assert from "node:assert/strict";
  *
  * const config = modelConfigToMessage({

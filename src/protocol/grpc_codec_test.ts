@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { codecs, protoRoot } from "./codec.ts";
+import { codecs, protoRoot } from "./grpc_codec.ts";
 
 const INFER_REQUEST = [
   ...[0x0a, 0x01, 0x6d], // model_name: "m"

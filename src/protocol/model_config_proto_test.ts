@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { resolveModelConfig } from "../../config/model_config.ts";
-import { toTritonModelConfig } from "../../config/triton_model_config.ts";
-import { codecs } from "./codec.ts";
+import { resolveModelConfig } from "../config/model_config.ts";
+import { toTritonModelConfig } from "../config/triton_model_config.ts";
+import { codecs } from "./grpc_codec.ts";
 import { modelConfigToJson, modelConfigToMessage } from "./model_config_proto.ts";
 
 Deno.test("A normalised Triton config survives JSON → protobuf → JSON", () => {

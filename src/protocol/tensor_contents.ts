@@ -6,19 +6,10 @@
  * @module
  */
 
-import { InferenceError } from "../../errors.ts";
-import { type DType, fromKServe, isBigIntDType, kserveName } from "../../tensor/dtype.ts";
-import {
-  fromRawBytes,
-  type NDArray,
-  type NumericNDArray,
-  shapeSize,
-} from "../../tensor/ndarray.ts";
-import type { InferTensorContents, Int64 } from "./codec.ts";
-
-function invalid(message: string): InferenceError {
-  return new InferenceError(message, { code: "INVALID_ARG" });
-}
+import { InferenceError } from "../errors.ts";
+import { type DType, fromKServe, isBigIntDType, kserveName } from "../tensor/dtype.ts";
+import { fromRawBytes, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
+import type { InferTensorContents, Int64 } from "./grpc_codec.ts";
 
 /**
  * Parses a KServe datatype string of a tensor.
@@ -40,7 +31,9 @@ function invalid(message: string): InferenceError {
 export function parseDatatype(datatype: string, what: string): DType {
   const dtype = fromKServe(datatype);
   if (dtype === undefined) {
-    throw invalid(`Invalid datatype for ${what}: '${datatype}' is not a KServe datatype`);
+    throw InferenceError.invalidArg(
+      `Invalid datatype for ${what}: '${datatype}' is not a KServe datatype`,
+    );
   }
   return dtype;
 }
@@ -66,7 +59,7 @@ export function parseShape(shape: readonly Int64[], what: string): number[] {
   return shape.map((dim) => {
     const value = Number(dim);
     if (!Number.isSafeInteger(value) || value < 0) {
-      throw invalid(
+      throw InferenceError.invalidArg(
         `Invalid shape for ${what}: dimension ${dim} in [${shape}] must be a non-negative integer`,
       );
     }
@@ -118,7 +111,7 @@ export function tensorFromRaw(
 
 function expectCount(length: number, count: number, field: string, what: string): void {
   if (length !== count) {
-    throw invalid(
+    throw InferenceError.invalidArg(
       `Invalid data for ${what}: the shape needs ${count} elements but ${field} has ${length}`,
     );
   }
@@ -157,7 +150,7 @@ export function tensorFromContents(
   const count = shapeSize(shape);
   const field = contentsField(dtype);
   if (field === undefined) {
-    throw invalid(
+    throw InferenceError.invalidArg(
       `Invalid data for ${what}: ${
         kserveName(dtype)
       } tensors must be sent in raw_input_contents, not contents`,
@@ -165,7 +158,7 @@ export function tensorFromContents(
   }
   for (const [key, list] of Object.entries(contents)) {
     if (key !== field && Array.isArray(list) && list.length > 0) {
-      throw invalid(
+      throw InferenceError.invalidArg(
         `Invalid data for ${what}: ${
           kserveName(dtype)
         } data goes in contents.${field}, but contents.${key} is set`,
@@ -192,7 +185,7 @@ export function tensorFromContents(
   const [low, high] = RANGES[dtype] ?? [-Infinity, Infinity];
   (list as number[]).forEach((value, index) => {
     if (value < low || value > high) {
-      throw invalid(
+      throw InferenceError.invalidArg(
         `Invalid data for ${what}: element ${index} (${value}) is out of range for ${
           kserveName(dtype)
         }`,
@@ -294,7 +287,7 @@ export function contentsField(dtype: DType): keyof InferTensorContents | undefin
  * @example
  * ```ts
  * import { tensorToContents } from "./tensor_contents.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { ndarray } from "../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(tensorToContents(ndarray([true, false])), { bool_contents: [true, false] });
@@ -303,7 +296,9 @@ export function contentsField(dtype: DType): keyof InferTensorContents | undefin
 export function tensorToContents(array: NDArray): InferTensorContents {
   const field = contentsField(array.dtype);
   if (field === undefined) {
-    throw invalid(`Cannot send ${kserveName(array.dtype)} tensors as typed contents: use raw`);
+    throw InferenceError.invalidArg(
+      `Cannot send ${kserveName(array.dtype)} tensors as typed contents: use raw`,
+    );
   }
   if (array.dtype === "bytes") return { bytes_contents: [...array.data] };
   if (array.dtype === "bool") {

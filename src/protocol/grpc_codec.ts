@@ -325,7 +325,7 @@ let root: protobuf.Root | undefined;
  *
  * @example Look up a type
  * ```ts
- * import { protoRoot } from "./codec.ts";
+ * import { protoRoot } from "./grpc_codec.ts";
  * import assert from "node:assert/strict";
  *
  * const type = protoRoot().lookupType("inference.ModelInferRequest");
@@ -362,7 +362,7 @@ const DECODE_OPTIONS: protobuf.IConversionOptions = {
  *
  * @example Encode a ServerLiveResponse
  * ```ts
- * import { messageCodec, type ServerLiveResponse } from "./codec.ts";
+ * import { messageCodec, type ServerLiveResponse } from "./grpc_codec.ts";
  * import assert from "node:assert/strict";
  *
  * const codec = messageCodec<ServerLiveResponse>("inference.ServerLiveResponse");

@@ -1,0 +1,47 @@
+/**
+ * Names and messages of the KServe v2 protocol as Triton 2.51 speaks it, which the front ends
+ * send and the client recognises.
+ *
+ * @module
+ */
+
+/**
+ * The response parameter that marks the last response of a request on a gRPC stream.
+ *
+ * @example
+ * ```ts
+ * import { FINAL_RESPONSE_PARAMETER } from "./constants.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(FINAL_RESPONSE_PARAMETER, "triton_final_response");
+ * ```
+ */
+export const FINAL_RESPONSE_PARAMETER = "triton_final_response";
+
+/**
+ * The request parameter that asks for a flags-only final response on a gRPC stream: the only
+ * `triton_` request parameter a client may send.
+ *
+ * @example
+ * ```ts
+ * import { EMPTY_FINAL_PARAMETER } from "./constants.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(EMPTY_FINAL_PARAMETER, "triton_enable_empty_final_response");
+ * ```
+ */
+export const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
+
+/**
+ * The message of the UNAVAILABLE error (HTTP 503, gRPC UNAVAILABLE) a model answers when its
+ * queue is full; clients recognise a full queue by it.
+ *
+ * @example
+ * ```ts
+ * import { QUEUE_FULL_MESSAGE } from "./constants.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok("Exceeds maximum queue size".includes(QUEUE_FULL_MESSAGE));
+ * ```
+ */
+export const QUEUE_FULL_MESSAGE = "Exceeds maximum queue size";
