@@ -105,6 +105,7 @@ export {
   TritonError,
   TritonInvalidOperationError,
   TritonModelConfigError,
+  TritonPermissionError,
   TritonRuntimeError,
   TritonUnrecoverableError,
   TritonValidationError,
