@@ -63,7 +63,7 @@ if ("missing" in found && PEERS_REQUIRED) throw new Error(found.missing);
 const ignore = "missing" in found;
 if (ignore) console.warn(`Skipping the notebook test: ${found.missing}`);
 
-async function freePorts(count: number): Promise<number[]> {
+function freePorts(count: number): number[] {
   const listeners = Array.from(
     { length: count },
     () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
@@ -123,7 +123,7 @@ function outputsOf(notebook: Notebook, tag: string, occurrence = 0): {
 
 async function prepared(): Promise<{ notebook: Notebook; ports: number[] }> {
   const notebook: Notebook = JSON.parse(await Deno.readTextFile(NOTEBOOK));
-  const ports = await freePorts(3);
+  const ports = freePorts(3);
   const server = notebook.cells.find((c) => c.metadata.tags?.includes("server"))!;
   const source = server.source.join("");
   assert.ok(source.includes(PORTS_SOURCE), `The server cell no longer sets ${PORTS_SOURCE}`);
@@ -148,7 +148,7 @@ function assertClean(notebook: Notebook): void {
 Deno.test({
   name: "examples/notebook/scale.ipynb runs in the Deno kernel with its outputs",
   ignore,
-  async fn() {
+  async fn(): Promise<void> {
     await using project = await UserProject.create();
     const { notebook, ports } = await prepared();
     const done = await execute(project, notebook);
@@ -174,7 +174,7 @@ Deno.test({
 Deno.test({
   name: "examples/notebook/scale.ipynb: running the server cell again replaces the server",
   ignore,
-  async fn() {
+  async fn(): Promise<void> {
     await using project = await UserProject.create();
     const { notebook, ports } = await prepared();
     const cell = (tag: string): Cell => notebook.cells.find((c) => c.metadata.tags?.includes(tag))!;
