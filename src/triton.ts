@@ -458,6 +458,12 @@ export class Triton implements AsyncDisposable {
       () => new Logger(loggerOptionsOf(config)),
       (denied) => ({ grant: denied.flag, why: "the log file (logFile)" }),
     );
+    if (Deno.permissions.querySync({ name: "env" }).state !== "granted") {
+      // resolveTritonConfig skipped the variables it may not read, without prompting.
+      logger.info(
+        "Configuration: environment variables are read only where --allow-env grants them (DENOTRITON_*, PYTRITON_*)",
+      );
+    }
     await this.#takePorts(logger);
     ACTIVE.add(this);
     void this.#stopped.promise.then(() => ACTIVE.delete(this));
