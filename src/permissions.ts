@@ -1,12 +1,11 @@
 /**
- * Deno permissions: reading optional environment variables without prompting, and turning Deno's
- * `NotCapable` / `PermissionDenied` errors into one {@linkcode TritonPermissionError} line that
- * names the flag to add and why.
+ * Deno permissions, for the server and the client alike: reading optional environment variables
+ * without prompting, and reading which permission Deno refused from its `NotCapable` /
+ * `PermissionDenied` error, so the caller can print one line naming the flag. No imports: the
+ * client loads it without server code.
  *
  * @module
  */
-
-import { TritonPermissionError } from "./errors.ts";
 
 /** A permission Deno refused, read from its error message. */
 export interface DeniedPermission {
@@ -16,14 +15,6 @@ export interface DeniedPermission {
   readonly resource: string | undefined;
   /** The narrowest flag granting it, e.g. `--allow-net=0.0.0.0:8000`. */
   readonly flag: string;
-}
-
-/** The flag to suggest for a denied permission and what DenoTriton needs it for. */
-export interface PermissionUse {
-  /** The flag, e.g. `--allow-write=/tmp`. */
-  readonly grant: string;
-  /** What for, e.g. `the Triton core's temporary model repository`. */
-  readonly why: string;
 }
 
 // Deno: `Requires write access to "/x", run again with the --allow-write flag`; the temporary
@@ -114,49 +105,6 @@ export function deniedPermission(error: unknown): DeniedPermission | undefined {
 }
 
 /**
- * Runs `step`; a permission error from it (or in its `cause` chain) becomes one
- * {@linkcode TritonPermissionError} line: `DenoTriton needs <flag> for <why>`.
- *
- * @typeParam T What `step` returns.
- * @param step The work.
- * @param use The flag and reason to print for a refused permission.
- * @returns What `step` returns.
- * @throws {TritonPermissionError} When Deno refused a permission.
- *
- * @example A refused listen
- * ```ts
- * import { explainPermission } from "./permissions.ts";
- * import assert from "node:assert/strict";
- *
- * await assert.rejects(
- *   explainPermission(
- *     () => {
- *       throw new Deno.errors.NotCapable(
- *         'Requires net access to "0.0.0.0:8000", run again with the --allow-net flag',
- *       );
- *     },
- *     (denied) => ({ grant: denied.flag, why: "the HTTP front end" }),
- *   ),
- *   { message: "DenoTriton needs --allow-net=0.0.0.0:8000 for the HTTP front end" },
- * );
- * ```
- */
-export async function explainPermission<T>(
-  step: () => T | Promise<T>,
-  use: (denied: DeniedPermission) => PermissionUse,
-): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof TritonPermissionError) throw error;
-    const denied = deniedPermission(error);
-    if (denied === undefined) throw error;
-    const { grant, why } = use(denied);
-    throw new TritonPermissionError(`DenoTriton needs ${grant} for ${why}`);
-  }
-}
-
-/**
  * The variables `@grpc/grpc-js` reads when it loads: the gRPC front end (and the client's gRPC
  * transport) needs `--allow-env` for these, and nothing else needs them.
  */
@@ -172,73 +120,35 @@ export const GRPC_ENV_VARIABLES: readonly string[] = [
   "GRPC_EXPERIMENTAL_ENABLE_OUTLIER_DETECTION",
 ];
 
-/** What the front ends and engines use each permission for, by server part. */
-export type ServerPart = "builtin" | "triton" | "http" | "grpc" | "metrics";
-
-const PART_NAMES: Record<ServerPart, string> = {
-  builtin: "the built-in engine",
-  triton: "the Triton engine",
-  http: "the HTTP front end",
-  grpc: "the gRPC front end",
-  metrics: "the metrics front end",
-};
+/**
+ * The variables grpc-js reads as a client: those it reads when it loads, and the proxy settings
+ * it reads for each channel (a refusal there is swallowed and the call never connects).
+ */
+export const GRPC_CLIENT_ENV_VARIABLES: readonly string[] = [
+  ...GRPC_ENV_VARIABLES,
+  "grpc_proxy",
+  "https_proxy",
+  "http_proxy",
+  "no_grpc_proxy",
+  "no_proxy",
+];
 
 /**
- * The flag to suggest, and why, when Deno refuses a permission to a part of the server. This is
- * the table the README's "Permissions" section documents.
+ * Tells, without prompting, whether `--allow-env` grants every one of `names`.
  *
- * @param part The part that was starting.
- * @param denied What Deno refused.
- * @param tritonHome Where the Triton core is installed (for the Triton engine's read grant).
- * @returns The flag and the reason.
+ * @param names The variables.
+ * @returns `true` when all are granted.
  *
- * @example The Triton engine's model repository
+ * @example
  * ```ts
- * import { permissionUse, tempDirectory } from "./permissions.ts";
+ * import { envGranted } from "./permissions.ts";
  * import assert from "node:assert/strict";
  *
- * const denied = { name: "write", resource: tempDirectory(), flag: "" };
- * assert.deepEqual(permissionUse("triton", denied), {
- *   grant: `--allow-write=${tempDirectory()}`,
- *   why: "the Triton core's temporary model repository",
- * });
+ * assert.equal(envGranted([]), true);
  * ```
  */
-export function permissionUse(
-  part: ServerPart,
-  denied: DeniedPermission,
-  tritonHome?: string,
-): PermissionUse {
-  const { name, resource } = denied;
-  if (name === "read" && resource?.startsWith("/proc/")) {
-    return { grant: "--allow-read=/proc/stat,/proc/meminfo", why: "CPU metrics (allowCpuMetrics)" };
-  }
-  if (name === "net" && resource?.endsWith(":0")) {
-    // An ephemeral port: only the host can be granted ahead.
-    return { grant: `--allow-net=${resource.slice(0, -2)}`, why: PART_NAMES[part] };
-  }
-  if (part === "grpc" && name === "env") {
-    return {
-      grant: `--allow-env=${GRPC_ENV_VARIABLES.join(",")}`,
-      why: "the gRPC front end (grpc-js reads these variables when it loads)",
-    };
-  }
-  if (part === "triton") {
-    switch (name) {
-      case "write":
-        return {
-          grant: `--allow-write=${tempDirectory()}`,
-          why: "the Triton core's temporary model repository",
-        };
-      case "read":
-        return {
-          grant: `--allow-read=${tritonHome ?? resource ?? ""}`.replace(/=$/, ""),
-          why: "the Triton core's files",
-        };
-      case "ffi":
-        // Not `--allow-ffi=<home>`: Deno.UnsafePointer needs the unrestricted grant.
-        return { grant: "--allow-ffi", why: "the Triton core" };
-    }
-  }
-  return { grant: denied.flag, why: PART_NAMES[part] };
+export function envGranted(names: readonly string[]): boolean {
+  return names.every((variable) =>
+    Deno.permissions.querySync({ name: "env", variable }).state === "granted"
+  );
 }

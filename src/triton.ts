@@ -33,12 +33,8 @@ import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
 import { inJupyterKernel } from "./jupyter.ts";
 import { Logger } from "./log.ts";
-import {
-  type DeniedPermission,
-  explainPermission,
-  type PermissionUse,
-  permissionUse,
-} from "./permissions.ts";
+import type { DeniedPermission } from "./permissions.ts";
+import { explainPermission, type PermissionUse, permissionUse } from "./server_permissions.ts";
 import { defaultTritonHome } from "./engine/native/install.ts";
 import {
   engineOptionsOf,

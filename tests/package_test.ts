@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray } from "../mod.ts";
 import { defaultTritonHome } from "../src/engine/native/install.ts";
-import { GRPC_ENV_VARIABLES, tempDirectory } from "../src/permissions.ts";
+import {
+  GRPC_CLIENT_ENV_VARIABLES,
+  GRPC_ENV_VARIABLES,
+  tempDirectory,
+} from "../src/permissions.ts";
 import { ENGINES } from "./_helpers.ts";
 import { hasStackTrace, linesOf, type RunningProgram, UserProject } from "./_user_project.ts";
 
@@ -40,7 +44,16 @@ console.log("READY " + JSON.stringify(triton.urls));
 await triton.serve();
 `;
 
+const CLIENT = `// Calls Double at the URL given with the client, prints y.
+import { ModelClient, ndarray } from "@denotriton/triton/client";
+
+await using client = new ModelClient(Deno.args[0]!, "Double", { initTimeoutS: 30 });
+const { y } = await client.inferBatch({ x: ndarray(new Float32Array([1, 2]), [1, 2]) });
+console.log(Array.from(y!.data as Float32Array));
+`;
+
 const GRPC_ENV = GRPC_ENV_VARIABLES.join(",");
+const GRPC_CLIENT_ENV = GRPC_CLIENT_ENV_VARIABLES.join(",");
 const TMP = tempDirectory();
 const HOME_VARIABLES = Deno.env.get("DENOTRITON_HOME") ? "HOME,DENOTRITON_HOME" : "HOME";
 
@@ -165,6 +178,53 @@ Deno.test("a user project: import, serve with the README's flags, one line per m
         assert.doesNotMatch(out.stderr, /Server stopped/);
       });
     }
+  }
+});
+
+Deno.test("a user project: the client with the README's flags, one line per missing flag", async (t) => {
+  await using project = await UserProject.create();
+  await project.write("server.ts", SERVER);
+  await project.write("client.ts", CLIENT);
+  const server = project.spawn(["run", "--no-prompt", "-A", "server.ts", "builtin", "grpc"]);
+  await using _ = server;
+  const urls = await ready(server);
+  const port = (url: string): string => new URL(url.replace(/^grpc:/, "http:")).port;
+  const cases = [
+    { url: urls.http, flags: ["--allow-net"], without: {} },
+    {
+      url: urls.grpc!,
+      flags: ["--allow-net", `--allow-env=${GRPC_CLIENT_ENV}`],
+      without: {
+        [`--allow-env=${GRPC_CLIENT_ENV}`]:
+          `DenoTriton needs --allow-env=${GRPC_CLIENT_ENV} for the gRPC client`,
+      } as Record<string, string>,
+    },
+  ];
+  for (const { url, flags, without } of cases) {
+    const all: Record<string, string> = {
+      "--allow-net": `DenoTriton needs --allow-net=127.0.0.1:${port(url)} for the client`,
+      ...without,
+    };
+    await t.step(`${url.split(":")[0]} client`, async () => {
+      const out = await project.run(["run", "--no-prompt", ...flags, "client.ts", url]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(out.stdout, "[ 2, 4 ]\n");
+      for (const [flag, line] of Object.entries(all)) {
+        const denied = await project.run([
+          "run",
+          "--no-prompt",
+          ...flags.filter((f) => f !== flag),
+          "client.ts",
+          url,
+        ]);
+        assert.equal(denied.code, 1, denied.stderr);
+        assert.equal(
+          linesOf(denied.stderr).at(-1),
+          `error: Uncaught (in promise) ClientPermissionError: ${line}`,
+        );
+        assert.ok(!hasStackTrace(denied.stderr), denied.stderr);
+      }
+    });
   }
 });
 
