@@ -4,6 +4,7 @@
 // ends with one line naming it, a non-zero exit code and no stack trace.
 
 import assert from "node:assert/strict";
+import { dirname } from "node:path";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray } from "../mod.ts";
 import { defaultTritonHome } from "../src/engine/native/install.ts";
@@ -86,17 +87,19 @@ function rows(): Row[] {
   ];
   if (ENGINES.includes("triton")) {
     const home = defaultTritonHome();
+    // The README grants ~/.cache/denotriton; a DENOTRITON_HOME elsewhere is granted itself.
+    const read = Deno.env.get("DENOTRITON_HOME") ? home : dirname(home);
     const env = `--allow-env=${HOME_VARIABLES},${GRPC_ENV}`;
     list.push({
       name: "Triton engine, HTTP + gRPC + metrics",
       args: ["triton", "grpc", "metrics"],
-      flags: ["--allow-net", "--allow-ffi", env, `--allow-read=${home}`, `--allow-write=${TMP}`],
+      flags: ["--allow-net", "--allow-ffi", env, `--allow-read=${read}`, `--allow-write=${TMP}`],
       without: {
         "--allow-net": netNeeded,
         "--allow-ffi": "DenoTriton needs --allow-ffi for the Triton core",
         [env]:
           "DenoTriton needs --allow-env=HOME (or --allow-env=DENOTRITON_HOME) for finding the Triton core in ~/.cache/denotriton",
-        [`--allow-read=${home}`]:
+        [`--allow-read=${read}`]:
           `DenoTriton needs --allow-read=${home} for the Triton core's files`,
         [`--allow-write=${TMP}`]:
           `DenoTriton needs --allow-write=${TMP} for the Triton core's temporary model repository`,

@@ -91,6 +91,10 @@ export async function createEngine(
     log?.info("Using the built-in engine (asked for)");
     return new BuiltinEngine(options);
   }
+  if (effective === "auto" && Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
+    log?.info("Using the built-in engine: the Triton engine would need --allow-ffi");
+    return new BuiltinEngine(options);
+  }
   let install;
   try {
     const home = options.tritonHome ?? defaultTritonHome();
@@ -118,12 +122,6 @@ export async function createEngine(
     }
     log?.info(
       `Using the built-in engine: the Triton core is not installed (run ${setupCommand()} to use it)`,
-    );
-    return new BuiltinEngine(options);
-  }
-  if (effective === "auto" && Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    log?.info(
-      "Using the built-in engine: the Triton core is installed but --allow-ffi is not granted",
     );
     return new BuiltinEngine(options);
   }
