@@ -11,21 +11,27 @@
  * {@linkcode TritonPermissionError}, one line naming the flag; the README's "Permissions" table
  * lists every feature's grants and the narrower ones that work too.
  *
+ * The tensor specs type the callable: `a` and `b` below are `NDArray<"float32">`, and a misspelled
+ * input, a wrong output dtype or a missing output fails to compile.
+ *
  * ```ts ignore
- * import { batch, ndarray, Triton } from "jsr:@denotriton/triton";
+ * import { batch, Triton, zip } from "jsr:@denotriton/triton";
  *
  * await using triton = new Triton({ config: { httpPort: 8000 } });
  * triton.bind({
  *   modelName: "AddSub",
- *   inferFunc: batch(({ a, b }) => {
- *     const x = a!.data as Float32Array, y = b!.data as Float32Array;
- *     return {
- *       add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
- *       sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
- *     };
- *   }),
- *   inputs: [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
- *   outputs: [{ name: "add", dtype: "float32", shape: [-1] }, { name: "sub", dtype: "float32", shape: [-1] }],
+ *   inferFunc: batch(({ a, b }) => ({
+ *     add: zip(a, b, (x, y) => x + y),
+ *     sub: zip(a, b, (x, y) => x - y),
+ *   })),
+ *   inputs: [
+ *     { name: "a", dtype: "float32", shape: [-1] },
+ *     { name: "b", dtype: "float32", shape: [-1] },
+ *   ],
+ *   outputs: [
+ *     { name: "add", dtype: "float32", shape: [-1] },
+ *     { name: "sub", dtype: "float32", shape: [-1] },
+ *   ],
  *   config: { maxBatchSize: 8 },
  * });
  * await triton.serve(); // until SIGINT/SIGTERM
@@ -34,21 +40,34 @@
  * @module
  */
 
-export { type BindOptions, Triton, type TritonOptions, type TritonUrls } from "./src/triton.ts";
+export {
+  type BindCallable,
+  type BindOptions,
+  Triton,
+  type TritonOptions,
+  type TritonUrls,
+} from "./src/triton.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 
 export {
+  asDType,
   type BytesNDArray,
+  type ElementOf,
   type NDArray,
   ndarray,
   type NDArrayData,
   type NDArrayOptions,
+  type NestedArray,
   type NumericNDArray,
 } from "./src/tensor/ndarray.ts";
+export { type ElementResult, map, rows, zip } from "./src/tensor/ops.ts";
 export type {
   DType,
   DTypeLike,
+  DTypeOf,
+  DTypeOfArray,
+  DTypeSpellings,
   KServeDType,
   NumericDType,
   TypedArray,
@@ -57,16 +76,25 @@ export type {
 } from "./src/tensor/dtype.ts";
 
 export type {
+  CallableResult,
   InferCallable,
   InferCallableObject,
   InferContext,
   InferFunc,
+  InferRequest,
+  InferRequestFields,
   InferResult,
   InferReturn,
+  InputProperties,
   ModelInfo,
   ParameterValue,
   Request,
+  SpecName,
+  Tensors,
+  TensorsOf,
 } from "./src/callable/types.ts";
+export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
+export { inferContext, type InferContextOptions } from "./src/callable/context.ts";
 export * from "./src/callable/decorators/mod.ts";
 
 export type { ResolvedTensorSpec, TensorSpec } from "./src/config/tensor_spec.ts";

@@ -18,7 +18,7 @@
  *
  * @example Catch any DenoTriton error
  * ```ts
- * import { TritonError, TritonValidationError } from "./errors.ts";
+ * import { TritonError, TritonValidationError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error: unknown = new TritonValidationError("Cannot bind model: name is empty");
@@ -43,7 +43,7 @@ export class TritonError extends Error {
  *
  * @example Invalid model name
  * ```ts
- * import { TritonValidationError } from "./errors.ts";
+ * import { TritonValidationError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new TritonValidationError("Cannot bind model: name is empty");
@@ -57,7 +57,7 @@ export class TritonValidationError extends TritonError {}
  *
  * @example Duplicate binding
  * ```ts
- * import { TritonInvalidOperationError } from "./errors.ts";
+ * import { TritonInvalidOperationError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new TritonInvalidOperationError("Cannot bind model: AddSub version 1 is bound already");
@@ -71,7 +71,7 @@ export class TritonInvalidOperationError extends TritonError {}
  *
  * @example Bad batch size
  * ```ts
- * import { TritonBadParameterError } from "./errors.ts";
+ * import { TritonBadParameterError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new TritonBadParameterError("maxBatchSize must be >= 1 when batching is on: got 0");
@@ -85,7 +85,7 @@ export class TritonBadParameterError extends TritonError {}
  *
  * @example
  * ```ts
- * import { TritonModelConfigError } from "./errors.ts";
+ * import { TritonModelConfigError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(new TritonModelConfigError("Bad config").name, "TritonModelConfigError");
@@ -99,7 +99,7 @@ export class TritonModelConfigError extends TritonError {}
  *
  * @example
  * ```ts
- * import { TritonRuntimeError } from "./errors.ts";
+ * import { TritonRuntimeError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(new TritonRuntimeError("Bad use").name, "TritonRuntimeError");
@@ -113,7 +113,7 @@ export class TritonRuntimeError extends TritonError {}
  *
  * @example Stop the server from a callable
  * ```ts
- * import { TritonUnrecoverableError } from "./errors.ts";
+ * import { TritonUnrecoverableError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new TritonUnrecoverableError("GPU lost");
@@ -129,7 +129,7 @@ export class TritonUnrecoverableError extends TritonError {}
  *
  * @example Prints as one line
  * ```ts
- * import { TritonPermissionError } from "./errors.ts";
+ * import { TritonPermissionError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new TritonPermissionError(
@@ -181,13 +181,15 @@ export interface InferenceErrorOptions extends ErrorOptions {
  * An error answered to a client: bad request, unknown model, full queue, failed model...
  * `code` decides the status each front end returns.
  *
- * @example Map to an HTTP status
+ * @example Answer a client with a status
  * ```ts
- * import { httpStatusOf, InferenceError } from "./errors.ts";
+ * import { InferenceError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const error = new InferenceError("Request for unknown model: 'm' is not found", { code: "NOT_FOUND" });
- * assert.equal(httpStatusOf(error.code), 404);
+ * // Thrown by a callable, it reaches an HTTP client as 404 and a gRPC client as NOT_FOUND.
+ * const error = new InferenceError("Unknown user: 'ann' is not found", { code: "NOT_FOUND" });
+ * assert.equal(error.code, "NOT_FOUND");
+ * assert.equal(new InferenceError("Model failed").code, "INTERNAL");
  * ```
  */
 export class InferenceError extends TritonError {

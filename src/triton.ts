@@ -4,7 +4,14 @@
  * @module
  */
 
-import type { InferCallable } from "./callable/types.ts";
+import type {
+  CallableResult,
+  InferCallable,
+  InferContext,
+  InferRequest,
+  InferReturn,
+  TensorsOf,
+} from "./callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "./config/model_config.ts";
 import {
   type ResolvedSecurityConfig,
@@ -78,8 +85,34 @@ export interface TritonOptions {
   securityConfig?: SecurityConfig;
 }
 
-/** Options of {@linkcode Triton.bind}. */
-export interface BindOptions {
+/**
+ * The callable `bind()` accepts for inputs `I` and outputs `O`: an {@linkcode InferCallable} of
+ * exactly those types when the specs are typed; when they are not (`I` is the wide `Tensors`),
+ * also a callable typed for particular inputs, since only the server can check those.
+ *
+ * @typeParam I The inputs.
+ * @typeParam O The outputs.
+ */
+export type BindCallable<I, O> = string extends keyof I ?
+    | {
+      bivariant(requests: InferRequest<I>[], context: InferContext): InferReturn<CallableResult<O>>;
+    }["bivariant"]
+    | { infer(requests: InferRequest<I>[], context: InferContext): InferReturn<CallableResult<O>> }
+  : InferCallable<I, O>;
+
+/**
+ * Options of {@linkcode Triton.bind}. The tensor specs type the callable: declared inline (or
+ * `as const`), `inputs` give the callable's inputs by name and dtype, and `outputs` what it must
+ * return, so a misspelled name or a wrong dtype fails to compile. Specs built at run time
+ * (`TensorSpec[]`) give the untyped {@linkcode Tensors}.
+ *
+ * @typeParam I The input specs.
+ * @typeParam O The output specs.
+ */
+export interface BindOptions<
+  I extends readonly TensorSpec[] = readonly TensorSpec[],
+  O extends readonly TensorSpec[] = readonly TensorSpec[],
+> {
   /** Model name: letters, digits, `.`, `_`, `-`. */
   modelName: string;
   /**
@@ -92,11 +125,14 @@ export interface BindOptions {
    * The inference callable, a list of them (one instance each, served round-robin over idle
    * instances), or an instance provider such as Workers.
    */
-  inferFunc: InferCallable | readonly InferCallable[] | InstanceProvider;
+  inferFunc:
+    | BindCallable<TensorsOf<I>, TensorsOf<O>>
+    | readonly BindCallable<TensorsOf<I>, TensorsOf<O>>[]
+    | InstanceProvider;
   /** Input tensor specs. */
-  inputs: readonly TensorSpec[];
+  inputs: I;
   /** Output tensor specs. */
-  outputs: readonly TensorSpec[];
+  outputs: O;
   /**
    * Serving configuration of the model.
    *
@@ -153,7 +189,7 @@ function isInstanceProvider(value: unknown): value is InstanceProvider {
  *
  * @example Serve AddSub and call it
  * ```ts
- * import { batch, ndarray, Triton } from "../mod.ts";
+ * import { batch, Triton, zip } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * await using triton = new Triton({
@@ -162,13 +198,10 @@ function isInstanceProvider(value: unknown): value is InstanceProvider {
  * });
  * triton.bind({
  *   modelName: "AddSub",
- *   inferFunc: batch(({ a, b }) => {
- *     const x = a!.data as Float32Array, y = b!.data as Float32Array;
- *     return {
- *       add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
- *       sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
- *     };
- *   }),
+ *   inferFunc: batch(({ a, b }) => ({
+ *     add: zip(a, b, (x, y) => x + y),
+ *     sub: zip(a, b, (x, y) => x - y),
+ *   })),
  *   inputs: [{ name: "a", dtype: "float32", shape: [-1] }, { name: "b", dtype: "float32", shape: [-1] }],
  *   outputs: [{ name: "add", dtype: "float32", shape: [-1] }, { name: "sub", dtype: "float32", shape: [-1] }],
  * });
@@ -258,7 +291,9 @@ export class Triton implements AsyncDisposable {
    * @throws {TritonBadParameterError} For an invalid model config, or `responseCache` on a
    *   server without a response cache (`responseCacheByteSize` or `cacheConfig`).
    */
-  bind(options: BindOptions): Promise<void> {
+  bind<const I extends readonly TensorSpec[], const O extends readonly TensorSpec[]>(
+    options: BindOptions<I, O>,
+  ): Promise<void> {
     const name = options.modelName;
     if (typeof name !== "string" || name.length === 0) {
       throw new TritonValidationError("Cannot bind model: name is empty");
@@ -289,7 +324,8 @@ export class Triton implements AsyncDisposable {
         `Cannot bind model '${name}': responseCache is on but the server has no response cache (set responseCacheByteSize or a cacheConfig entry)`,
       );
     }
-    const instances = this.#instancesOf(name, options.inferFunc);
+    // The typed callable meets the engine's untyped requests here; the engine validates the wire.
+    const instances = this.#instancesOf(name, options.inferFunc as BindOptions["inferFunc"]);
     const model: ModelDefinition = {
       name,
       version,

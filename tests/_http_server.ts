@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { InferCallable, InferResult, Request } from "../src/callable/types.ts";
+import type { InferCallable, InferRequest, InferResult } from "../src/callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.ts";
 import type { Engine, EngineKind } from "../src/engine/engine.ts";
@@ -62,7 +62,7 @@ export const ALL_DTYPES: readonly DType[] = [
 /** `Identity`: optional inputs `in_<dtype>` of every dtype echoed to `out_<dtype>`. */
 export const IDENTITY: TestModel = {
   name: "Identity",
-  fn: (requests: Request[]): InferResult[] =>
+  fn: (requests: InferRequest[]): InferResult[] =>
     requests.map((request) =>
       Object.fromEntries(
         Object.entries(request.data).map(([name, value]) => [name.replace("in_", "out_"), value]),

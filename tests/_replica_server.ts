@@ -11,14 +11,17 @@
  * @module
  */
 
-import { type InferFunc, ndarray, Triton } from "../mod.ts";
+import { type InferFunc, type NDArray, ndarray, Triton } from "../mod.ts";
 
 const name = Deno.env.get("REPLICA_NAME") ?? "replica";
 
-const echo: InferFunc = async (requests) => {
+const echo: InferFunc<
+  { x: NDArray<"int64"> },
+  { y: NDArray<"int64">; replica: NDArray<"bytes"> }
+> = async (requests) => {
   const delay = Math.max(...requests.map((request) => Number(request.parameters.delay_ms ?? 0)));
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-  return requests.map((request) => ({ y: request.data.x!, replica: ndarray([name], [1]) }));
+  return requests.map((request) => ({ y: request.x, replica: ndarray([name], [1]) }));
 };
 
 await using triton = new Triton({ securityConfig: { restrictedEndpoints: [] } });

@@ -6,16 +6,16 @@
  * @module
  */
 
-import { type BindOptions, type InferResult, ndarray, type Request } from "../mod.ts";
+import { type BindOptions, type InferRequest, type InferResult, ndarray } from "../mod.ts";
 
 /** The message `FailAfter` throws after its responses. */
 export const STREAM_FAILURE_MESSAGE = "Deliberate failure after the partial responses";
 
-function countOf(request: Request): number {
+function countOf(request: InferRequest): number {
   return Number((request.data.n!.data as Int32Array)[0]);
 }
 
-function delayOf(request: Request): number {
+function delayOf(request: InferRequest): number {
   const delay = request.parameters.delay_ms;
   return typeof delay === "number" ? delay : 0;
 }

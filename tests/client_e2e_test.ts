@@ -4,7 +4,7 @@
  */
 
 import assert from "node:assert/strict";
-import { InferenceError, type InferResult, ndarray, type Request, Triton } from "../mod.ts";
+import { InferenceError, type InferRequest, type InferResult, ndarray, Triton } from "../mod.ts";
 import { addSub } from "../examples/add_sub/model.ts";
 import {
   ClientClosedError,
@@ -41,6 +41,9 @@ function asArray(tensor: NDArray | undefined): unknown[] {
   return tensor.dtype === "bytes" ? tensor.data.map((e) => [...e]) : [...tensor.data];
 }
 
+/** The output of the streaming models. */
+type Counts = { i: NDArray<"int32"> };
+
 interface Server extends AsyncDisposable {
   urls: Record<Protocol, string>;
 }
@@ -75,7 +78,7 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "Identity",
-    inferFunc: (requests: Request[]): InferResult[] =>
+    inferFunc: (requests: InferRequest[]): InferResult[] =>
       requests.map((request) =>
         Object.fromEntries(
           Object.entries(request.data).map(([name, value]) => [name.replace("in_", "out_"), value]),
@@ -92,15 +95,14 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "Flat",
-    inferFunc: (requests: Request[]): InferResult[] =>
-      requests.map((request) => ({ y: request.data.x! })),
+    inferFunc: (requests) => requests.map((request) => ({ y: request.x })),
     inputs: [{ name: "x", dtype: "int32", shape: [-1] }],
     outputs: [{ name: "y", dtype: "int32", shape: [-1] }],
     config: { batching: false },
   });
   triton.bind({
     modelName: "Params",
-    inferFunc: (requests: Request[]): InferResult[] =>
+    inferFunc: (requests) =>
       requests.map((request) => ({
         params: ndarray([JSON.stringify(request.parameters)], [1, 1]),
       })),
@@ -110,9 +112,9 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "Slow",
-    inferFunc: async (requests: Request[]): Promise<InferResult[]> => {
+    inferFunc: async (requests) => {
       await release.promise;
-      return requests.map((request) => ({ y: request.data.x! }));
+      return requests.map((request) => ({ y: request.x }));
     },
     inputs: [{ name: "x", dtype: "int32", shape: [1] }],
     outputs: [{ name: "y", dtype: "int32", shape: [1] }],
@@ -120,8 +122,8 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "Stream",
-    inferFunc: async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
-      const n = (requests[0]!.data.n!.data as Int32Array)[0]!;
+    inferFunc: async function* (requests): AsyncGenerator<InferResult<Counts>[]> {
+      const n = requests[0]?.n.data[0] ?? 0;
       if (n < 0) {
         throw new InferenceError("Negative count: n must be >= 0", { code: "INVALID_ARG" });
       }
@@ -136,7 +138,7 @@ async function startServer(): Promise<Server> {
   });
   triton.bind({
     modelName: "SlowStream",
-    inferFunc: async function* (): AsyncGenerator<InferResult[]> {
+    inferFunc: async function* (): AsyncGenerator<InferResult<Counts>[]> {
       yield [{ i: ndarray(new Int32Array([1]), [1]) }];
       await release.promise;
       yield [{ i: ndarray(new Int32Array([2]), [1]) }];

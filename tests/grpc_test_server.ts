@@ -2,7 +2,7 @@
 // it) with the models the gRPC tests use. Run directly (`deno run -A tests/grpc_test_server.ts
 // [builtin|triton]`) it serves on an ephemeral port and prints it.
 
-import type { InferResult, Request } from "../src/callable/types.ts";
+import type { InferRequest, InferResult } from "../src/callable/types.ts";
 import { resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../src/config/tensor_spec.ts";
 import type { Engine, EngineKind, ModelDefinition } from "../src/engine/engine.ts";
@@ -99,7 +99,7 @@ async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promis
       dtype: "float32",
       shape: [-1],
     }],
-    (requests: Request[]): InferResult[] =>
+    (requests: InferRequest[]): InferResult[] =>
       requests.map((r) => {
         const a = r.data.a!.data as Float32Array;
         const b = r.data.b!.data as Float32Array;
@@ -114,7 +114,7 @@ async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promis
     "Identity",
     DTYPES.map((d) => ({ name: `IN_${d}`, dtype: d, shape: [-1], optional: true })),
     DTYPES.map((d) => ({ name: `OUT_${d}`, dtype: d, shape: [-1] })),
-    (requests: Request[]): InferResult[] =>
+    (requests: InferRequest[]): InferResult[] =>
       requests.map((r) => {
         const result: Record<string, NDArray> = {};
         for (const [name, array] of Object.entries(r.data)) {
@@ -128,7 +128,7 @@ async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promis
     "Echo",
     [{ name: "text", dtype: "bytes", shape: [1] }],
     [{ name: "text", dtype: "bytes", shape: [1] }, { name: "params", dtype: "bytes", shape: [1] }],
-    (requests: Request[]): InferResult[] =>
+    (requests: InferRequest[]): InferResult[] =>
       requests.map((r) => ({
         text: r.data.text!,
         params: ndarray([JSON.stringify(r.parameters)], [1, 1]),
@@ -139,7 +139,7 @@ async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promis
     "Stream",
     [{ name: "n", dtype: "int32", shape: [1] }],
     [{ name: "i", dtype: "int32", shape: [1] }],
-    async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+    async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
       const n = (requests[0]!.data.n!.data as Int32Array)[0]!;
       if (n < 0) {
         throw new InferenceError("Negative count: n must be >= 0", { code: "INVALID_ARG" });
@@ -166,7 +166,7 @@ async function serveModels(engine: Engine, options: GrpcFrontendOptions): Promis
     "Wait",
     [{ name: "x", dtype: "float32", shape: [1] }],
     [{ name: "y", dtype: "float32", shape: [1] }],
-    (requests: Request[]): Promise<InferResult[]> => {
+    (requests: InferRequest[]): Promise<InferResult[]> => {
       const signal = requests[0]!.signal;
       starts.shift()?.();
       return new Promise((_, reject) => {

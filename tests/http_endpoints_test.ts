@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ENGINES } from "./_helpers.ts";
 import { IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
-import type { Request as InferRequest } from "../src/callable/types.ts";
+import type { InferRequest } from "../src/callable/types.ts";
 
 const ADD: TestModel = {
   name: "Add",

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ENGINES } from "./_helpers.ts";
 import { IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
-import type { InferResult, Request as InferRequest } from "../src/callable/types.ts";
+import type { InferRequest, InferResult } from "../src/callable/types.ts";
 
 const encoder = new TextEncoder();
 

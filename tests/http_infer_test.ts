@@ -3,7 +3,7 @@ import { ENGINES } from "./_helpers.ts";
 import { Buffer } from "node:buffer";
 import { request as httpRequest } from "node:http";
 import { ALL_DTYPES, IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
-import type { Request as InferRequest } from "../src/callable/types.ts";
+import type { InferRequest } from "../src/callable/types.ts";
 import { kserveName } from "../src/tensor/dtype.ts";
 
 // As in tests/_helpers.ts (not imported: it loads the whole facade): CI needs the Python peer.

@@ -4,7 +4,7 @@
 // statistics agree); both caches evict the least recently used response within their budget.
 
 import assert from "node:assert/strict";
-import type { BindOptions, Request } from "../mod.ts";
+import type { BindOptions, InferRequest } from "../mod.ts";
 import { codecs } from "../src/frontend/grpc/codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 import { FAILING_MESSAGE, failingModel } from "./_models.ts";
@@ -16,7 +16,7 @@ const SLEEP_MS = 20;
 function countingModel(name: string, seen: number[], responseCache: boolean): BindOptions {
   return {
     modelName: name,
-    inferFunc: async (requests: Request[]) => {
+    inferFunc: async (requests: InferRequest[]) => {
       for (const r of requests) seen.push((r.data.x!.data as Float32Array)[0]!);
       // A lower bound on compute time the durations must show.
       await new Promise((resolve) => setTimeout(resolve, SLEEP_MS));

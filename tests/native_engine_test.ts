@@ -2,7 +2,7 @@
 // install they are skipped, unless DENOTRITON_REQUIRE_TRITON=1 makes a missing core a failure.
 
 import assert from "node:assert/strict";
-import type { InferCallable, InferResult, Request } from "../src/callable/types.ts";
+import type { InferCallable, InferRequest, InferResult } from "../src/callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts";
@@ -35,7 +35,7 @@ function define(
   };
 }
 
-function double(requests: Request[]): InferResult[] {
+function double(requests: InferRequest[]): InferResult[] {
   return requests.map((r) => ({
     y: ndarray((r.data.x!.data as Float32Array).map((v) => v * 2), r.data.x!.shape),
   }));
@@ -202,7 +202,7 @@ Deno.test({ name: "native engine: decoupled models stream through the core", ign
   const engine = await started();
   try {
     await engine.loadModel(
-      define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+      define([async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
         yield double(requests);
         yield requests.map((r) => ({ y: r.data.x! }));
       }], { decoupled: true }),

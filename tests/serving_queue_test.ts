@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import type { BindOptions, ModelConfig, Request, Triton } from "../mod.ts";
+import type { BindOptions, InferRequest, ModelConfig, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { codecs } from "../src/frontend/grpc/codec.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
@@ -21,7 +21,7 @@ class GatedModel {
   bind(config: ModelConfig): BindOptions {
     return {
       modelName: "Gated",
-      inferFunc: async (requests: Request[]) => {
+      inferFunc: async (requests: InferRequest[]) => {
         for (const request of requests) {
           this.seen.push((request.data.x!.data as Float32Array)[0]!);
         }

@@ -3,7 +3,7 @@
 // warm-up is logged unless the model is strict.
 
 import assert from "node:assert/strict";
-import type { BindOptions, InferResult, Request } from "../mod.ts";
+import type { BindOptions, InferRequest, InferResult } from "../mod.ts";
 import { ENGINES, startServer } from "./_helpers.ts";
 
 interface Seen {
@@ -15,7 +15,7 @@ interface Seen {
 }
 
 function recordingModel(seen: Seen[], extra: Partial<BindOptions> = {}): BindOptions {
-  const callable = (instance: number) => (requests: Request[]): InferResult[] => {
+  const callable = (instance: number) => (requests: InferRequest[]): InferResult[] => {
     seen.push({
       instance,
       requests: requests.length,
@@ -105,7 +105,7 @@ for (const engine of ENGINES) {
       batchSize: 1,
       count: 3,
       inputs: { x: { dtype: "float32", shape: [1], zeroData: true } },
-    };
+    } as const;
     await using _triton = await startServer({
       engine,
       models: [
@@ -122,7 +122,7 @@ for (const engine of ENGINES) {
         },
         {
           modelName: "Stream",
-          inferFunc: async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+          inferFunc: async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
             for (let i = 0; i < 2; i++) {
               await Promise.resolve();
               steps++;

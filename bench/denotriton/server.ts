@@ -7,7 +7,7 @@
  * @module
  */
 
-import { batch, type InstanceProvider, Triton } from "../../mod.ts";
+import { batch, type InstanceProvider, type NDArray, Triton } from "../../mod.ts";
 import * as denotriton from "../../mod.ts";
 import { calibrate, cpuInfer } from "./cpu_work.ts";
 import { addSub } from "../../examples/add_sub/model.ts";
@@ -25,7 +25,7 @@ if (engine !== "builtin" && engine !== "triton") {
 const f32 = "float32" as const;
 const x16 = [{ name: "x", dtype: f32, shape: [16] }];
 const y16 = [{ name: "y", dtype: f32, shape: [16] }];
-const identity = batch(({ x }) => ({ y: x! }));
+const identity = batch(({ x }: { x: NDArray<"float32"> }) => ({ y: x }));
 
 await using triton = new Triton({
   engine,

@@ -4,17 +4,28 @@
  * @module
  */
 
-import { batch, type InferFunc, ndarray, type Triton } from "../../mod.ts";
+import { batch, type InferFunc, type TensorsOf, type Triton, zip } from "../../mod.ts";
+
+/** The inputs: two float32 vectors. */
+export const INPUTS = [
+  { name: "a", dtype: "float32", shape: [-1] },
+  { name: "b", dtype: "float32", shape: [-1] },
+] as const;
+
+/** The outputs: their sum and difference. */
+export const OUTPUTS = [
+  { name: "add", dtype: "float32", shape: [-1] },
+  { name: "sub", dtype: "float32", shape: [-1] },
+] as const;
+
+/** The type of a callable with these inputs and outputs. */
+export type AddSubFunc = InferFunc<TensorsOf<typeof INPUTS>, TensorsOf<typeof OUTPUTS>>;
 
 /** The batched AddSub callable: `add = a + b`, `sub = a - b` over float32 inputs. */
-export const addSub: InferFunc = batch(({ a, b }) => {
-  const x = a!.data as Float32Array;
-  const y = b!.data as Float32Array;
-  return {
-    add: ndarray(x.map((v, i) => v + y[i]!), a!.shape),
-    sub: ndarray(x.map((v, i) => v - y[i]!), a!.shape),
-  };
-});
+export const addSub: AddSubFunc = batch(({ a, b }) => ({
+  add: zip(a, b, (x, y) => x + y),
+  sub: zip(a, b, (x, y) => x - y),
+}));
 
 /**
  * Binds AddSub on a server.
@@ -26,14 +37,8 @@ export function bindAddSub(triton: Triton): Promise<void> {
   return triton.bind({
     modelName: "AddSub",
     inferFunc: addSub,
-    inputs: [
-      { name: "a", dtype: "float32", shape: [-1] },
-      { name: "b", dtype: "float32", shape: [-1] },
-    ],
-    outputs: [
-      { name: "add", dtype: "float32", shape: [-1] },
-      { name: "sub", dtype: "float32", shape: [-1] },
-    ],
+    inputs: INPUTS,
+    outputs: OUTPUTS,
     config: { maxBatchSize: 128, batcher: { maxQueueDelayMicroseconds: 100 } },
     strict: true,
   });

@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray } from "../../mod.ts";
+import { asDType, ndarray } from "../../mod.ts";
 
 /**
  * Runs the four variants with `a = b = 1` (batch of 2) and returns `[add, sub]` of each.
@@ -32,7 +32,9 @@ export async function runClient(url: string): Promise<[number, number][]> {
   const results: [number, number][] = [];
   for (const inputs of variants) {
     const out = await client.inferBatch(inputs);
-    results.push([(out.add!.data as Float32Array)[0]!, (out.sub!.data as Float32Array)[0]!]);
+    const [add = NaN] = asDType(out.add, "float32").data;
+    const [sub = NaN] = asDType(out.sub, "float32").data;
+    results.push([add, sub]);
   }
   return results;
 }

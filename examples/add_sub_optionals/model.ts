@@ -11,14 +11,10 @@ import {
   fillOptionals,
   firstValue,
   groupByKeys,
-  type NDArray,
   ndarray,
   type Triton,
+  zip,
 } from "../../mod.ts";
-
-function values(tensor: NDArray | undefined): Float32Array {
-  return tensor!.data as Float32Array;
-}
 
 /**
  * Binds AddSubOptional on a server.
@@ -27,19 +23,17 @@ function values(tensor: NDArray | undefined): Float32Array {
  * @returns A promise that settles when the model is loaded.
  */
 export function bindAddSubOptional(triton: Triton): Promise<void> {
-  const compute = firstValue(["w"], ({ a, b, t, w }) => {
-    const offset = w === undefined ? 0 : values(w)[0]!;
-    const x = values(a), y = values(b), z = values(t);
-    return {
-      add: ndarray(x.map((v, i) => v + y[i]! + z[i]! + offset), a!.shape),
-      sub: ndarray(x.map((v, i) => v - y[i]! + z[i]! + offset), a!.shape),
-    };
-  });
   return triton.bind({
     modelName: "AddSubOptional",
     inferFunc: fillOptionals(
       { t: ndarray(new Float32Array([2]), [1]) },
-      groupByKeys(batch(compute)),
+      groupByKeys(batch(firstValue(["w"], ({ a, b, t, w }) => {
+        const offset = w?.data[0] ?? 0;
+        return {
+          add: zip(zip(a, b, (x, y) => x + y), t, (x, z) => x + z + offset),
+          sub: zip(zip(a, b, (x, y) => x - y), t, (x, z) => x + z + offset),
+        };
+      }))),
     ),
     inputs: [
       { name: "a", dtype: "float32", shape: [1] },

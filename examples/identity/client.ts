@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { type NDArray, ndarray } from "../../mod.ts";
+import { asDType, ndarray, type Tensors } from "../../mod.ts";
 
 /**
  * Sends one sample and returns the outputs.
@@ -15,7 +15,7 @@ import { type NDArray, ndarray } from "../../mod.ts";
  * @param url Server URL.
  * @returns The echoed tensors.
  */
-export async function runClient(url: string): Promise<Record<string, NDArray>> {
+export async function runClient(url: string): Promise<Tensors> {
   await using client = new ModelClient(url, "Identity", { initTimeoutS: 30 });
   return await client.inferSample({
     values: ndarray(new Float64Array([0.5, -1.25, 1e300])),
@@ -25,9 +25,7 @@ export async function runClient(url: string): Promise<Record<string, NDArray>> {
 
 if (import.meta.main) {
   const outputs = await runClient(Deno.args[0] ?? "http://127.0.0.1:8000");
-  console.log("values", Array.from(outputs.values!.data as Float64Array));
-  console.log(
-    "texts",
-    (outputs.texts!.data as Uint8Array[]).map((b) => new TextDecoder().decode(b)),
-  );
+  console.log("values", Array.from(asDType(outputs.values, "float64").data));
+  const decoder = new TextDecoder();
+  console.log("texts", asDType(outputs.texts, "bytes").data.map((b) => decoder.decode(b)));
 }

@@ -15,9 +15,8 @@ import type { Triton } from "../../mod.ts";
 export function bindIdentity(triton: Triton): Promise<void> {
   return triton.bind({
     modelName: "Identity",
-    // Undecorated: every request's tensors go back as they came.
-    inferFunc: (requests) =>
-      requests.map((request) => ({ values: request.data.values!, texts: request.data.texts! })),
+    // Undecorated, as PyTriton's identity: every request goes back as its own result.
+    inferFunc: (requests) => requests,
     inputs: [
       { name: "values", dtype: "float64", shape: [-1] },
       { name: "texts", dtype: "bytes", shape: [-1] },

@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray } from "../../mod.ts";
+import { asDType, ndarray } from "../../mod.ts";
 
 /** What the client saw. */
 export interface LinearAnswers {
@@ -36,11 +36,10 @@ export async function runClient(url: string): Promise<LinearAnswers> {
     );
     const decoder = new TextDecoder();
     return {
-      ys: outputs.map((out) => Array.from(out.y!.data as Float32Array)),
+      ys: outputs.map((out) => Array.from(asDType(out.y, "float32").data)),
       devices: [
-        ...new Set(outputs.map((out) => decoder.decode((out.device!.data as Uint8Array[])[0]))),
-      ]
-        .sort(),
+        ...new Set(outputs.map((out) => decoder.decode(asDType(out.device, "bytes").data[0]))),
+      ].sort(),
     };
   } finally {
     await Promise.all(clients.map((client) => client.close()));

@@ -6,10 +6,30 @@
  * @module
  */
 
-import { batch, type InferFunc, ndarray, type WorkerContext } from "../../mod.ts";
+import {
+  batch,
+  type InferFunc,
+  ndarray,
+  rows,
+  type TensorsOf,
+  type WorkerContext,
+  zip,
+} from "../../mod.ts";
 
 /** Input features and output size of the layer. */
 export const FEATURES = 4;
+
+/** The input: one feature vector per sample. */
+export const INPUTS = [{ name: "x", dtype: "float32", shape: [FEATURES] }] as const;
+
+/** The outputs: the layer's output, and the label of the instance that computed it. */
+export const OUTPUTS = [
+  { name: "y", dtype: "float32", shape: [FEATURES] },
+  { name: "device", dtype: "bytes", shape: [1] },
+] as const;
+
+/** The type of the instance's callable. */
+export type LinearFunc = InferFunc<TensorsOf<typeof INPUTS>, TensorsOf<typeof OUTPUTS>>;
 
 /**
  * Builds one instance: `y = x · W + b` with `W = identity · 2` and `b = 1`, and `device` naming
@@ -18,26 +38,23 @@ export const FEATURES = 4;
  * @param ctx The instance's device, index and model.
  * @returns The inference function.
  */
-export default function linear(ctx: WorkerContext): InferFunc {
-  const weights = new Float32Array(FEATURES * FEATURES);
-  for (let i = 0; i < FEATURES; i++) weights[i * FEATURES + i] = 2;
+export default function linear(ctx: WorkerContext): LinearFunc {
+  // Column j of W, as a tensor shaped like one sample.
+  const columns = Array.from(
+    { length: FEATURES },
+    (_, j) => ndarray(Float32Array.from({ length: FEATURES }, (_, k) => k === j ? 2 : 0)),
+  );
   const label = `${ctx.device}#${ctx.instanceIndex}`;
   return batch(({ x }) => {
-    const input = x!.data as Float32Array;
-    const rows = x!.shape[0]!;
-    const y = new Float32Array(rows * FEATURES);
-    for (let r = 0; r < rows; r++) {
-      for (let j = 0; j < FEATURES; j++) {
-        let sum = 1;
-        for (let k = 0; k < FEATURES; k++) {
-          sum += input[r * FEATURES + k]! * weights[k * FEATURES + j]!;
-        }
-        y[r * FEATURES + j] = sum;
-      }
-    }
+    const samples = rows(x);
+    const y = samples.flatMap((sample) =>
+      columns.map((column) =>
+        zip(sample, column, (v, w) => v * w).data.reduce((sum, v) => sum + v, 1)
+      )
+    );
     return {
-      y: ndarray(y, [rows, FEATURES]),
-      device: ndarray(Array.from({ length: rows }, () => label), [rows, 1]),
+      y: ndarray(new Float32Array(y), [samples.length, FEATURES]),
+      device: ndarray(samples.map(() => label), [samples.length, 1]),
     };
   });
 }

@@ -6,7 +6,7 @@
  */
 
 import { type Triton, workers } from "../../mod.ts";
-import { FEATURES } from "./linear_instance.ts";
+import { INPUTS, OUTPUTS } from "./linear_instance.ts";
 
 /**
  * Binds Linear on a server.
@@ -20,11 +20,8 @@ export function bindLinear(triton: Triton): Promise<void> {
     inferFunc: workers(new URL("./linear_instance.ts", import.meta.url), {
       devices: ["cuda:0", "cuda:1"],
     }),
-    inputs: [{ name: "x", dtype: "float32", shape: [FEATURES] }],
-    outputs: [
-      { name: "y", dtype: "float32", shape: [FEATURES] },
-      { name: "device", dtype: "bytes", shape: [1] },
-    ],
+    inputs: INPUTS,
+    outputs: OUTPUTS,
     config: { maxBatchSize: 16 },
   });
 }

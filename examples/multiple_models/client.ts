@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray } from "../../mod.ts";
+import { asDType, ndarray } from "../../mod.ts";
 
 /**
  * Returns the product from each model for the input 1.
@@ -20,7 +20,8 @@ export async function runClient(url: string): Promise<Record<string, number>> {
   for (const model of ["Multiply2", "Multiply4"]) {
     await using client = new ModelClient(url, model, { initTimeoutS: 30 });
     const out = await client.inferSample({ x: ndarray(new Float32Array([1])) });
-    results[model] = (out.y!.data as Float32Array)[0]!;
+    const [y = NaN] = asDType(out.y, "float32").data;
+    results[model] = y;
   }
   return results;
 }

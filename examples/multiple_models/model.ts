@@ -4,12 +4,12 @@
  * @module
  */
 
-import { batch, type InferFunc, ndarray, type Triton } from "../../mod.ts";
+import { batch, type InferFunc, map, type NDArray, type Triton } from "../../mod.ts";
 
-function multiplier(factor: number): InferFunc {
-  return batch(({ x }) => ({
-    y: ndarray((x!.data as Float32Array).map((v) => v * factor), x!.shape),
-  }));
+function multiplier(
+  factor: number,
+): InferFunc<{ x: NDArray<"float32"> }, { y: NDArray<"float32"> }> {
+  return batch(({ x }) => ({ y: map(x, (v) => v * factor) }));
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray } from "../../mod.ts";
+import { asDType, ndarray } from "../../mod.ts";
 
 /**
  * Returns `[scaled_add, scaled_sub]`; expected `[3, 1]`.
@@ -21,7 +21,9 @@ export async function runClient(url: string): Promise<[number, number]> {
     { a: ndarray(new Float32Array([2])), b: ndarray(new Float32Array([1])) },
     { parameters: { multiplier: 4 }, headers: { header_divisor: "4" } },
   );
-  return [(out.scaled_add!.data as Float32Array)[0]!, (out.scaled_sub!.data as Float32Array)[0]!];
+  const [scaledAdd = NaN] = asDType(out.scaled_add, "float32").data;
+  const [scaledSub = NaN] = asDType(out.scaled_sub, "float32").data;
+  return [scaledAdd, scaledSub];
 }
 
 if (import.meta.main) {

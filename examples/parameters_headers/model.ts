@@ -7,7 +7,7 @@
  * @module
  */
 
-import { ndarray, type Triton } from "../../mod.ts";
+import { type Triton, zip } from "../../mod.ts";
 
 /** The header pattern the server needs for this model. */
 export const HEADER_PATTERN = "header.*";
@@ -25,13 +25,9 @@ export function bindParamsAndHeaders(triton: Triton): Promise<void> {
       requests.map((request) => {
         const multiplier = Number(request.parameters.multiplier ?? 1);
         const divisor = Number(request.parameters.header_divisor ?? 1);
-        const a = request.data.a!;
-        const b = request.data.b!;
-        const x = a.data as Float32Array;
-        const y = b.data as Float32Array;
         return {
-          scaled_add: ndarray(x.map((v, i) => (v + y[i]!) * multiplier / divisor), a.shape),
-          scaled_sub: ndarray(x.map((v, i) => (v - y[i]!) * multiplier / divisor), a.shape),
+          scaled_add: zip(request.a, request.b, (x, y) => (x + y) * multiplier / divisor),
+          scaled_sub: zip(request.a, request.b, (x, y) => (x - y) * multiplier / divisor),
         };
       }),
     inputs: [

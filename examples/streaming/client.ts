@@ -8,7 +8,7 @@
  */
 
 import { ModelClient } from "../../src/client/mod.ts";
-import { ndarray } from "../../mod.ts";
+import { asDType, ndarray } from "../../mod.ts";
 
 const decoder = new TextDecoder();
 
@@ -31,7 +31,7 @@ export async function runClient(
     parameters: { max_tokens: 6 },
   });
   for await (const { token } of stream) {
-    const word = decoder.decode(token!.data[0] as Uint8Array);
+    const word = decoder.decode(asDType(token, "bytes").data[0]);
     tokens.push(word);
     onToken(word);
   }

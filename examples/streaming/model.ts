@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type InferResult, ndarray, type Triton } from "../../mod.ts";
+import { type NDArray, ndarray, type Triton } from "../../mod.ts";
 
 /** Which word follows which; generation stops at "." or after `max_tokens` words. */
 export const BIGRAMS: Readonly<Record<string, string>> = {
@@ -60,17 +60,17 @@ const decoder = new TextDecoder();
 export function bindStreaming(triton: Triton): Promise<void> {
   return triton.bind({
     modelName: "Generator",
-    inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
+    inferFunc: async function* ([request]): AsyncGenerator<{ token: NDArray<"bytes"> }[]> {
       // Unbatched: one request per call.
-      const request = requests[0]!;
-      const prompt = decoder.decode(request.data.prompt!.data[0] as Uint8Array);
+      if (request === undefined) return;
+      const prompt = decoder.decode(request.prompt.data[0]);
       const max = request.parameters.max_tokens;
       const maxTokens = typeof max === "number" && max >= 0 ? max : 8;
       for (const word of generateWords(prompt, maxTokens)) {
         if (request.signal.aborted) return;
         // A real model would compute here; yielding to the event loop lets responses flow.
         await new Promise((resolve) => setTimeout(resolve, 1));
-        yield [{ token: ndarray([word], [1], { dtype: "bytes" }) }];
+        yield [{ token: ndarray([word], [1]) }];
       }
     },
     inputs: [{ name: "prompt", dtype: "bytes", shape: [1] }],

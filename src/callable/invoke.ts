@@ -6,10 +6,12 @@
  */
 
 import { InferenceError, TritonValidationError } from "../errors.ts";
-import type { InferCallable, InferContext, InferReturn, Request } from "./types.ts";
+import { inferRequest } from "./request.ts";
+import type { InferCallable, InferContext, InferRequest, InferReturn } from "./types.ts";
 
 /**
- * Calls a callable once: a function directly, an object through its `infer` method (bound).
+ * Calls a callable once: a function directly, an object through its `infer` method (bound). The
+ * callable gets copies of the requests with each input also a property (`request.x`).
  *
  * @param callable A function or an object with an `infer` method.
  * @param requests The batch.
@@ -35,21 +37,26 @@ import type { InferCallable, InferContext, InferReturn, Request } from "./types.
  */
 export function callInfer(
   callable: InferCallable,
-  requests: Request[],
+  requests: InferRequest[],
   context: InferContext,
 ): InferReturn {
-  if (typeof callable === "function") return callable(requests, context);
+  if (typeof callable === "function") return callable(withInputProperties(requests), context);
   if (
     typeof callable === "object" && callable !== null &&
     typeof (callable as { infer?: unknown }).infer === "function"
   ) {
-    return callable.infer(requests, context);
+    return callable.infer(withInputProperties(requests), context);
   }
   throw new TritonValidationError(
     `Invalid inference callable: expected a function or an object with an infer method, got ${
       describe(callable)
     }`,
   );
+}
+
+// Engines build plain requests; the callable's view adds the inputs as properties.
+function withInputProperties(requests: readonly InferRequest[]): InferRequest[] {
+  return requests.map((request) => inferRequest(request.data, request));
 }
 
 function describe(value: unknown): string {
@@ -101,7 +108,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  */
 export async function runCoupled(
   callable: InferCallable,
-  requests: Request[],
+  requests: InferRequest[],
   context: InferContext,
 ): Promise<unknown> {
   let value: unknown = callInfer(callable, requests, context);
@@ -158,7 +165,7 @@ export async function runCoupled(
  */
 export async function* runDecoupled(
   callable: InferCallable,
-  requests: Request[],
+  requests: InferRequest[],
   context: InferContext,
 ): AsyncGenerator<unknown, void, undefined> {
   let value: unknown = callInfer(callable, requests, context);

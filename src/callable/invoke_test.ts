@@ -3,7 +3,8 @@ import { resolveModelConfig } from "../config/model_config.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { callInfer, runCoupled, runDecoupled } from "./invoke.ts";
-import type { InferCallable, InferContext, InferResult, Request } from "./types.ts";
+import { inferRequest } from "./request.ts";
+import type { InferCallable, InferContext, InferRequest, InferResult } from "./types.ts";
 
 const context: InferContext = {
   model: {
@@ -17,12 +18,25 @@ const context: InferContext = {
   instanceIndex: 0,
   device: "cpu",
 };
-const requests: Request[] = [{
-  data: {},
-  parameters: {},
-  requestedOutputNames: [],
+const requests: InferRequest[] = [{
+  data: { x: ndarray([1]), signal: ndarray([2]) },
+  parameters: { p: 1 },
+  requestedOutputNames: ["y"],
   signal: new AbortController().signal,
 }];
+
+/** Asserts that `seen` are the callable's view of `requests`: same fields, inputs as properties. */
+function assertViewOf(seen: readonly InferRequest[], original: readonly InferRequest[]): void {
+  assert.equal(seen.length, original.length);
+  seen.forEach((request, index) => {
+    const source = original[index]!;
+    assert.equal(request.data, source.data);
+    assert.equal(request.parameters, source.parameters);
+    assert.equal(request.requestedOutputNames, source.requestedOutputNames);
+    assert.equal(request.signal, source.signal);
+    assert.equal((request as unknown as Record<string, unknown>).x, source.data.x);
+  });
+}
 const step = (value: number): InferResult[] => [{ y: ndarray([value]) }];
 
 async function collect(callable: InferCallable): Promise<unknown[]> {
@@ -51,8 +65,8 @@ Deno.test("runCoupled() accepts sync, async and one-step generator callables", a
 Deno.test("runCoupled() calls an object's infer method bound to the object", async () => {
   class Model {
     #value = 5;
-    infer(batch: Request[], ctx: InferContext): InferResult[] {
-      assert.equal(batch, requests);
+    infer(batch: InferRequest[], ctx: InferContext): InferResult[] {
+      assertViewOf(batch, requests);
       assert.equal(ctx, context);
       return step(this.#value);
     }
@@ -61,7 +75,7 @@ Deno.test("runCoupled() calls an object's infer method bound to the object", asy
 });
 
 Deno.test("runCoupled() passes the requests and the context", async () => {
-  let seen: [Request[], InferContext] | undefined;
+  let seen: [InferRequest[], InferContext] | undefined;
   await runCoupled(
     (batch, ctx) => {
       seen = [batch, ctx];
@@ -70,8 +84,36 @@ Deno.test("runCoupled() passes the requests and the context", async () => {
     requests,
     context,
   );
-  assert.equal(seen![0], requests);
+  assertViewOf(seen![0], requests);
   assert.equal(seen![1], context);
+});
+
+Deno.test("callInfer() hands over each input as a property too, except those named like a field", () => {
+  let seen: InferRequest[] = [];
+  callInfer(
+    (batch) => {
+      seen = batch;
+      return [];
+    },
+    requests,
+    context,
+  );
+  const [view] = seen;
+  assert.ok(view !== undefined);
+  const properties = view as unknown as Record<string, unknown>;
+  assert.equal(properties.x, requests[0]!.data.x);
+  // The input named "signal" stays only in data: the field keeps its meaning.
+  assert.equal(view.signal, requests[0]!.signal);
+  assert.equal(view.data.signal, requests[0]!.data.signal);
+  // The engine's requests are not changed.
+  assert.equal((requests[0] as unknown as Record<string, unknown>).x, undefined);
+  assert.deepEqual(Object.keys(inferRequest({ a: ndarray([1]) })).sort(), [
+    "a",
+    "data",
+    "parameters",
+    "requestedOutputNames",
+    "signal",
+  ]);
 });
 
 Deno.test("runCoupled() refuses generators that do not produce exactly one step", async () => {

@@ -5,16 +5,75 @@
  */
 
 import type { ResolvedModelConfig } from "../config/model_config.ts";
-import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
+import type { ResolvedTensorSpec, TensorSpec } from "../config/tensor_spec.ts";
+import type { DTypeOf } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 
 /** A request parameter value (KServe body parameters and forwarded headers). */
 export type ParameterValue = string | number | boolean;
 
-/** One inference request as the callable sees it. */
-export interface Request {
-  /** Input tensors by name; optional inputs the client left out are absent. With batching, axis 0 is this request's batch. */
-  readonly data: Record<string, NDArray>;
+/** Tensors by name: the inputs of a request, or the outputs of a result. */
+export type Tensors = Record<string, NDArray>;
+
+/**
+ * The tensors a list of specs declares, by name, typed by dtype: `[{ name: "a", dtype: "float32",
+ * shape: [-1] }]` gives `{ a: NDArray<"float32"> }`, and an `optional: true` spec an optional
+ * property. Specs whose names are not literal types (built at run time, or declared without
+ * `as const`) give the wide {@linkcode Tensors}.
+ *
+ * @typeParam S The specs, declared inline or `as const`.
+ *
+ * @example Type a callable declared apart from `bind()`
+ * ```ts
+ * import { batch, type InferFunc, map, type TensorsOf } from "../../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const inputs = [
+ *   { name: "a", dtype: "float32", shape: [-1] },
+ *   { name: "mask", dtype: "bool", shape: [-1], optional: true },
+ * ] as const;
+ * const outputs = [{ name: "twice", dtype: "float32", shape: [-1] }] as const;
+ * const twice: InferFunc<TensorsOf<typeof inputs>, TensorsOf<typeof outputs>> = batch(
+ *   ({ a, mask }) => ({ twice: map(a, (v, i) => (mask?.data[i] ?? 1) ? v * 2 : v) }),
+ * );
+ * assert.equal(typeof twice, "function");
+ * type Mask = TensorsOf<typeof inputs>["mask"]; // optional: NDArray<"bool"> | undefined
+ * const none: Mask = undefined;
+ * assert.equal(none, undefined);
+ * ```
+ */
+export type TensorsOf<S extends readonly TensorSpec[]> = string extends SpecName<S[number]>
+  ? Tensors
+  // One object type, not an intersection, so that types read well in errors and hovers.
+  : (
+    & {
+      [P in S[number] as P extends { readonly optional: true } ? never : SpecName<P>]: NDArray<
+        DTypeOf<P["dtype"]>
+      >;
+    }
+    & {
+      [P in S[number] as P extends { readonly optional: true } ? SpecName<P> : never]?: NDArray<
+        DTypeOf<P["dtype"]>
+      >;
+    }
+  ) extends infer T ? { [K in keyof T]: T[K] }
+  : never;
+
+/**
+ * The name a tensor spec gives, at the type level: its literal `name`, or `string` when the name
+ * is not a literal type or the spec has none.
+ *
+ * @typeParam P A tensor spec type.
+ */
+export type SpecName<P> = P extends { readonly name: infer N extends string } ? N : string;
+
+/** The fields every request has, beside its inputs. */
+export interface InferRequestFields<I = Tensors> {
+  /**
+   * Input tensors by name; optional inputs the client left out are absent. With batching, axis 0
+   * is this request's batch.
+   */
+  readonly data: I;
   /** KServe request parameters merged with forwarded headers (header values are strings). */
   readonly parameters: Record<string, ParameterValue>;
   /** The outputs the client asked for (all declared outputs when it named none). */
@@ -23,8 +82,50 @@ export interface Request {
   readonly signal: AbortSignal;
 }
 
-/** The outputs of one request, by name. */
-export type InferResult = Record<string, NDArray>;
+/**
+ * The inputs of a typed request as its own properties (`request.x` beside `request.data.x`,
+ * like PyTriton's `request["x"]`). Inputs named like a request field (`data`, `parameters`,
+ * `requestedOutputNames`, `signal`) are only in `data`; untyped requests have none.
+ *
+ * @typeParam I The inputs.
+ */
+export type InputProperties<I> = {
+  readonly [
+    K in keyof I as K extends keyof InferRequestFields ? never : string extends K ? never : K
+  ]: I[K];
+};
+
+/**
+ * One inference request as the callable sees it: {@linkcode InferRequestFields} and, for a model
+ * whose specs are typed, each input as a property.
+ *
+ * @typeParam I The inputs by name, e.g. `TensorsOf<typeof inputs>`; {@linkcode Tensors} when
+ *   not known.
+ */
+export type InferRequest<I = Tensors> = InferRequestFields<I> & InputProperties<I>;
+
+/**
+ * One inference request as the callable sees it.
+ *
+ * @deprecated Use {@linkcode InferRequest}: this name shadows the Fetch API's `Request`.
+ * @typeParam I The inputs by name.
+ */
+export type Request<I = Tensors> = InferRequest<I>;
+
+/**
+ * The outputs of one request, by name.
+ *
+ * @typeParam O The outputs, e.g. `TensorsOf<typeof outputs>`; {@linkcode Tensors} when not known.
+ */
+export type InferResult<O = Tensors> = O;
+
+/**
+ * What a callable gives back for one request: its outputs by name, or a request whose inputs are
+ * the outputs (so PyTriton's identity `requests => requests` works: its `data` is read).
+ *
+ * @typeParam O The outputs.
+ */
+export type CallableResult<O = Tensors> = InferResult<O> | InferRequestFields<O>;
 
 /** What the model sees of itself: the bound configuration, given to every call. */
 export interface ModelInfo {
@@ -52,24 +153,56 @@ export interface InferContext {
   readonly device: string;
 }
 
-/** What an inference callable may return: one result per request, or a stream of them (decoupled). */
-export type InferReturn =
-  | InferResult[]
-  | Promise<InferResult[]>
-  | Iterable<InferResult[]>
-  | AsyncIterable<InferResult[]>;
+/**
+ * What an inference callable may return: one result per request, or a stream of them (decoupled).
+ *
+ * @typeParam R What it gives back per request: {@linkcode CallableResult} (outputs, or a
+ *   request), or just {@linkcode InferResult} for decorators that always build outputs.
+ */
+export type InferReturn<R = CallableResult> =
+  | R[]
+  | Promise<R[]>
+  | Iterable<R[]>
+  | AsyncIterable<R[]>;
 
 /**
  * An inference callable: receives the batch of requests (and the context) and returns one result
  * per request, in order. Generators yield steps of results (decoupled models).
+ *
+ * @typeParam I The inputs, e.g. `TensorsOf<typeof inputs>`.
+ * @typeParam O The outputs, e.g. `TensorsOf<typeof outputs>`.
+ * @typeParam R What it gives back per request (see {@linkcode InferReturn}).
  */
-export type InferFunc = (requests: Request[], context: InferContext) => InferReturn;
+export type InferFunc<I = Tensors, O = Tensors, R extends CallableResult<O> = CallableResult<O>> = (
+  requests: InferRequest<I>[],
+  context: InferContext,
+) => InferReturn<R>;
 
-/** A class instance serving as a callable through its `infer` method. */
-export interface InferCallableObject {
+/**
+ * A class instance serving as a callable through its `infer` method.
+ *
+ * @typeParam I The inputs.
+ * @typeParam O The outputs.
+ * @typeParam R What it gives back per request (see {@linkcode InferReturn}).
+ */
+export interface InferCallableObject<
+  I = Tensors,
+  O = Tensors,
+  R extends CallableResult<O> = CallableResult<O>,
+> {
   /** Runs one batch. */
-  infer(requests: Request[], context: InferContext): InferReturn;
+  infer(requests: InferRequest<I>[], context: InferContext): InferReturn<R>;
 }
 
-/** What `bind()` accepts as one instance's callable. */
-export type InferCallable = InferFunc | InferCallableObject;
+/**
+ * What `bind()` accepts as one instance's callable.
+ *
+ * @typeParam I The inputs.
+ * @typeParam O The outputs.
+ * @typeParam R What it gives back per request (see {@linkcode InferReturn}).
+ */
+export type InferCallable<
+  I = Tensors,
+  O = Tensors,
+  R extends CallableResult<O> = CallableResult<O>,
+> = InferFunc<I, O, R> | InferCallableObject<I, O, R>;

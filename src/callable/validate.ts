@@ -1,6 +1,7 @@
 /**
  * Validation of what an inference callable returned, with PyTriton's rules: always one plain
- * object of NDArrays per request (bytes elements as `Uint8Array`), and with `strict` the declared
+ * object of NDArrays per request (bytes elements as `Uint8Array`), or a request whose `data` is
+ * read as its outputs (the identity `requests => requests`), and with `strict` the declared
  * names, dtypes and shapes. Without `strict`, undeclared or unrequested outputs are dropped and
  * numeric outputs are converted to the declared dtype.
  *
@@ -17,7 +18,8 @@ import {
   type TypedArray,
 } from "../tensor/dtype.ts";
 import { isNDArray, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
-import type { InferResult, ModelInfo, Request } from "./types.ts";
+import { isInferRequest } from "./request.ts";
+import type { InferRequest, InferResult, ModelInfo } from "./types.ts";
 
 const KNOWN_DTYPES = new Set<string>(DTYPES);
 
@@ -41,7 +43,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function batchSizeOf(request: Request): number | undefined {
+function batchSizeOf(request: InferRequest): number | undefined {
   for (const array of Object.values(request.data)) return array.shape[0];
   return undefined;
 }
@@ -200,7 +202,7 @@ function dtypeMismatch(name: string, got: DType, wanted: DType): string {
  */
 export function validateResults(
   results: unknown,
-  requests: readonly Request[],
+  requests: readonly InferRequest[],
   model: ModelInfo,
 ): InferResult[] {
   if (!Array.isArray(results)) {
@@ -219,7 +221,10 @@ export function validateResults(
   }
   const batching = model.config.batching;
   const declared = new Map(model.outputs.map((spec) => [spec.name, spec]));
-  return results.map((result: unknown, index) => {
+  return results.map((entry: unknown, index) => {
+    // A request given back as its result (PyTriton's identity, `requests => requests`): its inputs
+    // are the outputs.
+    const result = isInferRequest(entry) ? entry.data : entry;
     if (!isPlainObject(result)) {
       throw fail(
         model,

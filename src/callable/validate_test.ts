@@ -3,7 +3,8 @@ import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts"
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { InferenceError } from "../errors.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
-import type { ModelInfo, Request } from "./types.ts";
+import { inferRequest } from "./request.ts";
+import type { InferRequest, ModelInfo } from "./types.ts";
 import { validateResults } from "./validate.ts";
 
 function model(
@@ -25,7 +26,7 @@ function model(
   };
 }
 
-function request(rows = 1, requested = ["y", "z"]): Request {
+function request(rows = 1, requested = ["y", "z"]): InferRequest {
   return {
     data: { x: ndarray(new Float32Array(rows * 2), [rows, 2]) },
     parameters: {},
@@ -203,10 +204,30 @@ Deno.test("validateResults() with strict and no batching checks the full shape",
     config: { batching: false },
     outputs: [{ name: "y", dtype: "float32", shape: [2] }],
   });
-  const noBatch: Request = { ...request(), data: {} };
+  const noBatch: InferRequest = { ...request(), data: {} };
   validateResults([{ y: ndarray(new Float32Array(2), [2]) }], [noBatch], strict);
   rejects(
     () => validateResults([{ y: ndarray(new Float32Array(2), [1, 2]) }], [noBatch], strict),
     /output 'y' has shape \[1,2\], expected \[2\]/,
+  );
+});
+
+Deno.test("validateResults() reads a request given back as its result through its data", () => {
+  const outputs: TensorSpec[] = [{ name: "x", dtype: "float32", shape: [-1] }];
+  const echo = inferRequest({ x: y(2) }, { requestedOutputNames: ["x"] });
+  const [result] = validateResults([echo], [echo], model({ outputs }));
+  assert.deepEqual(Object.keys(result!), ["x"]);
+  assert.equal(result!.x, echo.data.x);
+  // Without strict, inputs that are not outputs are dropped; with strict they are refused.
+  const extra = inferRequest({ x: y(2), w: y(2) }, { requestedOutputNames: ["x"] });
+  assert.deepEqual(Object.keys(validateResults([extra], [extra], model({ outputs }))[0]!), ["x"]);
+  rejects(
+    () => validateResults([extra], [extra], model({ outputs, strict: true })),
+    /output 'w' is not declared \(declared outputs: x\)/,
+  );
+  // Outputs by name are not mistaken for a request: a "data" output is a tensor, not an object.
+  rejects(
+    () => validateResults([{ data: { x: y() } }], [request()], model()),
+    /output 'data' of request 0 is Object, expected an NDArray/,
   );
 });

@@ -11,7 +11,7 @@
  *
  * @example Catch any client error
  * ```ts
- * import { ClientError, ClientTimeoutError } from "./errors.ts";
+ * import { ClientError, ClientTimeoutError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error: unknown = new ClientTimeoutError("Timed out after 1 s waiting for server");
@@ -39,7 +39,7 @@ export class ClientError extends Error {
  *
  * @example Prints as one line
  * ```ts
- * import { ClientPermissionError } from "./errors.ts";
+ * import { ClientPermissionError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientPermissionError(
@@ -69,7 +69,7 @@ export class ClientPermissionError extends ClientError {
  *
  * @example
  * ```ts
- * import { ClientValueError } from "./errors.ts";
+ * import { ClientValueError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientValueError("Cannot infer: input 'a' is not an NDArray");
@@ -83,7 +83,7 @@ export class ClientValueError extends ClientError {}
  *
  * @example
  * ```ts
- * import { ClientInvalidUrlError, ClientValueError } from "./errors.ts";
+ * import { ClientInvalidUrlError, ClientValueError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientInvalidUrlError("Invalid URL 'ftp://x': scheme must be http or grpc");
@@ -98,7 +98,7 @@ export class ClientInvalidUrlError extends ClientValueError {}
  *
  * @example
  * ```ts
- * import { ClientTimeoutError } from "./errors.ts";
+ * import { ClientTimeoutError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(new ClientTimeoutError("Timed out").name, "ClientTimeoutError");
@@ -111,7 +111,7 @@ export class ClientTimeoutError extends ClientError {}
  *
  * @example
  * ```ts
- * import { ClientModelUnavailableError } from "./errors.ts";
+ * import { ClientModelUnavailableError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(new ClientModelUnavailableError("Model 'm' is unavailable").name, "ClientModelUnavailableError");
@@ -124,7 +124,7 @@ export class ClientModelUnavailableError extends ClientError {}
  *
  * @example
  * ```ts
- * import { ClientClosedError } from "./errors.ts";
+ * import { ClientClosedError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(new ClientClosedError("Client is closed").name, "ClientClosedError");
@@ -137,7 +137,7 @@ export class ClientClosedError extends ClientError {}
  *
  * @example
  * ```ts
- * import { ClientModelDoesntSupportBatchingError } from "./errors.ts";
+ * import { ClientModelDoesntSupportBatchingError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientModelDoesntSupportBatchingError("Model 'm' does not support batching");
@@ -168,7 +168,7 @@ export interface ClientInferenceServerErrorOptions extends ErrorOptions {
  *
  * @example HTTP 400
  * ```ts
- * import { ClientInferenceServerError } from "./errors.ts";
+ * import { ClientInferenceServerError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientInferenceServerError("Inference failed: bad input", {
@@ -204,7 +204,7 @@ export class ClientInferenceServerError extends ClientError {
  *
  * @example
  * ```ts
- * import { ClientInferenceServerError, ClientQueueFullError } from "./errors.ts";
+ * import { ClientInferenceServerError, ClientQueueFullError } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = new ClientQueueFullError("Inference failed: Exceeds maximum queue size", { status: 503 });

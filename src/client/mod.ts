@@ -52,16 +52,21 @@ export {
   ClientValueError,
 } from "./errors.ts";
 export {
+  asDType,
   type BytesNDArray,
   type NDArray,
   ndarray,
   type NDArrayData,
   type NDArrayOptions,
+  type NestedArray,
   type NumericNDArray,
 } from "../tensor/ndarray.ts";
 export type {
   DType,
   DTypeLike,
+  DTypeOf,
+  DTypeOfArray,
+  DTypeSpellings,
   KServeDType,
   NumericDType,
   TypedArray,

@@ -213,8 +213,7 @@ function declaredSpec(spec: ClientTensorSpec, batching: boolean): GenerateTensor
  *
  * @example Refuses bad URLs at once
  * ```ts
- * import { ModelClient } from "./model_client.ts";
- * import { ClientInvalidUrlError } from "./errors.ts";
+ * import { ClientInvalidUrlError, ModelClient } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.throws(() => new ModelClient("ftp://localhost", "AddSub"), ClientInvalidUrlError);
@@ -222,9 +221,7 @@ function declaredSpec(spec: ClientTensorSpec, batching: boolean): GenerateTensor
  *
  * @example Calls after close fail
  * ```ts
- * import { ModelClient } from "./model_client.ts";
- * import { ClientClosedError } from "./errors.ts";
- * import { ndarray } from "../tensor/ndarray.ts";
+ * import { ClientClosedError, ModelClient, ndarray } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const client = new ModelClient("localhost:8000", "AddSub");

@@ -138,7 +138,7 @@ function parseParameters(value: unknown): Record<string, string> {
  *
  * @example A batching model
  * ```ts
- * import { parseModelConfig } from "./model_config.ts";
+ * import { parseModelConfig } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * const config = parseModelConfig({

@@ -39,7 +39,7 @@ const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//;
  *
  * @example Every form
  * ```ts
- * import { parseTritonUrl } from "./url.ts";
+ * import { parseTritonUrl } from "./mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(parseTritonUrl("localhost").withScheme, "http://localhost:8000");

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ModelInfo, Request } from "../callable/types.ts";
+import type { InferRequest, ModelInfo } from "../callable/types.ts";
 import type { ModelWarmup, WarmupInput } from "../config/model_config.ts";
 import { TritonBadParameterError } from "../errors.ts";
 import { arrayConstructorOf, type DType, toDType } from "../tensor/dtype.ts";
@@ -44,7 +44,7 @@ export interface CheckedWarmupInput {
  *   inputs: [{ name: "x", dtype: "float32" as const, shape: [-1], optional: false }],
  *   outputs: [],
  * };
- * const stage = { name: "s", batchSize: 1, inputs: { x: { dtype: "float32", shape: [2], zeroData: true } } };
+ * const stage = { name: "s", batchSize: 1, inputs: { x: { dtype: "float32", shape: [2], zeroData: true } } } as const;
  * assert.equal(checkWarmupStage(model, stage)[0]!.dtype, "float32");
  * assert.throws(
  *   () => checkWarmupStage(model, { ...stage, inputs: { z: { dtype: "float32", shape: [2], zeroData: true } } }),
@@ -159,7 +159,7 @@ export async function warmupRequests(
   model: ModelInfo,
   stage: ModelWarmup,
   signal: AbortSignal,
-): Promise<Request[]> {
+): Promise<InferRequest[]> {
   const inputs = checkWarmupStage(model, stage);
   const files = new Map<string, Uint8Array>();
   for (const { name, input } of inputs) {
@@ -174,7 +174,7 @@ export async function warmupRequests(
       );
     }
   }
-  const requests: Request[] = [];
+  const requests: InferRequest[] = [];
   for (let i = 0; i < stage.batchSize; i++) {
     const data: Record<string, NDArray> = {};
     for (const { name, dtype, dims, input } of inputs) {

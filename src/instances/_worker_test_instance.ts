@@ -5,11 +5,11 @@
  * @module
  */
 
-import type { InferFunc, InferResult, Request } from "../callable/types.ts";
+import type { InferFunc, InferRequest, InferResult } from "../callable/types.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import type { WorkerContext } from "./worker_protocol.ts";
 
-function echo(request: Request): InferResult {
+function echo(request: InferRequest): InferResult {
   const x = request.data.x!;
   const result: InferResult = { y: ndarray((x.data as Float32Array).slice(), x.shape) };
   if (request.data.s !== undefined) result.t = request.data.s;
@@ -19,10 +19,10 @@ function echo(request: Request): InferResult {
 /** The factory. */
 export default function factory(ctx: WorkerContext): InferFunc {
   if (ctx.model.config.decoupled) {
-    return async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+    return async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
       const x = requests[0]!.data.x!.data as Float32Array;
       for (const value of x) yield requests.map(() => ({ y: ndarray(new Float32Array([value])) }));
     };
   }
-  return (requests: Request[]) => requests.map(echo);
+  return (requests: InferRequest[]) => requests.map(echo);
 }

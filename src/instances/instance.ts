@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { InferResult, ModelInfo, Request } from "../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
 
 /** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
 export interface NativeTensorLocation {
@@ -34,13 +34,13 @@ export interface ModelInstance extends AsyncDisposable {
    * order; rejects with the error that fails the whole batch. `native`, when given, locates the
    * inputs in the Triton core's memory (instances may ignore it).
    */
-  execute(requests: Request[], native?: NativeLocations): Promise<InferResult[]>;
+  execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]>;
   /**
    * Runs one batch of a decoupled model: each step holds one validated result per request. The
    * iterable ends when the callable is done and throws the error that ends every stream.
    * `native` is as for {@linkcode ModelInstance.execute}.
    */
-  stream(requests: Request[], native?: NativeLocations): AsyncIterable<InferResult[]>;
+  stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]>;
 }
 
 /** Creates the instances of a model when it is loaded. */

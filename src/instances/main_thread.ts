@@ -10,9 +10,9 @@ import { runCoupled, runDecoupled } from "../callable/invoke.ts";
 import type {
   InferCallable,
   InferContext,
+  InferRequest,
   InferResult,
   ModelInfo,
-  Request,
 } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
@@ -50,7 +50,7 @@ class MainThreadInstance implements ModelInstance {
     return this.#alive;
   }
 
-  async execute(requests: Request[]): Promise<InferResult[]> {
+  async execute(requests: InferRequest[]): Promise<InferResult[]> {
     const release = await this.#gate.acquire();
     try {
       const value = await runCoupled(this.#callable, requests, this.#context);
@@ -60,7 +60,7 @@ class MainThreadInstance implements ModelInstance {
     }
   }
 
-  async *stream(requests: Request[]): AsyncIterable<InferResult[]> {
+  async *stream(requests: InferRequest[]): AsyncIterable<InferResult[]> {
     const release = await this.#gate.acquire();
     try {
       for await (const step of runDecoupled(this.#callable, requests, this.#context)) {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { InferContext, InferResult, Request } from "../callable/types.ts";
+import type { InferContext, InferRequest, InferResult } from "../callable/types.ts";
 import { resolveModelConfig } from "../config/model_config.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
@@ -13,7 +13,7 @@ const model = {
   outputs: [{ name: "y", dtype: "float64" as const, shape: [1], optional: false }],
   config: resolveModelConfig({ batching: false }),
 };
-const request: Request = {
+const request: InferRequest = {
   data: {},
   parameters: {},
   requestedOutputNames: ["y"],
@@ -22,7 +22,7 @@ const request: Request = {
 
 Deno.test("MainThreadInstances gives each instance its index and device in the context", async () => {
   const contexts: InferContext[] = [];
-  const fn = (requests: Request[], context: InferContext): InferResult[] => {
+  const fn = (requests: InferRequest[], context: InferContext): InferResult[] => {
     contexts.push(context);
     return requests.map(() => ({ y: ndarray([context.instanceIndex]) }));
   };
@@ -47,7 +47,7 @@ Deno.test("MainThreadInstances runs one batch at a time per instance", async () 
   const gate = Promise.withResolvers<void>();
   const started: number[] = [];
   let calls = 0;
-  const fn = async (requests: Request[]): Promise<InferResult[]> => {
+  const fn = async (requests: InferRequest[]): Promise<InferResult[]> => {
     started.push(++calls);
     if (calls === 1) await gate.promise;
     return requests.map(() => ({ y: ndarray([calls]) }));

@@ -11,7 +11,7 @@
 /// <reference lib="deno.worker" />
 
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferContext, InferResult, Request } from "../callable/types.ts";
+import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
@@ -64,7 +64,7 @@ async function init(module: string, ctx: WorkerContext): Promise<void> {
   }
 }
 
-function toRequests(id: number, wire: readonly WireRequest[]): Request[] {
+function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
   const controllers = wire.map(() => new AbortController());
   running.set(id, controllers);
   return wire.map((entry, index) => {

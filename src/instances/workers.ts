@@ -8,7 +8,7 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { InferResult, ModelInfo, Request } from "../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { Logger } from "../log.ts";
 import type { InstanceProvider, ModelInstance, NativeLocations } from "./instance.ts";
@@ -331,7 +331,7 @@ class WorkerInstance implements ModelInstance {
   }
 
   /** Sends a batch; returns its step queue. */
-  async #send(requests: Request[], native: NativeLocations | undefined): Promise<StepQueue> {
+  async #send(requests: InferRequest[], native: NativeLocations | undefined): Promise<StepQueue> {
     if (!this.#alive && this.#restarting !== undefined) await this.#restarting;
     const worker = this.#worker;
     if (!this.#alive || worker === undefined) {
@@ -386,7 +386,7 @@ class WorkerInstance implements ModelInstance {
     return queue;
   }
 
-  async execute(requests: Request[], native?: NativeLocations): Promise<InferResult[]> {
+  async execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]> {
     const release = await this.#gate.acquire();
     try {
       const queue = await this.#send(requests, native);
@@ -401,7 +401,7 @@ class WorkerInstance implements ModelInstance {
     }
   }
 
-  async *stream(requests: Request[], native?: NativeLocations): AsyncIterable<InferResult[]> {
+  async *stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]> {
     const release = await this.#gate.acquire();
     try {
       yield* await this.#send(requests, native);
@@ -436,7 +436,7 @@ class WorkerInstance implements ModelInstance {
  *
  * @example Two CPU instances
  * ```ts ignore
- * import { workers } from "./workers.ts";
+ * import { workers } from "../../mod.ts";
  *
  * triton.bind({ modelName: "Linear", inferFunc: workers(new URL("./instance.ts", import.meta.url), { count: 2 }), ... });
  * ```
@@ -556,7 +556,7 @@ export class WorkerInstances implements InstanceProvider {
  *
  * @example Devices and counts
  * ```ts
- * import { workers } from "./workers.ts";
+ * import { workers } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda:0", "cuda:1"] });

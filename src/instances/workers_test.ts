@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { ModelInfo, Request } from "../callable/types.ts";
+import type { InferRequest, ModelInfo } from "../callable/types.ts";
 import { resolveModelConfig } from "../config/model_config.ts";
 import { Logger } from "../log.ts";
 import { ndarray } from "../tensor/ndarray.ts";
@@ -25,7 +25,7 @@ function modelInfo(decoupled = false): ModelInfo {
   };
 }
 
-function request(data: Request["data"], outputs = ["y"]): Request {
+function request(data: InferRequest["data"], outputs = ["y"]): InferRequest {
   return {
     data,
     parameters: {},

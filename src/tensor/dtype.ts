@@ -91,8 +91,84 @@ export type TypedArrayConstructor =
   | Float32ArrayConstructor
   | Float64ArrayConstructor;
 
-/** What {@linkcode toDType} accepts: a DenoTriton name, a KServe name, a Triton config name or a TypedArray constructor. */
-export type DTypeLike = DType | KServeDType | `TYPE_${string}` | TypedArrayConstructor | string;
+/**
+ * Every spelling of each dtype that DenoTriton accepts: its own name, the KServe name, Triton's
+ * model-config name and the common NumPy spellings (`"np.float32"`, the type codes `"f4"` and
+ * `"<f4"`). A spelling outside these is a compile error in a {@linkcode DTypeLike} position.
+ */
+export interface DTypeSpellings {
+  /** Booleans. */
+  bool: "bool" | "BOOL" | "TYPE_BOOL" | "bool_" | "np.bool_" | "?" | "b1" | "|b1";
+  /** Signed 8-bit integers. */
+  int8: "int8" | "INT8" | "TYPE_INT8" | "np.int8" | "i1" | "|i1";
+  /** Signed 16-bit integers. */
+  int16: "int16" | "INT16" | "TYPE_INT16" | "np.int16" | "i2" | "<i2";
+  /** Signed 32-bit integers. */
+  int32: "int32" | "INT32" | "TYPE_INT32" | "np.int32" | "i4" | "<i4";
+  /** Signed 64-bit integers. */
+  int64: "int64" | "INT64" | "TYPE_INT64" | "np.int64" | "i8" | "<i8";
+  /** Unsigned 8-bit integers. */
+  uint8: "uint8" | "UINT8" | "TYPE_UINT8" | "np.uint8" | "u1" | "|u1";
+  /** Unsigned 16-bit integers. */
+  uint16: "uint16" | "UINT16" | "TYPE_UINT16" | "np.uint16" | "u2" | "<u2";
+  /** Unsigned 32-bit integers. */
+  uint32: "uint32" | "UINT32" | "TYPE_UINT32" | "np.uint32" | "u4" | "<u4";
+  /** Unsigned 64-bit integers. */
+  uint64: "uint64" | "UINT64" | "TYPE_UINT64" | "np.uint64" | "u8" | "<u8";
+  /** IEEE half-precision floats. */
+  float16: "float16" | "FP16" | "TYPE_FP16" | "np.float16" | "f2" | "<f2";
+  /** bfloat16 (NumPy has no such type; `ml_dtypes` calls it `bfloat16`). */
+  bfloat16: "bfloat16" | "BF16" | "TYPE_BF16";
+  /** Single-precision floats. */
+  float32: "float32" | "FP32" | "TYPE_FP32" | "np.float32" | "f4" | "<f4";
+  /** Double-precision floats. */
+  float64: "float64" | "FP64" | "TYPE_FP64" | "np.float64" | "f8" | "<f8";
+  /** Byte strings (PyTriton declares them as `np.bytes_` or `object`). */
+  bytes:
+    | "bytes"
+    | "BYTES"
+    | "TYPE_STRING"
+    | "TYPE_BYTES"
+    | "string"
+    | "bytes_"
+    | "np.bytes_"
+    | "object"
+    | "np.object_";
+}
+
+/**
+ * What {@linkcode toDType} accepts, and so what a tensor spec's `dtype` may be: one of the
+ * {@linkcode DTypeSpellings} or a TypedArray constructor.
+ */
+export type DTypeLike = DTypeSpellings[DType] | TypedArrayConstructor;
+
+/**
+ * The dtype a TypedArray holds (`Uint8Array` reads as `"uint8"`, `Uint16Array` as `"uint16"`).
+ *
+ * @typeParam A A TypedArray type.
+ */
+export type DTypeOfArray<A> = A extends Float32Array ? "float32"
+  : A extends Float64Array ? "float64"
+  : A extends Int32Array ? "int32"
+  : A extends BigInt64Array ? "int64"
+  : A extends Uint8Array ? "uint8"
+  : A extends Int8Array ? "int8"
+  : A extends Int16Array ? "int16"
+  : A extends Uint16Array ? "uint16"
+  : A extends Uint32Array ? "uint32"
+  : A extends BigUint64Array ? "uint64"
+  : A extends Float16Array ? "float16"
+  : NumericDType;
+
+/**
+ * The dtype a {@linkcode DTypeLike} names, at the type level: `DTypeOf<"f4">` and
+ * `DTypeOf<Float32ArrayConstructor>` are `"float32"`; the wide `DTypeLike` gives `DType`.
+ *
+ * @typeParam L A spelling or a TypedArray constructor type.
+ */
+export type DTypeOf<L extends DTypeLike> = L extends TypedArrayConstructor
+  ? DTypeOfArray<L["prototype"]>
+  : { [D in DType]: L extends DTypeSpellings[D] ? D : never }[DType];
 
 interface DTypeInfo {
   kserve: KServeDType;
@@ -121,17 +197,102 @@ const INFO: Record<DType, DTypeInfo> = {
 /** Every dtype, in Triton's enum order. */
 export const DTYPES: readonly DType[] = Object.keys(INFO) as DType[];
 
-const BY_NAME = new Map<string, DType>();
+// Typed so that the compiler checks it against DTypeSpellings: every spelling, mapped to its dtype.
+const SPELLINGS: { readonly [D in DType as DTypeSpellings[D]]: D } = {
+  bool: "bool",
+  BOOL: "bool",
+  TYPE_BOOL: "bool",
+  bool_: "bool",
+  "np.bool_": "bool",
+  "?": "bool",
+  b1: "bool",
+  "|b1": "bool",
+  int8: "int8",
+  INT8: "int8",
+  TYPE_INT8: "int8",
+  "np.int8": "int8",
+  i1: "int8",
+  "|i1": "int8",
+  int16: "int16",
+  INT16: "int16",
+  TYPE_INT16: "int16",
+  "np.int16": "int16",
+  i2: "int16",
+  "<i2": "int16",
+  int32: "int32",
+  INT32: "int32",
+  TYPE_INT32: "int32",
+  "np.int32": "int32",
+  i4: "int32",
+  "<i4": "int32",
+  int64: "int64",
+  INT64: "int64",
+  TYPE_INT64: "int64",
+  "np.int64": "int64",
+  i8: "int64",
+  "<i8": "int64",
+  uint8: "uint8",
+  UINT8: "uint8",
+  TYPE_UINT8: "uint8",
+  "np.uint8": "uint8",
+  u1: "uint8",
+  "|u1": "uint8",
+  uint16: "uint16",
+  UINT16: "uint16",
+  TYPE_UINT16: "uint16",
+  "np.uint16": "uint16",
+  u2: "uint16",
+  "<u2": "uint16",
+  uint32: "uint32",
+  UINT32: "uint32",
+  TYPE_UINT32: "uint32",
+  "np.uint32": "uint32",
+  u4: "uint32",
+  "<u4": "uint32",
+  uint64: "uint64",
+  UINT64: "uint64",
+  TYPE_UINT64: "uint64",
+  "np.uint64": "uint64",
+  u8: "uint64",
+  "<u8": "uint64",
+  float16: "float16",
+  FP16: "float16",
+  TYPE_FP16: "float16",
+  "np.float16": "float16",
+  f2: "float16",
+  "<f2": "float16",
+  bfloat16: "bfloat16",
+  BF16: "bfloat16",
+  TYPE_BF16: "bfloat16",
+  float32: "float32",
+  FP32: "float32",
+  TYPE_FP32: "float32",
+  "np.float32": "float32",
+  f4: "float32",
+  "<f4": "float32",
+  float64: "float64",
+  FP64: "float64",
+  TYPE_FP64: "float64",
+  "np.float64": "float64",
+  f8: "float64",
+  "<f8": "float64",
+  bytes: "bytes",
+  BYTES: "bytes",
+  TYPE_STRING: "bytes",
+  TYPE_BYTES: "bytes",
+  string: "bytes",
+  bytes_: "bytes",
+  "np.bytes_": "bytes",
+  object: "bytes",
+  "np.object_": "bytes",
+};
+
+const BY_NAME = new Map<string, DType>(Object.entries(SPELLINGS));
 // fromKServe() runs for every tensor of every request: a lookup, not a scan of INFO.
 const BY_KSERVE = new Map<string, DType>();
 for (const [name, info] of Object.entries(INFO) as [DType, DTypeInfo][]) {
   BY_KSERVE.set(info.kserve, name);
-  BY_NAME.set(name, name);
-  BY_NAME.set(info.kserve, name);
-  BY_NAME.set(info.config, name);
 }
-BY_NAME.set("TYPE_BYTES", "bytes");
-BY_NAME.set("string", "bytes");
 
 const BY_CONSTRUCTOR = new Map<unknown, DType>([
   [Uint8Array, "uint8"],
@@ -150,7 +311,8 @@ const BY_CONSTRUCTOR = new Map<unknown, DType>([
 /**
  * Normalises any accepted spelling of a dtype to DenoTriton's name.
  *
- * @param value `"float32"`, `"FP32"`, `"TYPE_FP32"`, `Float32Array`, ...
+ * @param value `"float32"`, `"FP32"`, `"TYPE_FP32"`, `"np.float32"`, `"<f4"`, `Float32Array`, ...
+ *   (any of the {@linkcode DTypeSpellings}); other strings, read at run time, throw.
  * @returns The DenoTriton dtype name.
  * @throws {TritonValidationError} When the value names no dtype.
  *
@@ -161,17 +323,20 @@ const BY_CONSTRUCTOR = new Map<unknown, DType>([
  *
  * assert.equal(toDType("FP32"), "float32");
  * assert.equal(toDType("TYPE_STRING"), "bytes");
+ * assert.equal(toDType("<f4"), "float32");
+ * assert.equal(toDType("np.int64"), "int64");
  * assert.equal(toDType(BigInt64Array), "int64");
+ * assert.throws(() => toDType("flaot32"), /Unknown dtype "flaot32"/);
  * ```
  */
-export function toDType(value: DTypeLike): DType {
+export function toDType(value: string | TypedArrayConstructor): DType {
   const found = typeof value === "string" ? BY_NAME.get(value) : BY_CONSTRUCTOR.get(value);
   if (found === undefined) {
     const shown = typeof value === "function" ? value.name : JSON.stringify(value);
     throw new TritonValidationError(
       `Unknown dtype ${shown}: expected one of ${
         DTYPES.join(", ")
-      }, a KServe name like "FP32" or a TypedArray constructor`,
+      }, a KServe name like "FP32", a NumPy name like "np.float32" or "<f4", or a TypedArray constructor`,
     );
   }
   return found;

@@ -12,6 +12,8 @@ import {
   arrayConstructorOf,
   type DType,
   type DTypeLike,
+  type DTypeOf,
+  type DTypeOfArray,
   dtypeOfArray,
   elementSize,
   isBigIntDType,
@@ -41,8 +43,30 @@ export interface BytesNDArray {
   readonly data: readonly Uint8Array[];
 }
 
-/** A tensor value. */
-export type NDArray = NumericNDArray | BytesNDArray;
+/**
+ * A tensor value; `NDArray<"float32">` is a tensor whose `data` is a `Float32Array`,
+ * `NDArray<"bytes">` one whose `data` holds `Uint8Array`s, and the plain `NDArray` any tensor.
+ *
+ * @typeParam D The dtype (a union gives a union of tensors).
+ */
+export type NDArray<D extends DType = DType> = [DType] extends [D] ? NumericNDArray | BytesNDArray
+  : D extends "bytes" ? BytesNDArray
+  : D extends NumericDType ? NumericNDArray<D>
+  : never;
+
+/**
+ * One element of a tensor of dtype `D`, as {@linkcode map} and {@linkcode zip} hand it over:
+ * `bigint` for 64-bit integers, a `Uint8Array` for bytes, else a `number` (bool 0 or 1, bfloat16
+ * its raw 16-bit pattern).
+ *
+ * @typeParam D The dtype.
+ */
+export type ElementOf<D extends DType> = D extends "bytes" ? Uint8Array
+  : D extends "int64" | "uint64" ? bigint
+  : number;
+
+/** Nested arrays of `T`: `T[]`, `T[][]`, ... */
+export type NestedArray<T> = readonly T[] | readonly NestedArray<T>[];
 
 /** What {@linkcode ndarray} accepts as data. */
 export type NDArrayData =
@@ -96,7 +120,7 @@ export function shapeSize(shape: readonly number[]): number {
  *
  * @example From a TypedArray
  * ```ts
- * import { ndarray } from "./ndarray.ts";
+ * import { ndarray } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const a = ndarray(new Float32Array([1, 2, 3, 4]), [2, 2]);
@@ -106,7 +130,7 @@ export function shapeSize(shape: readonly number[]): number {
  *
  * @example Nested numbers and strings
  * ```ts
- * import { ndarray } from "./ndarray.ts";
+ * import { ndarray } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const m = ndarray([[1, 2], [3, 4]], undefined, { dtype: "int32" });
@@ -117,6 +141,70 @@ export function shapeSize(shape: readonly number[]): number {
  * assert.deepEqual([...(s.data[1] as Uint8Array)], [98, 0, 99]);
  * ```
  */
+export function ndarray<const L extends DTypeLike>(
+  data: NDArrayData,
+  shape: readonly number[] | undefined,
+  options: NDArrayOptions & { dtype: L },
+): NDArray<DTypeOf<L>>;
+/**
+ * Builds an {@linkcode NDArray} of a TypedArray's own dtype (a `Uint8Array` gives uint8).
+ *
+ * @param data The elements.
+ * @param shape The dimensions; defaults to `[data.length]`.
+ * @returns The tensor, viewing `data` (no copy).
+ */
+export function ndarray<A extends TypedArray>(
+  data: A,
+  shape?: readonly number[],
+): NDArray<DTypeOfArray<A>>;
+/**
+ * Builds a bytes {@linkcode NDArray} from strings (UTF-8 encoded) or `Uint8Array`s.
+ *
+ * @param data The elements, flat or nested.
+ * @param shape The dimensions; defaults to the nesting.
+ * @returns The tensor.
+ */
+export function ndarray(
+  data: NestedArray<string | Uint8Array>,
+  shape?: readonly number[],
+): NDArray<"bytes">;
+/**
+ * Builds a float64 {@linkcode NDArray} from JavaScript numbers.
+ *
+ * @param data The elements, flat or nested.
+ * @param shape The dimensions; defaults to the nesting.
+ * @returns The tensor.
+ */
+export function ndarray(data: NestedArray<number>, shape?: readonly number[]): NDArray<"float64">;
+/**
+ * Builds an int64 {@linkcode NDArray} from bigints.
+ *
+ * @param data The elements, flat or nested.
+ * @param shape The dimensions; defaults to the nesting.
+ * @returns The tensor.
+ */
+export function ndarray(data: NestedArray<bigint>, shape?: readonly number[]): NDArray<"int64">;
+/**
+ * Builds a bool {@linkcode NDArray} from booleans.
+ *
+ * @param data The elements, flat or nested.
+ * @param shape The dimensions; defaults to the nesting.
+ * @returns The tensor.
+ */
+export function ndarray(data: NestedArray<boolean>, shape?: readonly number[]): NDArray<"bool">;
+/**
+ * Builds an {@linkcode NDArray} of any data.
+ *
+ * @param data A TypedArray or (nested) array.
+ * @param shape The dimensions.
+ * @param options The dtype.
+ * @returns The tensor.
+ */
+export function ndarray(
+  data: NDArrayData,
+  shape?: readonly number[],
+  options?: NDArrayOptions,
+): NDArray;
 export function ndarray(
   data: NDArrayData,
   shape?: readonly number[],
@@ -397,4 +485,49 @@ export function isNDArray(value: unknown): value is NDArray {
   if (typeof candidate.dtype !== "string" || !Array.isArray(candidate.shape)) return false;
   if (candidate.dtype === "bytes") return Array.isArray(candidate.data);
   return ArrayBuffer.isView(candidate.data);
+}
+
+/**
+ * A tensor checked to have dtype `dtype`, typed as such: for outputs a client received, or any
+ * tensor whose dtype is known only at run time. Nothing is converted.
+ *
+ * @typeParam L The dtype's spelling.
+ * @param array A tensor, or `undefined` (a missing output).
+ * @param dtype The dtype it must have, in any spelling `toDType` accepts.
+ * @returns The same tensor, typed `NDArray<dtype>`.
+ * @throws {TritonValidationError} When `array` is not a tensor, or has another dtype.
+ *
+ * @example Read a float32 output
+ * ```ts
+ * import { asDType, ndarray, type Tensors } from "../../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const outputs: Tensors = { y: ndarray(new Float32Array([0.5])) };
+ * const [y] = asDType(outputs.y, "float32").data;
+ * assert.equal(y, 0.5);
+ * assert.throws(() => asDType(outputs.y, "int32"), /Expected an int32 tensor, got a float32 tensor/);
+ * assert.throws(() => asDType(outputs.z, "FP32"), /Expected a float32 tensor, got undefined/);
+ * ```
+ */
+export function asDType<const L extends DTypeLike>(
+  array: NDArray | undefined,
+  dtype: L,
+): NDArray<DTypeOf<L>> {
+  const wanted = toDType(dtype);
+  const article = (name: string): string => /^[aeiou]/.test(name) ? "an" : "a";
+  if (!isNDArray(array)) {
+    throw new TritonValidationError(
+      `Expected ${article(wanted)} ${wanted} tensor, got ${
+        array === null || array === undefined ? String(array) : typeof array
+      }`,
+    );
+  }
+  if (array.dtype !== wanted) {
+    throw new TritonValidationError(
+      `Expected ${article(wanted)} ${wanted} tensor, got ${
+        article(array.dtype)
+      } ${array.dtype} tensor`,
+    );
+  }
+  return array as NDArray as NDArray<DTypeOf<L>>;
 }

@@ -10,10 +10,10 @@ import {
   batch,
   type InferContext,
   type InferFunc,
+  type InferRequest,
   type InferReturn,
   type NDArray,
   ndarray,
-  type Request,
   type WorkerContext,
 } from "../../mod.ts";
 
@@ -42,7 +42,7 @@ export default function factory(ctx: WorkerContext): InferFunc {
       who: ndarray(Array.from({ length: rows }, () => identity), [rows, 1]),
     };
   });
-  return (requests: Request[], context: InferContext): InferReturn => {
+  return (requests: InferRequest[], context: InferContext): InferReturn => {
     if (requests.some((r) => r.parameters.crash === true)) {
       // An uncaught error outside the call: the Worker dies mid-batch.
       setTimeout(() => {

@@ -1,54 +1,46 @@
 /**
- * Builders shared by the decorator tests: real requests and a real context built with
- * `resolveTensorSpecs` and `resolveModelConfig`.
+ * Builders shared by the decorator tests: real requests and a real context, built with the
+ * public `inferRequest` and `inferContext`.
  *
  * @module
  */
 
-import { type ModelConfig, resolveModelConfig } from "../../config/model_config.ts";
-import { resolveTensorSpecs, type TensorSpec } from "../../config/tensor_spec.ts";
+import type { ModelConfig } from "../../config/model_config.ts";
+import type { TensorSpec } from "../../config/tensor_spec.ts";
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
-import type { InferContext, ParameterValue, Request } from "../types.ts";
+import { inferContext } from "../context.ts";
+import { inferRequest } from "../request.ts";
+import type { InferContext, InferRequest, ParameterValue } from "../types.ts";
 
 /** What {@linkcode makeContext} needs to know about the model. */
 export interface TestModel {
   /** Model name. */
   name?: string;
   /** Declared inputs. */
-  inputs: TensorSpec[];
+  inputs: readonly TensorSpec[];
   /** Declared outputs. */
-  outputs: TensorSpec[];
+  outputs: readonly TensorSpec[];
   /** Serving configuration. */
   config?: ModelConfig;
 }
 
 /** A context for a model, as an instance would pass it. */
 export function makeContext(model: TestModel): InferContext {
-  return {
-    model: {
-      name: model.name ?? "Model",
-      version: 1,
-      inputs: resolveTensorSpecs(model.inputs, "input"),
-      outputs: resolveTensorSpecs(model.outputs, "output"),
-      config: resolveModelConfig(model.config ?? {}),
-      strict: false,
-    },
-    instanceIndex: 0,
-    device: "cpu",
+  const options: Parameters<typeof inferContext>[0] = {
+    modelName: model.name ?? "Model",
+    inputs: model.inputs,
+    outputs: model.outputs,
   };
+  if (model.config !== undefined) options.config = model.config;
+  return inferContext(options);
 }
 
 /** A request carrying `data`, with optional parameters and its own abort signal. */
 export function makeRequest(
   data: Record<string, NDArray>,
   parameters: Record<string, ParameterValue> = {},
-): Request {
-  return {
-    data,
-    parameters,
-    requestedOutputNames: [],
-    signal: new AbortController().signal,
-  };
+): InferRequest {
+  return inferRequest(data, { parameters });
 }
 
 /** A float32 tensor of `rows` rows of one value each (shape `[rows, 1]`). */

@@ -8,7 +8,8 @@
 import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { serializeBytes } from "../../tensor/bytes_codec.ts";
 import { type NDArray, shapeSize, toRawBytes } from "../../tensor/ndarray.ts";
-import type { InferContext, ModelInfo, Request } from "../types.ts";
+import { inferRequest } from "../request.ts";
+import type { InferContext, InferRequest, ModelInfo } from "../types.ts";
 import type { Callable } from "./types.ts";
 
 /** The key {@linkcode tritonContext} injects into the inputs; never a tensor. */
@@ -47,7 +48,10 @@ export function requireModel(context: InferContext | undefined, decorator: strin
 }
 
 /** Throws unless the first argument is a list of requests (the decorator sits above `batch`). */
-export function requireRequests(value: unknown, decorator: string): asserts value is Request[] {
+export function requireRequests(
+  value: unknown,
+  decorator: string,
+): asserts value is InferRequest[] {
   if (!Array.isArray(value)) {
     throw new TritonRuntimeError(
       `Cannot run ${decorator}: it must be used above batch, on the list of requests, but it received an inputs object`,
@@ -72,13 +76,8 @@ export function requireInputs(value: unknown, decorator: string): void {
 }
 
 /** A copy of a request with other input tensors; parameters, requested outputs and signal are kept. */
-export function withData(request: Request, data: Record<string, NDArray>): Request {
-  return {
-    data,
-    parameters: request.parameters,
-    requestedOutputNames: request.requestedOutputNames,
-    signal: request.signal,
-  };
+export function withData(request: InferRequest, data: Record<string, NDArray>): InferRequest {
+  return inferRequest(data, request);
 }
 
 /** Whether a value is a thenable. */

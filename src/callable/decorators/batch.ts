@@ -6,18 +6,25 @@
 
 import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { concatBatch, type NDArray, sliceBatch } from "../../tensor/ndarray.ts";
-import type { InferContext, InferFunc, InferResult, InferReturn, Request } from "../types.ts";
+import type {
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferResult,
+  InferReturn,
+  Tensors,
+} from "../types.ts";
 import { convertOutput, getInferenceRequestBatchSize } from "./helpers.ts";
-import type { BatchCallable, BatchOutput } from "./types.ts";
+import type { BatchCallable, BatchOutput, Inputs } from "./types.ts";
 import { mapReturn, requireRequests, toFunction } from "./_util.ts";
 
-function sortedNames(request: Request): string[] {
+function sortedNames(request: InferRequest): string[] {
   return Object.keys(request.data).sort();
 }
 
 function splitOutputs(
   output: BatchOutput,
-  requests: readonly Request[],
+  requests: readonly InferRequest[],
   sizes: readonly number[],
   total: number,
   context: InferContext | undefined,
@@ -65,53 +72,62 @@ function splitOutputs(
  * @throws {TritonRuntimeError} (at call time) When outputs' axis 0 differs from the total batch
  *   size, naming the offending outputs.
  *
+ * Typed by the model: inside `bind()` (or with an `InferFunc<I, O>` annotation) the function's
+ * inputs are the declared inputs with their dtypes, and its outputs are checked against the
+ * declared outputs. Positional outputs are checked at run time only.
+ *
  * @example Add two inputs over a batch of requests
  * ```ts
- * import { batch } from "./batch.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { InferResult, Request } from "../types.ts";
+ * import {
+ *   batch,
+ *   inferContext,
+ *   type InferFunc,
+ *   inferRequest,
+ *   type InferResult,
+ *   ndarray,
+ *   type TensorsOf,
+ *   zip,
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const infer = batch(({ a, b }) => {
- *   const x = a!.data as Float32Array;
- *   const y = b!.data as Float32Array;
- *   return { sum: { dtype: "float32", shape: a!.shape, data: x.map((v, i) => v + y[i]!) } };
- * });
- * const request = (a: number[], b: number[]): Request => ({
- *   data: {
+ * const model = {
+ *   modelName: "Add",
+ *   inputs: [{ name: "a", dtype: "float32", shape: [1] }, { name: "b", dtype: "float32", shape: [1] }],
+ *   outputs: [{ name: "sum", dtype: "float32", shape: [1] }],
+ *   config: { maxBatchSize: 8 },
+ * } as const;
+ * type Inputs = TensorsOf<typeof model.inputs>;
+ * type Outputs = TensorsOf<typeof model.outputs>;
+ * const infer: InferFunc<Inputs, Outputs> = batch(({ a, b }) => ({ sum: zip(a, b, (x, y) => x + y) }));
+ * const request = (a: number[], b: number[]) =>
+ *   inferRequest({
  *     a: ndarray(new Float32Array(a), [a.length, 1]),
  *     b: ndarray(new Float32Array(b), [b.length, 1]),
- *   },
- *   parameters: {},
- *   requestedOutputNames: ["sum"],
- *   signal: new AbortController().signal,
- * });
- * const context = {
- *   model: {
- *     name: "Add",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "a", dtype: "float32", shape: [1] },
- *       { name: "b", dtype: "float32", shape: [1] },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "sum", dtype: "float32", shape: [1] }], "output"),
- *     config: resolveModelConfig({ maxBatchSize: 8 }),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const results = infer([request([1, 2], [10, 20]), request([3], [30])], context) as InferResult[];
- * assert.deepEqual([...results[0]!.sum!.data], [11, 22]);
- * assert.deepEqual(results[1]!.sum!.shape, [1, 1]);
- * assert.deepEqual([...results[1]!.sum!.data], [33]);
+ *   });
+ * const results = infer([request([1, 2], [10, 20]), request([3], [30])], inferContext(model));
+ * const [first, second] = results as InferResult[];
+ * assert.deepEqual([...first?.sum?.data ?? []], [11, 22]);
+ * assert.deepEqual(second?.sum?.shape, [1, 1]);
+ * assert.deepEqual([...second?.sum?.data ?? []], [33]);
  * ```
  */
+export function batch<I extends Inputs, O extends Tensors>(
+  fn: BatchCallable<I, O>,
+): InferFunc<I, O, InferResult<O>>;
+/**
+ * Wraps a function of batched inputs that returns positional outputs (an array of tensors in the
+ * order of the declared outputs, possibly in a promise or a generator), or outputs of types not
+ * known at compile time, into an inference callable; see the form above.
+ *
+ * @param fn The batch-level function, or an object with an `infer` method.
+ * @returns An inference callable over requests.
+ */
+export function batch<I extends Inputs, O extends Tensors = Tensors>(
+  fn: BatchCallable<I, BatchOutput>,
+): InferFunc<I, O>;
 export function batch(fn: BatchCallable): InferFunc {
   const inner = toFunction(fn, "batch");
-  return (requests: Request[], context: InferContext): InferReturn => {
+  return (requests: InferRequest[], context: InferContext): InferReturn => {
     requireRequests(requests, "batch");
     if (requests.length === 0) return [];
     const names = sortedNames(requests[0]!);

@@ -13,7 +13,14 @@ import {
   type NDArrayData,
   type NumericNDArray,
 } from "../../tensor/ndarray.ts";
-import type { InferContext, InferFunc, InferReturn, ModelInfo, Request } from "../types.ts";
+import type {
+  CallableResult,
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferReturn,
+  ModelInfo,
+} from "../types.ts";
 import { getInferenceRequestBatchSize } from "./helpers.ts";
 import type { RequestCallable } from "./types.ts";
 import { requireModel, requireRequests, toFunction, withData } from "./_util.ts";
@@ -24,6 +31,17 @@ import { requireModel, requireRequests, toFunction, withData } from "./_util.ts"
  * declared dtype.
  */
 export type DefaultValue = NDArray | NDArrayData;
+
+/**
+ * Inputs `I` with the inputs named `K` no longer optional: what the callable below
+ * {@linkcode fillOptionals} receives.
+ *
+ * @typeParam I The inputs.
+ * @typeParam K The names of the inputs that have defaults.
+ */
+export type WithDefaults<I, K extends PropertyKey> =
+  & { [P in keyof I as P extends K ? never : P]: I[P] }
+  & { [P in keyof I as P extends K ? P : never]-?: Exclude<I[P], undefined> };
 
 function describe(value: unknown): string {
   if (value === null) return "null";
@@ -119,46 +137,47 @@ function tile(value: NDArray, rows: number): NDArray {
  *   names an undeclared input or differs from its declared dtype or shape.
  * @throws {TritonValidationError} (at call time) When called without a context (not bound).
  *
+ * With typed specs, `defaults` may only name declared inputs, and the callable below sees those
+ * inputs as always present.
+ *
  * @example Default a missing threshold
  * ```ts
- * import { fillOptionals } from "./fill_optionals.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { Request } from "../types.ts";
+ * import {
+ *   fillOptionals,
+ *   inferContext,
+ *   type InferRequest,
+ *   inferRequest,
+ *   ndarray,
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * let seen: Request[] = [];
- * const infer = fillOptionals({ threshold: new Float32Array([0.5]) }, (requests: Request[]) => {
+ * let seen: InferRequest[] = [];
+ * const infer = fillOptionals({ threshold: new Float32Array([0.5]) }, (requests: InferRequest[]) => {
  *   seen = requests;
  *   return requests.map(() => ({}));
  * });
- * const context = {
- *   model: {
- *     name: "Classify",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "x", dtype: "float32", shape: [2] },
- *       { name: "threshold", dtype: "float32", shape: [1], optional: true },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "label", dtype: "int32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const request = {
- *   data: { x: ndarray(new Float32Array(6), [3, 2]) },
- *   parameters: {},
- *   requestedOutputNames: [],
- *   signal: new AbortController().signal,
- * };
- * infer([request], context);
- * assert.deepEqual(seen[0]!.data.threshold!.shape, [3, 1]);
- * assert.deepEqual([...seen[0]!.data.threshold!.data], [0.5, 0.5, 0.5]);
+ * const context = inferContext({
+ *   modelName: "Classify",
+ *   inputs: [
+ *     { name: "x", dtype: "float32", shape: [2] },
+ *     { name: "threshold", dtype: "float32", shape: [1], optional: true },
+ *   ],
+ *   outputs: [{ name: "label", dtype: "int32", shape: [1] }],
+ * });
+ * infer([inferRequest({ x: ndarray(new Float32Array(6), [3, 2]) })], context);
+ * assert.deepEqual(seen[0]?.data.threshold?.shape, [3, 1]);
+ * assert.deepEqual([...seen[0]?.data.threshold?.data ?? []], [0.5, 0.5, 0.5]);
  * ```
  */
+export function fillOptionals<
+  I,
+  O,
+  const K extends NoInfer<keyof I & string>,
+  R extends CallableResult<O>,
+>(
+  defaults: { readonly [P in K]: DefaultValue },
+  fn: RequestCallable<WithDefaults<I, K>, O, R>,
+): InferFunc<I, O, R>;
 export function fillOptionals(
   defaults: Readonly<Record<string, DefaultValue>>,
   fn: RequestCallable,
@@ -174,7 +193,7 @@ export function fillOptionals(
   }
   const inner = toFunction(fn, "fillOptionals");
   const checked = new WeakMap<ModelInfo, Map<string, NDArray>>();
-  return (requests: Request[], context: InferContext): InferReturn => {
+  return (requests: InferRequest[], context: InferContext): InferReturn => {
     requireRequests(requests, "fillOptionals");
     const model = requireModel(context, "fillOptionals");
     let resolved = checked.get(model);

@@ -5,24 +5,25 @@ import {
   TritonValidationError,
 } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
-import type { InferContext, Request } from "../types.ts";
+import type { InferContext, InferRequest } from "../types.ts";
 import { fillOptionals } from "./fill_optionals.ts";
+import type { TensorSpec } from "../../config/tensor_spec.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
 
-const inputs = [
+const inputs: TensorSpec[] = [
   { name: "x", dtype: "float32", shape: [1] },
   { name: "threshold", dtype: "float32", shape: [1], optional: true },
   { name: "labels", dtype: "bytes", shape: [-1], optional: true },
   { name: "window", dtype: "int32", shape: [2, -1], optional: true },
 ];
-const outputs = [{ name: "y", dtype: "float32", shape: [1] }];
+const outputs: TensorSpec[] = [{ name: "y", dtype: "float32", shape: [1] }];
 const context = makeContext({ inputs, outputs });
 
-function capture(): { seen: Request[][]; infer: (requests: Request[]) => [] } {
-  const seen: Request[][] = [];
+function capture(): { seen: InferRequest[][]; infer: (requests: InferRequest[]) => [] } {
+  const seen: InferRequest[][] = [];
   return {
     seen,
-    infer: (requests: Request[]) => {
+    infer: (requests: InferRequest[]) => {
       seen.push(requests);
       return [];
     },

@@ -6,8 +6,21 @@
 
 import { TritonBadParameterError, TritonRuntimeError } from "../../errors.ts";
 import { isNDArray, type NDArray, sliceBatch } from "../../tensor/ndarray.ts";
-import type { InferContext, InferFunc, InferReturn, Request } from "../types.ts";
-import type { BatchCallable, BatchFunc, BatchReturn, Inputs, RequestCallable } from "./types.ts";
+import type {
+  CallableResult,
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferReturn,
+} from "../types.ts";
+import type {
+  BatchCallable,
+  BatchFunc,
+  BatchOutput,
+  BatchReturn,
+  Inputs,
+  RequestCallable,
+} from "./types.ts";
 import { CONTEXT_KEY, equalBytes, requireModel, rowKey, toFunction, withData } from "./_util.ts";
 
 /** Options of {@linkcode firstValue}. */
@@ -44,7 +57,8 @@ function preview(array: NDArray): string {
  * (shape `[]`, one element). Names that are absent are skipped. The model must support batching.
  *
  * TypeScript picks the batch-level form for an unannotated function; annotate the parameter
- * (`(requests: Request[]) => ...`) for the request-level form.
+ * (`(requests: InferRequest[]) => ...`) for the request-level form. With typed specs, `keys` may
+ * only name declared inputs.
  *
  * @param keys The names of the inputs to replace.
  * @param fn The function, or an object with an `infer` method.
@@ -57,33 +71,20 @@ function preview(array: NDArray): string {
  *
  * @example One temperature per batch
  * ```ts
- * import { firstValue } from "./first_value.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import { firstValue, inferContext, map, type NDArray, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const seen: number[][] = [];
- * const infer = firstValue(["t"], ({ x, t }) => {
- *   seen.push([...t!.shape]);
- *   const scale = (t!.data as Float32Array)[0]!;
- *   return { y: ndarray((x!.data as Float32Array).map((v) => v * scale), x!.shape) };
+ * const infer = firstValue(["t"], ({ x, t }: { x: NDArray<"float32">; t: NDArray<"float32"> }) => {
+ *   seen.push([...t.shape]);
+ *   const scale = t.data[0] ?? 1;
+ *   return { y: map(x, (v) => v * scale) };
  * });
- * const context = {
- *   model: {
- *     name: "Scale",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "x", dtype: "float32", shape: [1] },
- *       { name: "t", dtype: "float32", shape: [1] },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
+ * const context = inferContext({
+ *   modelName: "Scale",
+ *   inputs: [{ name: "x", dtype: "float32", shape: [1] }, { name: "t", dtype: "float32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
+ * });
  * const t = ndarray(new Float32Array([2, 2]), [2, 1]);
  * infer({ x: ndarray(new Float32Array([1, 2]), [2, 1]), t }, context);
  * assert.deepEqual(seen, [[]]);
@@ -91,11 +92,11 @@ function preview(array: NDArray): string {
  * assert.throws(() => infer({ x: t, t: mixed }, context), /not equal/);
  * ```
  */
-export function firstValue(
-  keys: readonly string[],
-  fn: BatchCallable,
+export function firstValue<I extends Inputs, O extends BatchOutput>(
+  keys: readonly NoInfer<keyof I & string>[],
+  fn: BatchCallable<I, O>,
   options?: FirstValueOptions,
-): BatchFunc;
+): BatchFunc<I, O>;
 /**
  * Wraps a request-level callable so each named input of every request is replaced by its first
  * element along axis 0 (see the batch-level form above for the rules).
@@ -107,45 +108,28 @@ export function firstValue(
  *
  * @example One temperature per request
  * ```ts
- * import { firstValue } from "./first_value.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { Request } from "../types.ts";
+ * import { firstValue, inferContext, type InferRequest, inferRequest, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const shapes: number[][] = [];
- * const infer = firstValue(["t"], (requests: Request[]) => {
- *   for (const request of requests) shapes.push([...request.data.t!.shape]);
+ * const infer = firstValue(["t"], (requests: InferRequest[]) => {
+ *   for (const request of requests) shapes.push([...request.data.t?.shape ?? []]);
  *   return requests.map(() => ({}));
  * });
- * const context = {
- *   model: {
- *     name: "Scale",
- *     version: 1,
- *     inputs: resolveTensorSpecs([{ name: "t", dtype: "float32", shape: [1] }], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const request = {
- *   data: { t: ndarray(new Float32Array([2, 2]), [2, 1]) },
- *   parameters: {},
- *   requestedOutputNames: [],
- *   signal: new AbortController().signal,
- * };
- * infer([request], context);
+ * const context = inferContext({
+ *   modelName: "Scale",
+ *   inputs: [{ name: "t", dtype: "float32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
+ * });
+ * infer([inferRequest({ t: ndarray(new Float32Array([2, 2]), [2, 1]) })], context);
  * assert.deepEqual(shapes, [[]]);
  * ```
  */
-export function firstValue(
-  keys: readonly string[],
-  fn: RequestCallable,
+export function firstValue<I, O, R extends CallableResult<O>>(
+  keys: readonly NoInfer<keyof I & string>[],
+  fn: RequestCallable<I, O, R>,
   options?: FirstValueOptions,
-): InferFunc;
+): InferFunc<I, O, R>;
 export function firstValue(
   keys: readonly string[],
   fn: BatchCallable | RequestCallable,
@@ -194,7 +178,7 @@ export function firstValue(
     return replaced as T;
   };
 
-  return ((first: Inputs | Request[], context: InferContext): BatchReturn | InferReturn => {
+  return ((first: Inputs | InferRequest[], context: InferContext): BatchReturn | InferReturn => {
     const model = requireModel(context, "firstValue");
     if (!model.config.batching) {
       throw new TritonRuntimeError(

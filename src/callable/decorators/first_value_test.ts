@@ -5,7 +5,7 @@ import {
   TritonValidationError,
 } from "../../errors.ts";
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
-import type { InferContext, InferResult, Request } from "../types.ts";
+import type { InferContext, InferRequest, InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { firstValue, type FirstValueOptions } from "./first_value.ts";
 import type { BatchFunc, Inputs } from "./types.ts";
@@ -19,7 +19,7 @@ const spec = {
     { name: "mode", dtype: "bytes", shape: [1] },
   ],
   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
-};
+} as const;
 const context = makeContext(spec);
 
 function capture(
@@ -85,8 +85,8 @@ Deno.test("firstValue() skips absent keys", () => {
 });
 
 Deno.test("firstValue() on a list of requests replaces each request's values", () => {
-  const seen: Request[][] = [];
-  const infer = firstValue(["t"], (requests: Request[]) => {
+  const seen: InferRequest[][] = [];
+  const infer = firstValue(["t"], (requests: InferRequest[]) => {
     seen.push(requests);
     return requests.map((request) => ({ y: request.data.x! }));
   });

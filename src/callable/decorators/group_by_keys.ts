@@ -5,7 +5,14 @@
  */
 
 import { TritonRuntimeError } from "../../errors.ts";
-import type { InferContext, InferFunc, InferResult, InferReturn, Request } from "../types.ts";
+import type {
+  CallableResult,
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferResult,
+  InferReturn,
+} from "../types.ts";
 import type { RequestCallable } from "./types.ts";
 import { isStream, requireRequests, runSequentially, toFunction } from "./_util.ts";
 
@@ -23,51 +30,44 @@ import { isStream, requireRequests, runSequentially, toFunction } from "./_util.
  *
  * @example Requests with and without an optional input
  * ```ts
- * import { groupByKeys } from "./group_by_keys.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { InferResult, Request } from "../types.ts";
+ * import {
+ *   groupByKeys,
+ *   inferContext,
+ *   type InferRequest,
+ *   inferRequest,
+ *   type InferResult,
+ *   ndarray,
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const seen: string[][] = [];
- * const infer = groupByKeys((requests: Request[]) => {
+ * const infer = groupByKeys((requests: InferRequest[]) => {
  *   seen.push(requests.map((r) => Object.keys(r.data).join("+")));
  *   return requests.map((r) => ({ n: ndarray(new Int32Array([Object.keys(r.data).length]), [1, 1]) }));
  * });
- * const request = (data: Request["data"]): Request => ({
- *   data,
- *   parameters: {},
- *   requestedOutputNames: [],
- *   signal: new AbortController().signal,
- * });
  * const x = ndarray(new Float32Array([1]), [1, 1]);
- * const context = {
- *   model: {
- *     name: "Opt",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "x", dtype: "float32", shape: [1] },
- *       { name: "y", dtype: "float32", shape: [1], optional: true },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "n", dtype: "int32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
+ * const context = inferContext({
+ *   modelName: "Opt",
+ *   inputs: [
+ *     { name: "x", dtype: "float32", shape: [1] },
+ *     { name: "y", dtype: "float32", shape: [1], optional: true },
+ *   ],
+ *   outputs: [{ name: "n", dtype: "int32", shape: [1] }],
+ * });
  * const results = infer(
- *   [request({ x }), request({ x, y: x }), request({ x })],
+ *   [inferRequest({ x }), inferRequest({ x, y: x }), inferRequest({ x })],
  *   context,
  * ) as InferResult[];
  * assert.deepEqual(seen, [["x", "x"], ["x+y"]]);
- * assert.deepEqual(results.map((r) => r.n!.data[0]), [1, 2, 1]);
+ * assert.deepEqual(results.map((r) => r.n?.data[0]), [1, 2, 1]);
  * ```
  */
+export function groupByKeys<I, O, R extends CallableResult<O>>(
+  fn: RequestCallable<I, O, R>,
+): InferFunc<I, O, R>;
 export function groupByKeys(fn: RequestCallable): InferFunc {
   const inner = toFunction(fn, "groupByKeys");
-  return (requests: Request[], context: InferContext): InferReturn => {
+  return (requests: InferRequest[], context: InferContext): InferReturn => {
     requireRequests(requests, "groupByKeys");
     const groups = new Map<string, number[]>();
     requests.forEach((request, index) => {

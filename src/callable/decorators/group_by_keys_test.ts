@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { TritonRuntimeError } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
-import type { InferResult, Request } from "../types.ts";
+import type { InferRequest, InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { groupByKeys } from "./group_by_keys.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
@@ -15,7 +15,7 @@ const context = makeContext({
   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
 });
 
-const mixed = (): Request[] => [
+const mixed = (): InferRequest[] => [
   makeRequest({ x: column([1]), scale: column([2]) }),
   makeRequest({ x: column([2]) }),
   makeRequest({ bias: column([5]), x: column([3]) }),
@@ -25,7 +25,7 @@ const mixed = (): Request[] => [
 
 Deno.test("groupByKeys() calls once per set of input names, in sorted order, and restores the order", () => {
   const calls: string[][] = [];
-  const infer = groupByKeys((requests: Request[]) => {
+  const infer = groupByKeys((requests: InferRequest[]) => {
     calls.push(requests.map((r) => `${Object.keys(r.data).sort()}:${values(r.data.x)}`));
     return requests.map((r) => ({ y: r.data.x! }));
   });
@@ -52,8 +52,8 @@ Deno.test("groupByKeys() above batch() lets optional inputs be batched", () => {
 
 Deno.test("groupByKeys() passes the requests themselves, with parameters and signals", () => {
   const original = makeRequest({ x: column([1]) }, { mode: "fast" });
-  let seen: Request | undefined;
-  const infer = groupByKeys((requests: Request[]) => {
+  let seen: InferRequest | undefined;
+  const infer = groupByKeys((requests: InferRequest[]) => {
     seen = requests[0];
     return [{}];
   });
@@ -64,7 +64,7 @@ Deno.test("groupByKeys() passes the requests themselves, with parameters and sig
 
 Deno.test("groupByKeys() runs async groups one after another", async () => {
   const events: string[] = [];
-  const infer = groupByKeys(async (requests: Request[]) => {
+  const infer = groupByKeys(async (requests: InferRequest[]) => {
     const name = Object.keys(requests[0]!.data).sort().join("+");
     events.push(`start ${name}`);
     await new Promise((resolve) => setTimeout(resolve, 1));
@@ -84,7 +84,7 @@ Deno.test("groupByKeys() runs async groups one after another", async () => {
 });
 
 Deno.test("groupByKeys() rejects a group answered with the wrong number of results", () => {
-  const infer = groupByKeys((requests: Request[]) => requests.slice(1).map(() => ({})));
+  const infer = groupByKeys((requests: InferRequest[]) => requests.slice(1).map(() => ({})));
   assert.throws(
     () => infer(mixed(), context),
     (error) =>
@@ -95,14 +95,14 @@ Deno.test("groupByKeys() rejects a group answered with the wrong number of resul
 });
 
 Deno.test("groupByKeys() rejects streams", () => {
-  const infer = groupByKeys(function* (requests: Request[]): Generator<InferResult[]> {
+  const infer = groupByKeys(function* (requests: InferRequest[]): Generator<InferResult[]> {
     yield requests.map(() => ({}));
   });
   assert.throws(() => infer(mixed(), context), /returned a stream/);
 });
 
 Deno.test("groupByKeys() refuses an inputs object", () => {
-  const infer = groupByKeys((requests: Request[]) => requests.map(() => ({})));
+  const infer = groupByKeys((requests: InferRequest[]) => requests.map(() => ({})));
   // deno-lint-ignore no-explicit-any
   assert.throws(() => infer({ x: column([1]) } as any, context), TritonRuntimeError);
 });

@@ -104,42 +104,34 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
  *
  * @example Run each temperature separately
  * ```ts
- * import { groupByValues } from "./group_by_values.ts";
- * import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import { groupByValues, inferContext, map, type NDArray, ndarray, type Tensors } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const calls: number[][] = [];
- * const infer = groupByValues(["t"], ({ x, t }) => {
- *   calls.push([...(x!.data as Float32Array)]);
- *   const scale = (t!.data as Float32Array)[0]!;
- *   return { y: ndarray((x!.data as Float32Array).map((v) => v * scale), x!.shape) };
+ * const infer = groupByValues(["t"], ({ x, t }: { x: NDArray<"float32">; t: NDArray<"float32"> }) => {
+ *   calls.push([...x.data]);
+ *   const scale = t.data[0] ?? 1;
+ *   return { y: map(x, (v) => v * scale) };
  * });
  * const inputs = {
  *   x: ndarray(new Float32Array([1, 2, 3]), [3, 1]),
  *   t: ndarray(new Float32Array([2, 10, 2]), [3, 1]),
  * };
- * const context = {
- *   model: {
- *     name: "Scale",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "x", dtype: "float32", shape: [1] },
- *       { name: "t", dtype: "float32", shape: [1] },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const { y } = infer(inputs, context) as Record<string, NDArray>;
+ * const context = inferContext({
+ *   modelName: "Scale",
+ *   inputs: [{ name: "x", dtype: "float32", shape: [1] }, { name: "t", dtype: "float32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
+ * });
+ * const { y } = infer(inputs, context) as Tensors;
  * assert.deepEqual(calls, [[1, 3], [2]]);
- * assert.deepEqual([...y!.data], [2, 20, 6]);
+ * assert.deepEqual([...y?.data ?? []], [2, 20, 6]);
  * ```
  */
+export function groupByValues<I extends Inputs, O extends BatchOutput>(
+  keys: readonly NoInfer<keyof I & string>[],
+  fn: BatchCallable<I, O>,
+  options?: GroupByValuesOptions,
+): BatchFunc<I, O>;
 export function groupByValues(
   keys: readonly string[],
   fn: BatchCallable,
@@ -345,8 +337,7 @@ function padTo(array: NDArray, tail: readonly number[], value: number | bigint):
  *
  * @example Pad groups of different lengths with -1
  * ```ts
- * import { ConstantPadder } from "./group_by_values.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { ConstantPadder, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const padder = new ConstantPadder(-1);

@@ -7,14 +7,9 @@
 
 import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { isNDArray, type NDArray } from "../../tensor/ndarray.ts";
-import type { ModelInfo, Request } from "../types.ts";
+import { isInferRequest } from "../request.ts";
+import type { InferRequestFields, ModelInfo } from "../types.ts";
 import type { Inputs } from "./types.ts";
-
-function isRequest(value: Request | Readonly<Inputs>): value is Request {
-  const candidate = value as { data?: unknown; signal?: unknown };
-  return candidate.signal instanceof AbortSignal && typeof candidate.data === "object" &&
-    candidate.data !== null && !isNDArray(candidate.data);
-}
 
 /**
  * The batch size of a request: the axis-0 length of its first input.
@@ -25,22 +20,20 @@ function isRequest(value: Request | Readonly<Inputs>): value is Request {
  *
  * @example Batch size of a request
  * ```ts
- * import { getInferenceRequestBatchSize } from "./helpers.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { getInferenceRequestBatchSize, inferRequest, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const request = {
- *   data: { x: ndarray(new Float32Array(6), [3, 2]) },
- *   parameters: {},
- *   requestedOutputNames: [],
- *   signal: new AbortController().signal,
- * };
+ * const request = inferRequest({ x: ndarray(new Float32Array(6), [3, 2]) });
  * assert.equal(getInferenceRequestBatchSize(request), 3);
  * assert.equal(getInferenceRequestBatchSize({ x: ndarray(new Int32Array(2), [2, 1]) }), 2);
  * ```
  */
-export function getInferenceRequestBatchSize(request: Request | Readonly<Inputs>): number {
-  const inputs: Readonly<Record<string, unknown>> = isRequest(request) ? request.data : request;
+export function getInferenceRequestBatchSize(
+  request: InferRequestFields | Readonly<Inputs>,
+): number {
+  const inputs: Readonly<Record<string, unknown>> = isInferRequest(request)
+    ? request.data
+    : request;
   for (const value of Object.values(inputs)) {
     if (!isNDArray(value)) continue;
     const size = value.shape[0];
@@ -67,23 +60,14 @@ export function getInferenceRequestBatchSize(request: Request | Readonly<Inputs>
  *
  * @example Positional outputs
  * ```ts
- * import { convertOutput } from "./helpers.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import { convertOutput, inferContext, ndarray } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const model = {
- *   name: "AddSub",
- *   version: 1,
- *   inputs: resolveTensorSpecs([{ name: "a", dtype: "float32", shape: [1] }], "input"),
- *   outputs: resolveTensorSpecs([
- *     { name: "add", dtype: "float32", shape: [1] },
- *     { name: "sub", dtype: "float32", shape: [1] },
- *   ], "output"),
- *   config: resolveModelConfig({}),
- *   strict: false,
- * };
+ * const { model } = inferContext({
+ *   modelName: "AddSub",
+ *   inputs: [{ name: "a", dtype: "float32", shape: [1] }],
+ *   outputs: [{ name: "add", dtype: "float32", shape: [1] }, { name: "sub", dtype: "float32", shape: [1] }],
+ * });
  * const add = ndarray(new Float32Array([3]), [1, 1]);
  * const sub = ndarray(new Float32Array([1]), [1, 1]);
  * assert.deepEqual(Object.keys(convertOutput([add, sub], model)), ["add", "sub"]);

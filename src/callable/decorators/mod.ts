@@ -12,6 +12,10 @@
  * Request parameters and abort signals reach only request-level functions: a function below
  * `batch` sees the batched tensors and the context, as in PyTriton.
  *
+ * The decorators are generic: inside `bind()`, or under an `InferFunc<I, O>` annotation, the
+ * innermost function's inputs are typed by the model's specs (`fillOptionals` makes its inputs
+ * present, `tritonContext` adds the context) and its outputs are checked against them.
+ *
  * @example A stacked callable
  * ```ts
  * import {
@@ -20,54 +24,49 @@
  *   firstValue,
  *   groupByKeys,
  *   groupByValues,
+ *   inferContext,
+ *   type InferFunc,
+ *   inferRequest,
+ *   type InferResult,
+ *   map,
+ *   ndarray,
+ *   type TensorsOf,
  *   tritonContext,
- * } from "./mod.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { InferResult, Request } from "../types.ts";
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
+ * const model = {
+ *   modelName: "Scale",
+ *   inputs: [
+ *     { name: "x", dtype: "float32", shape: [1] },
+ *     { name: "scale", dtype: "float32", shape: [1], optional: true },
+ *   ],
+ *   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
+ * } as const;
+ * type ScaleInputs = TensorsOf<typeof model.inputs>;
+ * type ScaleOutputs = TensorsOf<typeof model.outputs>;
+ *
  * const scales: number[] = [];
- * const infer = fillOptionals(
+ * const infer: InferFunc<ScaleInputs, ScaleOutputs> = fillOptionals(
  *   { scale: new Float32Array([1]) },
  *   groupByKeys(batch(groupByValues(
  *     ["scale"],
  *     firstValue(["scale"], tritonContext(({ x, scale, tritonContext }) => {
  *       assert.equal(tritonContext.model.name, "Scale");
- *       const factor = (scale!.data as Float32Array)[0]!;
+ *       const factor = scale.data[0] ?? 1; // present: fillOptionals gave it a default
  *       scales.push(factor);
- *       return [ndarray((x!.data as Float32Array).map((v) => v * factor), x!.shape)];
+ *       return { y: map(x, (v) => v * factor) };
  *     })),
  *   ))),
  * );
- * const context = {
- *   model: {
- *     name: "Scale",
- *     version: 1,
- *     inputs: resolveTensorSpecs([
- *       { name: "x", dtype: "float32", shape: [1] },
- *       { name: "scale", dtype: "float32", shape: [1], optional: true },
- *     ], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float32", shape: [1] }], "output"),
- *     config: resolveModelConfig({}),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const request = (data: Request["data"]): Request => ({
- *   data,
- *   parameters: {},
- *   requestedOutputNames: ["y"],
- *   signal: new AbortController().signal,
- * });
  * const results = infer([
- *   request({ x: ndarray(new Float32Array([1, 2]), [2, 1]) }),
- *   request({ x: ndarray(new Float32Array([3]), [1, 1]), scale: ndarray(new Float32Array([10]), [1, 1]) }),
- * ], context) as InferResult[];
- * assert.deepEqual([...results[0]!.y!.data], [1, 2]);
- * assert.deepEqual([...results[1]!.y!.data], [30]);
+ *   inferRequest({ x: ndarray(new Float32Array([1, 2]), [2, 1]) }),
+ *   inferRequest({
+ *     x: ndarray(new Float32Array([3]), [1, 1]),
+ *     scale: ndarray(new Float32Array([10]), [1, 1]),
+ *   }),
+ * ], inferContext(model)) as InferResult<ScaleOutputs>[];
+ * assert.deepEqual(results.map((result) => [...result.y.data]), [[1, 2], [30]]);
  * assert.deepEqual(scales.sort(), [1, 10]); // one call per scale
  * ```
  *
@@ -85,7 +84,7 @@ export {
   type Padder,
   type PadFn,
 } from "./group_by_values.ts";
-export { type DefaultValue, fillOptionals } from "./fill_optionals.ts";
+export { type DefaultValue, fillOptionals, type WithDefaults } from "./fill_optionals.ts";
 export { padBatch } from "./pad_batch.ts";
 export { firstValue, type FirstValueOptions } from "./first_value.ts";
 export { tritonContext } from "./triton_context.ts";

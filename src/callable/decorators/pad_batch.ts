@@ -8,7 +8,7 @@ import { TritonRuntimeError } from "../../errors.ts";
 import { concatBatch, isNDArray, type NDArray, sliceBatch } from "../../tensor/ndarray.ts";
 import type { InferContext } from "../types.ts";
 import { getInferenceRequestBatchSize } from "./helpers.ts";
-import type { BatchCallable, BatchFunc, BatchReturn, Inputs } from "./types.ts";
+import type { BatchCallable, BatchFunc, BatchOutput, BatchReturn, Inputs } from "./types.ts";
 import { CONTEXT_KEY, requireInputs, requireModel, toFunction } from "./_util.ts";
 
 /** `array` with its last row repeated until it has `rows` rows (PyTriton's `np.repeat`). */
@@ -35,33 +35,27 @@ function padRows(array: NDArray, rows: number): NDArray {
  *
  * @example Pad a batch of 3 up to the preferred size 4
  * ```ts
- * import { padBatch } from "./pad_batch.ts";
- * import { ndarray, sliceBatch } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import { inferContext, type NDArray, ndarray, padBatch, rows } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const seen: number[][] = [];
- * const infer = padBatch(({ x }) => {
- *   seen.push([...(x!.data as Int32Array)]);
- *   return { y: sliceBatch(x!, 0, 3) };
+ * const infer = padBatch(({ x }: { x: NDArray<"int32"> }) => {
+ *   seen.push([...x.data]);
+ *   return { y: ndarray(new Int32Array(rows(x).slice(0, 3).map((row) => row.data[0] ?? 0)), [3, 1]) };
  * });
- * const context = {
- *   model: {
- *     name: "Padded",
- *     version: 1,
- *     inputs: resolveTensorSpecs([{ name: "x", dtype: "int32", shape: [1] }], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "int32", shape: [1] }], "output"),
- *     config: resolveModelConfig({ maxBatchSize: 16, batcher: { preferredBatchSize: [4, 8] } }),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
+ * const context = inferContext({
+ *   modelName: "Padded",
+ *   inputs: [{ name: "x", dtype: "int32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "int32", shape: [1] }],
+ *   config: { maxBatchSize: 16, batcher: { preferredBatchSize: [4, 8] } },
+ * });
  * infer({ x: ndarray(new Int32Array([1, 2, 3]), [3, 1]) }, context);
  * assert.deepEqual(seen, [[1, 2, 3, 3]]);
  * ```
  */
+export function padBatch<I extends Inputs, O extends BatchOutput>(
+  fn: BatchCallable<I, O>,
+): BatchFunc<I, O>;
 export function padBatch(fn: BatchCallable): BatchFunc {
   const inner = toFunction(fn, "padBatch");
   return (inputs: Inputs, context: InferContext): BatchReturn => {

@@ -13,7 +13,7 @@ const spec = {
     { name: "text", dtype: "bytes", shape: [1] },
   ],
   outputs: [{ name: "y", dtype: "float32", shape: [1] }],
-};
+} as const;
 const context = makeContext({
   ...spec,
   config: { maxBatchSize: 16, batcher: { preferredBatchSize: [8, 4] } },

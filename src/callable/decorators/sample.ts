@@ -4,9 +4,16 @@
  * @module
  */
 
-import type { InferContext, InferFunc, InferResult, InferReturn, Request } from "../types.ts";
+import type {
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferResult,
+  InferReturn,
+  Tensors,
+} from "../types.ts";
 import { convertOutput } from "./helpers.ts";
-import type { BatchCallable, BatchOutput } from "./types.ts";
+import type { BatchCallable, BatchOutput, Inputs } from "./types.ts";
 import { mapReturn, requireRequests, toFunction } from "./_util.ts";
 
 /**
@@ -23,40 +30,45 @@ import { mapReturn, requireRequests, toFunction } from "./_util.ts";
  *
  * @example Double one request's input
  * ```ts
- * import { sample } from "./sample.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
- * import type { InferResult } from "../types.ts";
+ * import {
+ *   inferContext,
+ *   inferRequest,
+ *   type InferResult,
+ *   map,
+ *   type NDArray,
+ *   ndarray,
+ *   sample,
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const infer = sample(({ x }) => [ndarray((x!.data as Float64Array).map((v) => v * 2), x!.shape)]);
- * const context = {
- *   model: {
- *     name: "Double",
- *     version: 1,
- *     inputs: resolveTensorSpecs([{ name: "x", dtype: "float64", shape: [2] }], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "float64", shape: [2] }], "output"),
- *     config: resolveModelConfig({ batching: false }),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
- * const request = {
- *   data: { x: ndarray(new Float64Array([1, 2])) },
- *   parameters: {},
- *   requestedOutputNames: ["y"],
- *   signal: new AbortController().signal,
- * };
- * const results = infer([request], context) as InferResult[];
- * assert.equal(results.length, 1);
- * assert.deepEqual([...results[0]!.y!.data], [2, 4]);
+ * const infer = sample(({ x }: { x: NDArray<"float64"> }) => [map(x, (v) => v * 2)]);
+ * const context = inferContext({
+ *   modelName: "Double",
+ *   inputs: [{ name: "x", dtype: "float64", shape: [2] }],
+ *   outputs: [{ name: "y", dtype: "float64", shape: [2] }],
+ *   config: { batching: false },
+ * });
+ * const results = infer([inferRequest({ x: ndarray(new Float64Array([1, 2])) })], context);
+ * assert.equal((results as InferResult[]).length, 1);
+ * assert.deepEqual([...(results as InferResult[])[0]?.y?.data ?? []], [2, 4]);
  * ```
  */
+export function sample<I extends Inputs, O extends Tensors>(
+  fn: BatchCallable<I, O>,
+): InferFunc<I, O, InferResult<O>>;
+/**
+ * Wraps a function of one request's inputs that returns positional outputs, or outputs of types
+ * not known at compile time, into an inference callable; see the form above.
+ *
+ * @param fn The function, or an object with an `infer` method.
+ * @returns An inference callable over requests.
+ */
+export function sample<I extends Inputs, O extends Tensors = Tensors>(
+  fn: BatchCallable<I, BatchOutput>,
+): InferFunc<I, O>;
 export function sample(fn: BatchCallable): InferFunc {
   const inner = toFunction(fn, "sample");
-  return (requests: Request[], context: InferContext): InferReturn => {
+  return (requests: InferRequest[], context: InferContext): InferReturn => {
     requireRequests(requests, "sample");
     const first = requests[0];
     if (first === undefined) return [];

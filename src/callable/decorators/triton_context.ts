@@ -4,10 +4,17 @@
  * @module
  */
 
-import type { InferContext, InferFunc, InferReturn, Request } from "../types.ts";
+import type {
+  CallableResult,
+  InferContext,
+  InferFunc,
+  InferRequest,
+  InferReturn,
+} from "../types.ts";
 import type {
   BatchCallable,
   BatchFunc,
+  BatchOutput,
   BatchReturn,
   ContextInputs,
   Inputs,
@@ -22,7 +29,7 @@ import { CONTEXT_KEY, requireModel, toFunction } from "./_util.ts";
  * already the second argument, so the function is called unchanged.
  *
  * TypeScript picks the batch-level form for an unannotated function; annotate the parameter
- * (`(requests: Request[]) => ...`) for the request-level form.
+ * (`(requests: InferRequest[]) => ...`) for the request-level form.
  *
  * @param fn The function, or an object with an `infer` method.
  * @returns A function of the same level as `fn`.
@@ -30,34 +37,33 @@ import { CONTEXT_KEY, requireModel, toFunction } from "./_util.ts";
  *
  * @example Read the model configuration
  * ```ts
- * import { tritonContext } from "./triton_context.ts";
- * import { ndarray } from "../../tensor/ndarray.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import { resolveTensorSpecs } from "../../config/tensor_spec.ts";
+ * import {
+ *   type ContextInputs,
+ *   inferContext,
+ *   type NDArray,
+ *   ndarray,
+ *   tritonContext,
+ * } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * let maxBatchSize = 0;
- * const infer = tritonContext(({ x, tritonContext }) => {
+ * const infer = tritonContext(({ x, tritonContext }: ContextInputs<{ x: NDArray<"int32"> }>) => {
  *   maxBatchSize = tritonContext.model.config.maxBatchSize;
- *   return { y: x! };
+ *   return { y: x };
  * });
- * const context = {
- *   model: {
- *     name: "Echo",
- *     version: 1,
- *     inputs: resolveTensorSpecs([{ name: "x", dtype: "int32", shape: [1] }], "input"),
- *     outputs: resolveTensorSpecs([{ name: "y", dtype: "int32", shape: [1] }], "output"),
- *     config: resolveModelConfig({ maxBatchSize: 32 }),
- *     strict: false,
- *   },
- *   instanceIndex: 0,
- *   device: "cpu",
- * };
+ * const context = inferContext({
+ *   modelName: "Echo",
+ *   inputs: [{ name: "x", dtype: "int32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "int32", shape: [1] }],
+ *   config: { maxBatchSize: 32 },
+ * });
  * infer({ x: ndarray(new Int32Array([7]), [1, 1]) }, context);
  * assert.equal(maxBatchSize, 32);
  * ```
  */
-export function tritonContext(fn: BatchCallable<ContextInputs>): BatchFunc;
+export function tritonContext<I extends Inputs, O extends BatchOutput>(
+  fn: BatchCallable<ContextInputs<I>, O>,
+): BatchFunc<I, O>;
 /**
  * Passes a request-level callable through unchanged, after checking that a context is given: on a
  * list of requests the context is already the second argument.
@@ -67,23 +73,23 @@ export function tritonContext(fn: BatchCallable<ContextInputs>): BatchFunc;
  *
  * @example Read the context beside the requests
  * ```ts
- * import { tritonContext } from "./triton_context.ts";
- * import { resolveModelConfig } from "../../config/model_config.ts";
- * import type { InferContext, Request } from "../types.ts";
+ * import { type InferContext, inferContext, type InferRequest, tritonContext } from "../../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * let name = "";
- * const infer = tritonContext((requests: Request[], context: InferContext) => {
+ * const infer = tritonContext((requests: InferRequest[], context: InferContext) => {
  *   name = context.model.name;
  *   return requests.map(() => ({}));
  * });
- * const model = { name: "M", version: 1, inputs: [], outputs: [], config: resolveModelConfig({}), strict: false };
- * infer([], { model, instanceIndex: 0, device: "cpu" });
+ * infer([], inferContext({ modelName: "M" }));
  * assert.equal(name, "M");
- * assert.throws(() => infer([], undefined!), /not bound to a model/);
+ * // @ts-expect-error: called without a context
+ * assert.throws(() => infer([]), /not bound to a model/);
  * ```
  */
-export function tritonContext(fn: RequestCallable): InferFunc;
+export function tritonContext<I, O, R extends CallableResult<O>>(
+  fn: RequestCallable<I, O, R>,
+): InferFunc<I, O, R>;
 export function tritonContext(
   fn: BatchCallable<ContextInputs> | RequestCallable,
 ): BatchFunc | InferFunc {
@@ -92,7 +98,7 @@ export function tritonContext(
     fn,
     "tritonContext",
   );
-  return ((first: Inputs | Request[], context: InferContext): BatchReturn | InferReturn => {
+  return ((first: Inputs | InferRequest[], context: InferContext): BatchReturn | InferReturn => {
     requireModel(context, "tritonContext");
     if (Array.isArray(first)) return inner(first, context);
     return inner({ ...first, [CONTEXT_KEY]: context }, context);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { TritonValidationError } from "../../errors.ts";
-import type { InferContext, InferResult, Request } from "../types.ts";
+import type { InferContext, InferRequest, InferResult } from "../types.ts";
 import { batch } from "./batch.ts";
 import { tritonContext } from "./triton_context.ts";
 import { column, makeContext, makeRequest, values } from "./_test_util.ts";
@@ -30,8 +30,8 @@ Deno.test("tritonContext() injects the context into the inputs", () => {
 
 Deno.test("tritonContext() passes a list of requests through", () => {
   const requests = [makeRequest({ x: column([1]) })];
-  let seen: Request[] | undefined;
-  const infer = tritonContext((given: Request[], ctx: InferContext) => {
+  let seen: InferRequest[] | undefined;
+  const infer = tritonContext((given: InferRequest[], ctx: InferContext) => {
     seen = given;
     assert.equal(ctx, context);
     return [];

@@ -1,6 +1,6 @@
 // Helpers shared by the built-in engine's tests.
 
-import type { InferCallable, InferResult, Request } from "../../callable/types.ts";
+import type { InferCallable, InferRequest, InferResult } from "../../callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "../../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../../config/tensor_spec.ts";
 import { MainThreadInstances } from "../../instances/main_thread.ts";
@@ -40,7 +40,7 @@ export function define(callables: InferCallable[], options: DefineOptions = {}):
 }
 
 /** Returns `y = x` for every request. */
-export function echo(requests: Request[]): InferResult[] {
+export function echo(requests: InferRequest[]): InferResult[] {
   return requests.map((request) => ({ y: request.data.x! }));
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import {
   InferenceError,
@@ -734,7 +734,7 @@ export class BuiltinEngine implements Engine {
     request: InferenceRequest,
     validated: ValidatedRequest,
     controller: AbortController,
-  ): Request {
+  ): InferRequest {
     return {
       data: Object.fromEntries(request.inputs),
       parameters: { ...request.parameters },

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { InferResult, Request } from "../../callable/types.ts";
+import type { InferRequest, InferResult } from "../../callable/types.ts";
 import { InferenceError, TritonUnrecoverableError } from "../../errors.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
 import type { InferenceRequest, StreamResponse } from "../engine.ts";
@@ -155,7 +155,7 @@ Deno.test("BuiltinEngine is not ready while a model is loading (strict readiness
 Deno.test("BuiltinEngine validates requests before queueing them", async () => {
   let calls = 0;
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([(requests: Request[]) => {
+  await engine.loadModel(define([(requests: InferRequest[]) => {
     calls += 1;
     return requests.map(() => ({ y: ndarray(new Float32Array([0]), [1, 1]) }));
   }], {
@@ -227,7 +227,7 @@ Deno.test("BuiltinEngine checks scalar shapes of non-batching models", async () 
 Deno.test("BuiltinEngine answers only the requested outputs, in declared order", async () => {
   await using engine = new BuiltinEngine();
   let seen: readonly string[] = [];
-  await engine.loadModel(define([(requests: Request[]) => {
+  await engine.loadModel(define([(requests: InferRequest[]) => {
     seen = requests[0]!.requestedOutputNames;
     return requests.map((r) => ({ q: r.data.x!, p: r.data.x!, r: r.data.x! }));
   }], {
@@ -266,7 +266,7 @@ Deno.test("BuiltinEngine reports invalid outputs as INTERNAL errors naming the o
   await using engine = new BuiltinEngine();
   await engine.loadModel(
     define([
-      (requests: Request[]) =>
+      (requests: InferRequest[]) =>
         requests.map(() => ({ y: ndarray(new Float32Array([1, 2]), [2, 1]) })),
     ]),
   );
@@ -353,7 +353,7 @@ Deno.test("BuiltinEngine cancels a queued request and aborts a running one", asy
   let runningSignal: AbortSignal | undefined;
   const calls: number[] = [];
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([async (requests: Request[]) => {
+  await engine.loadModel(define([async (requests: InferRequest[]) => {
     calls.push(values(requests[0]!.data.x)[0]!);
     runningSignal = requests[0]!.signal;
     started.resolve();
@@ -384,7 +384,7 @@ Deno.test("BuiltinEngine.stop() waits for in-flight requests and refuses new one
   const release = Promise.withResolvers<void>();
   const started = Promise.withResolvers<void>();
   const engine = new BuiltinEngine();
-  await engine.loadModel(define([async (requests: Request[]) => {
+  await engine.loadModel(define([async (requests: InferRequest[]) => {
     started.resolve();
     await release.promise;
     return echo(requests);
@@ -410,7 +410,7 @@ Deno.test("BuiltinEngine.stop() fails what is left after the exit timeout", asyn
   const release = Promise.withResolvers<void>();
   const started = Promise.withResolvers<void>();
   const engine = new BuiltinEngine({ exitTimeoutSecs: 0.01 });
-  await engine.loadModel(define([async (requests: Request[]) => {
+  await engine.loadModel(define([async (requests: InferRequest[]) => {
     started.resolve();
     await release.promise;
     return echo(requests);
@@ -426,7 +426,7 @@ Deno.test("BuiltinEngine.stop() fails what is left after the exit timeout", asyn
 Deno.test("BuiltinEngine streams a decoupled model's steps, the last one final", async () => {
   await using engine = new BuiltinEngine();
   await engine.loadModel(
-    define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+    define([async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
       for (let step = 1; step <= 3; step++) {
         yield requests.map(() => ({ y: ndarray(new Float32Array([step]), [1, 1]) }));
       }
@@ -466,7 +466,7 @@ Deno.test("BuiltinEngine streams one empty final response when the callable yiel
 
 Deno.test("BuiltinEngine delivers partial responses before a mid-stream error", async () => {
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([function* (requests: Request[]): Generator<InferResult[]> {
+  await engine.loadModel(define([function* (requests: InferRequest[]): Generator<InferResult[]> {
     yield echo(requests);
     throw new TypeError("broken stream");
   }], { config: { decoupled: true } }));
@@ -489,7 +489,7 @@ Deno.test("BuiltinEngine aborts the callable when the stream consumer stops earl
   const aborted = Promise.withResolvers<boolean>();
   await using engine = new BuiltinEngine();
   await engine.loadModel(
-    define([async function* (requests: Request[]): AsyncGenerator<InferResult[]> {
+    define([async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
       const signal = requests[0]!.signal;
       yield echo(requests);
       await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
@@ -503,7 +503,7 @@ Deno.test("BuiltinEngine aborts the callable when the stream consumer stops earl
 Deno.test("BuiltinEngine answers identical requests from the response cache", async () => {
   let calls = 0;
   await using engine = new BuiltinEngine({ responseCacheByteSize: 1 << 20 });
-  await engine.loadModel(define([(requests: Request[]) => {
+  await engine.loadModel(define([(requests: InferRequest[]) => {
     calls += 1;
     return echo(requests);
   }], { config: { responseCache: true } }));
@@ -524,7 +524,7 @@ Deno.test("BuiltinEngine answers identical requests from the response cache", as
 Deno.test("BuiltinEngine ignores responseCache without a cache size", async () => {
   let calls = 0;
   await using engine = new BuiltinEngine();
-  await engine.loadModel(define([(requests: Request[]) => {
+  await engine.loadModel(define([(requests: InferRequest[]) => {
     calls += 1;
     return echo(requests);
   }], { config: { responseCache: true } }));

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
@@ -26,7 +26,7 @@ export interface SchedulerSink {
 /** One request handed to the scheduler. */
 export interface ScheduledRequest {
   /** What the callable sees; its `signal` must be `controller.signal`. */
-  readonly request: Request;
+  readonly request: InferRequest;
   /** Aborts the request as the callable sees it. */
   readonly controller: AbortController;
   /** The request's batch size (1 without batching). */
@@ -527,7 +527,7 @@ export class ModelScheduler {
   async #runStream(
     instance: ModelInstance,
     batch: Entry[],
-    requests: Request[],
+    requests: InferRequest[],
     batchSize: number,
     started: number,
   ): Promise<void> {

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import type { InferContext, InferResult, Request } from "../../callable/types.ts";
+import type { InferContext, InferRequest, InferResult } from "../../callable/types.ts";
 import { InferenceError } from "../../errors.ts";
 import { BuiltinEngine } from "./engine.ts";
 import { define, echo, requestOf, tick, values } from "./_test_utils.ts";
 
 interface Recorder {
-  fn: (requests: Request[], context: InferContext) => Promise<InferResult[]>;
+  fn: (requests: InferRequest[], context: InferContext) => Promise<InferResult[]>;
   batches: number[][][];
   hold(): void;
   nextStart(): Promise<void>;
@@ -18,7 +18,7 @@ function recorder(): Recorder {
   const gates: PromiseWithResolvers<void>[] = [];
   let holding = false;
   const started: PromiseWithResolvers<void>[] = [Promise.withResolvers<void>()];
-  const fn = async (requests: Request[], context: InferContext): Promise<InferResult[]> => {
+  const fn = async (requests: InferRequest[], context: InferContext): Promise<InferResult[]> => {
     batches.push(requests.map((r) => values(r.data.x)));
     void context;
     started[started.length - 1]!.resolve();
@@ -131,7 +131,7 @@ Deno.test("scheduler dispatches to idle instances, one batch each, in parallel",
   const seen: number[] = [];
   const bothStarted = Promise.withResolvers<void>();
   const release = Promise.withResolvers<void>();
-  const make = (index: number) => async (requests: Request[]): Promise<InferResult[]> => {
+  const make = (index: number) => async (requests: InferRequest[]): Promise<InferResult[]> => {
     seen.push(index);
     if (seen.length === 2) bothStarted.resolve();
     await release.promise;
@@ -288,7 +288,7 @@ async function orderOfAnswers(preserveOrdering: boolean): Promise<number[]> {
   const gate = Promise.withResolvers<void>();
   const bothStarted = Promise.withResolvers<void>();
   let calls = 0;
-  const fn = async (requests: Request[]): Promise<InferResult[]> => {
+  const fn = async (requests: InferRequest[]): Promise<InferResult[]> => {
     if (++calls === 2) bothStarted.resolve();
     if (values(requests[0]!.data.x)[0] === 1) await gate.promise;
     return echo(requests);

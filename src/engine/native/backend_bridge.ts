@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { InferResult, ModelInfo, Request } from "../../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -140,7 +140,7 @@ async function runBatch(
   const described: DescribedRequest[] = JSON.parse(
     readCString(bridge.dt_batch_describe(channel, slot)),
   );
-  const requests: Request[] = [];
+  const requests: InferRequest[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
   // Addresses too, so instances in Workers can read the inputs in place.
