@@ -3,8 +3,13 @@
  * binary tensors, and gRPC), with dynamic batching, statistics and Prometheus metrics — what
  * NVIDIA PyTriton does for Python.
  *
- * Permissions: `--allow-net` (the front ends), `--allow-env` and `--allow-read` (configuration),
- * `--allow-ffi` for the Triton-core engine.
+ * Permissions: importing this module needs none. The default server (HTTP, gRPC, metrics) needs
+ * `--allow-net --allow-env` on the built-in engine (`--allow-env` for the variables grpc-js reads
+ * when gRPC is on), and `--allow-net --allow-env --allow-ffi
+ * --allow-read=$HOME/.cache/denotriton --allow-write=/tmp` on the Triton-core engine (install the
+ * core once with `deno run -A jsr:@denotriton/triton/setup`). A missing one ends in a
+ * {@linkcode TritonPermissionError}, one line naming the flag; the README's "Permissions" table
+ * lists every feature's grants and the narrower ones that work too.
  *
  * The tensor specs type the callable: `a` and `b` below are `NDArray<"float32">`, and a misspelled
  * input, a wrong output dtype or a missing output fails to compile.
@@ -133,6 +138,7 @@ export {
   TritonError,
   TritonInvalidOperationError,
   TritonModelConfigError,
+  TritonPermissionError,
   TritonRuntimeError,
   TritonUnrecoverableError,
   TritonValidationError,

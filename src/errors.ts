@@ -5,7 +5,8 @@
  * is at fault: the caller's arguments ({@linkcode TritonValidationError},
  * {@linkcode TritonBadParameterError}, {@linkcode TritonModelConfigError}), the order of calls
  * ({@linkcode TritonInvalidOperationError}), the running model ({@linkcode TritonRuntimeError}),
- * or a fault that must stop the server ({@linkcode TritonUnrecoverableError}).
+ * a fault that must stop the server ({@linkcode TritonUnrecoverableError}), or a Deno permission
+ * that was not granted ({@linkcode TritonPermissionError}).
  * {@linkcode InferenceError} carries a Triton error code so every front end can map it to its
  * own status (HTTP status, gRPC code).
  *
@@ -120,6 +121,38 @@ export class TritonRuntimeError extends TritonError {}
  * ```
  */
 export class TritonUnrecoverableError extends TritonError {}
+
+/**
+ * DenoTriton lacks a Deno permission it needs. The message is one line naming the flag to add
+ * and why, and the error prints as that line alone (no stack trace), so a script whose
+ * `await triton.serve()` fails on it shows just the fix.
+ *
+ * @example Prints as one line
+ * ```ts
+ * import { TritonPermissionError } from "../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new TritonPermissionError(
+ *   "DenoTriton needs --allow-net=0.0.0.0:8000 for the HTTP front end",
+ * );
+ * assert.equal(
+ *   error.stack,
+ *   "TritonPermissionError: DenoTriton needs --allow-net=0.0.0.0:8000 for the HTTP front end",
+ * );
+ * ```
+ */
+export class TritonPermissionError extends TritonError {
+  /**
+   * Creates the error.
+   *
+   * @param message `DenoTriton needs <flag> for <purpose>`.
+   */
+  constructor(message: string) {
+    // No `cause`: Deno prints a cause with its stack trace, and the fix is all the message says.
+    super(message);
+    this.stack = `${this.name}: ${message}`;
+  }
+}
 
 /**
  * Triton's error codes (`TRITONSERVER_Error_Code`), shared by both engines and all front ends.

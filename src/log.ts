@@ -1,11 +1,14 @@
 /**
- * DenoTriton's one logger. Messages go to stderr, or to `logFile` when configured; verbose
- * messages appear only at `logVerbose >= level`. Its settings can change while serving
- * (`/v2/logging`, gRPC `LogSettings`); engines that log on their own follow them through
+ * DenoTriton's one logger. Messages go to stderr (through `console.error` in a Jupyter kernel,
+ * which shows it in the cell), or to `logFile` when configured; verbose messages appear only at
+ * `logVerbose >= level`. Its settings can change while serving (`/v2/logging`, gRPC
+ * `LogSettings`); engines that log on their own follow them through
  * {@linkcode Logger.prototype.onChange}.
  *
  * @module
  */
+
+import { inJupyterKernel } from "./jupyter.ts";
 
 /**
  * Line layouts, named as Triton names them: `default` starts with the level letter and the
@@ -114,6 +117,8 @@ export class Logger {
   #settings: LogSettings;
   #prefix: string;
   #file: Deno.FsFile | undefined;
+  // A Jupyter kernel shows console output in the cell, not writes to Deno.stderr.
+  #console = inJupyterKernel();
   #listeners = new Set<(change: LogSettingsChange) => void>();
 
   /**
@@ -187,11 +192,11 @@ export class Logger {
   }
 
   #write(level: string, message: string): void {
-    const line = `${timestamp(level, this.#settings.format)} ${this.#prefix}] ${message}\n`;
-    const bytes = encoder.encode(line);
+    const line = `${timestamp(level, this.#settings.format)} ${this.#prefix}] ${message}`;
     try {
-      if (this.#file) this.#file.writeSync(bytes);
-      else Deno.stderr.writeSync(bytes);
+      if (this.#file) this.#file.writeSync(encoder.encode(`${line}\n`));
+      else if (this.#console) console.error(line);
+      else Deno.stderr.writeSync(encoder.encode(`${line}\n`));
     } catch {
       // A closed stderr or file must never break serving.
     }

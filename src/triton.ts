@@ -32,13 +32,17 @@ import {
   type TritonUnrecoverableError,
   TritonValidationError,
 } from "./errors.ts";
-import { GrpcFrontend } from "./frontend/grpc/server.ts";
+import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
+import { inJupyterKernel } from "./jupyter.ts";
 import { Logger } from "./log.ts";
+import type { DeniedPermission } from "./permissions.ts";
+import { explainPermission, type PermissionUse, permissionUse } from "./server_permissions.ts";
+import { defaultTritonHome } from "./engine/native/install.ts";
 import {
   engineOptionsOf,
   facadeOptionsOf,
@@ -156,6 +160,26 @@ export interface TritonUrls {
 }
 
 const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
+
+/** The servers of this process that are starting or running. */
+const ACTIVE = new Set<Triton>();
+
+/** The fixed (non-ephemeral) ports a config listens on, with the front end's name. */
+function fixedPortsOf(config: ResolvedTritonConfig): [number, string][] {
+  const ports: [number, string][] = [];
+  if (config.allowHttp && config.httpPort !== 0) ports.push([config.httpPort, "HTTP"]);
+  if (config.allowGrpc && config.grpcPort !== 0) ports.push([config.grpcPort, "gRPC"]);
+  if (config.allowMetrics && config.metricsPort !== 0) ports.push([config.metricsPort, "metrics"]);
+  return ports;
+}
+
+function tritonHomeOrUndefined(): string | undefined {
+  try {
+    return defaultTritonHome();
+  } catch {
+    return undefined;
+  }
+}
 
 function isInstanceProvider(value: unknown): value is InstanceProvider {
   return typeof value === "object" && value !== null && "start" in value && "count" in value &&
@@ -290,7 +314,7 @@ export class Triton implements AsyncDisposable {
     const key = `${name.toLowerCase()}/${version}`;
     if (this.#models.has(key)) {
       throw new TritonInvalidOperationError(
-        `Cannot bind model '${name}': version ${version} is bound already`,
+        `Cannot bind model '${name}': version ${version} is bound already (unbind('${name}') it first to replace it)`,
       );
     }
     if (this.#state === "stopping") {
@@ -349,6 +373,70 @@ export class Triton implements AsyncDisposable {
     return new MainThreadInstances(callables);
   }
 
+  /**
+   * Unbinds a model so its name can be bound again: every version, or only `version`. While the
+   * server runs, the model is unloaded first (its in-flight requests finish, up to
+   * `exitTimeoutSecs`) and its instances stop; requests for it then get 404/NOT_FOUND.
+   *
+   * @param name The bound model's name.
+   * @param version The version to unbind; every bound version when undefined.
+   * @returns A promise that settles once the model is unloaded (at once when not running).
+   * @throws {TritonInvalidOperationError} When the model (version) is not bound, or the server
+   *   is stopping.
+   *
+   * @example Replace a model under the same name
+   * ```ts
+   * import { type BindOptions, ndarray, Triton } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * await using triton = new Triton({
+   *   engine: "builtin",
+   *   config: { httpPort: 0, allowGrpc: false, allowMetrics: false },
+   * });
+   * const model = (factor: number): BindOptions => ({
+   *   modelName: "Scale",
+   *   inferFunc: (requests) =>
+   *     requests.map(({ data: { x } }) => ({
+   *       y: ndarray((x!.data as Float32Array).map((v) => v * factor), x!.shape),
+   *     })),
+   *   inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+   *   outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+   * });
+   * await triton.bind(model(2));
+   * await triton.run();
+   * await triton.unbind("Scale");
+   * await triton.bind(model(10));
+   * const response = await fetch(`${triton.urls.http}/v2/models/Scale/infer`, {
+   *   method: "POST",
+   *   body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [3] }] }),
+   * });
+   * assert.deepEqual((await response.json()).outputs[0].data, [30]);
+   * ```
+   */
+  async unbind(name: string, version?: number): Promise<void> {
+    const wanted = name.toLowerCase();
+    const bound = [...this.#models].filter(([, model]) =>
+      model.name.toLowerCase() === wanted && (version === undefined || model.version === version)
+    );
+    if (bound.length === 0) {
+      throw new TritonInvalidOperationError(
+        `Cannot unbind model '${name}': ${
+          version === undefined ? "it is not bound" : `version ${version} is not bound`
+        }`,
+      );
+    }
+    if (this.#state === "stopping") {
+      throw new TritonInvalidOperationError(
+        `Cannot unbind model '${name}': the server is stopping`,
+      );
+    }
+    await this.#starting?.catch(() => {});
+    for (const [key, model] of bound) {
+      if (this.#state === "running") await this.#engine!.unloadModel(model.name, model.version);
+      this.#models.delete(key);
+    }
+  }
+
   async #load(model: ModelDefinition): Promise<void> {
     await this.#engine!.loadModel(model);
     this.#logger?.info(
@@ -365,6 +453,10 @@ export class Triton implements AsyncDisposable {
    * @returns A promise that resolves once every model is ready and every port listens.
    * @throws {TritonError} When the engine, a model or a port fails to start (everything started
    *   is stopped again).
+   * @throws {TritonPermissionError} When Deno refuses a permission a part needs: one line naming
+   *   the flag to add.
+   * @throws {TritonInvalidOperationError} When another server of this process holds one of its
+   *   fixed ports (in a Jupyter kernel that server is stopped instead).
    */
   run(): Promise<void> {
     if (this.#state === "running") return Promise.resolve();
@@ -396,21 +488,41 @@ export class Triton implements AsyncDisposable {
   async #start(): Promise<void> {
     const config = this.#config!;
     const plan = facadeOptionsOf(config);
-    const logger = this.#logger = new Logger(loggerOptionsOf(config));
+    const logger = this.#logger = await explainPermission(
+      () => new Logger(loggerOptionsOf(config)),
+      (denied) => ({ grant: denied.flag, why: "the log file (logFile)" }),
+    );
+    if (Deno.permissions.querySync({ name: "env" }).state !== "granted") {
+      // resolveTritonConfig skipped the variables it may not read, without prompting.
+      logger.info(
+        "Configuration: environment variables are read only where --allow-env grants them (DENOTRITON_*, PYTRITON_*)",
+      );
+    }
+    await this.#takePorts(logger);
+    ACTIVE.add(this);
+    void this.#stopped.promise.then(() => ACTIVE.delete(this));
     if (config.logVerbose > 0) {
       logger.warn(
         `Verbose logging is on (logVerbose=${config.logVerbose}): it costs inference throughput`,
       );
     }
-    this.#engine = await createEngine(this.#options.engine ?? "auto", {
-      ...engineOptionsOf(config),
-      logger,
-      onUnrecoverable: (error) => this.#onUnrecoverable(error),
-    });
-    await this.#engine.start();
+    let engineKind: "builtin" | "triton" = "triton";
+    const engineNeeds = (denied: DeniedPermission): PermissionUse =>
+      permissionUse(engineKind, denied, tritonHomeOrUndefined());
+    this.#engine = await explainPermission(() =>
+      createEngine(this.#options.engine ?? "auto", {
+        ...engineOptionsOf(config),
+        logger,
+        onUnrecoverable: (error) => this.#onUnrecoverable(error),
+      }), engineNeeds);
+    engineKind = this.#engine.kind;
+    await explainPermission(() => this.#engine!.start(), engineNeeds);
     for (const [key, model] of this.#models) {
       try {
-        await this.#load(model);
+        await explainPermission(
+          () => this.#load(model),
+          (denied) => ({ grant: denied.flag, why: `model '${model.name}'` }),
+        );
       } catch (error) {
         if (plan.exitOnError) throw error;
         this.#models.delete(key);
@@ -423,21 +535,31 @@ export class Triton implements AsyncDisposable {
     }
     const accessCheck = httpAccessCheck(this.#security);
     if (plan.http) {
-      this.#http = await HttpFrontend.start(this.#engine, {
-        ...httpOptionsOf(config),
-        logger,
-        ...(accessCheck === undefined ? {} : { accessCheck }),
-      });
+      const engine = this.#engine;
+      this.#http = await explainPermission(
+        () =>
+          HttpFrontend.start(engine, {
+            ...httpOptionsOf(config),
+            logger,
+            ...(accessCheck === undefined ? {} : { accessCheck }),
+          }),
+        (denied) => permissionUse("http", denied),
+      );
       logger.info(`HTTP/REST (KServe v2) listening at ${this.#http.url}`);
     }
     if (plan.grpc) {
       const { tlsFiles, ...grpcOptions } = grpcOptionsOf(config);
-      this.#grpc = await GrpcFrontend.start(this.#engine, {
-        ...grpcOptions,
-        logger,
-        security: this.#security,
-        ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),
-      });
+      const engine = this.#engine;
+      this.#grpc = await explainPermission(async () => {
+        // Loaded only when gRPC is on: grpc-js reads its GRPC_* variables when it loads.
+        const { GrpcFrontend } = await import("./frontend/grpc/server.ts");
+        return await GrpcFrontend.start(engine, {
+          ...grpcOptions,
+          logger,
+          security: this.#security,
+          ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),
+        });
+      }, (denied) => permissionUse("grpc", denied));
       logger.info(
         `gRPC (KServe v2) listening at ${this.#grpc.url}${
           tlsFiles === undefined ? "" : tlsFiles.checkClientCertificate ? " (mutual TLS)" : " (TLS)"
@@ -445,11 +567,37 @@ export class Triton implements AsyncDisposable {
       );
     }
     if (plan.metrics) {
-      this.#metrics = await MetricsFrontend.start(this.#engine, {
-        ...metricsOptionsOf(config),
-        logger,
-      });
+      const engine = this.#engine;
+      this.#metrics = await explainPermission(
+        () => MetricsFrontend.start(engine, { ...metricsOptionsOf(config), logger }),
+        (denied) => permissionUse("metrics", denied),
+      );
       logger.info(`Metrics at ${this.#metrics.url}/metrics`);
+    }
+  }
+
+  /**
+   * Frees the fixed ports this server needs from another server of this process. A notebook cell
+   * that creates a server, run again, leaves the old one running and out of reach: in a Jupyter
+   * kernel it is stopped; elsewhere the error says which one to stop.
+   */
+  async #takePorts(logger: Logger): Promise<void> {
+    const mine = fixedPortsOf(this.#config!);
+    for (const other of ACTIVE) {
+      const shared = fixedPortsOf(other.#config!).filter(([port]) =>
+        mine.some(([taken]) => taken === port)
+      );
+      if (shared.length === 0) continue;
+      const ports = shared.map(([port, use]) => `${port} (${use})`).join(", ");
+      if (!inJupyterKernel()) {
+        throw new TritonInvalidOperationError(
+          `Cannot run the server: another Triton of this process uses port ${ports}; stop it first (await triton.stop())`,
+        );
+      }
+      logger.warn(
+        `Stopping the server this kernel started earlier on port ${ports}: a new one takes its place`,
+      );
+      await other.stop();
     }
   }
 
@@ -465,9 +613,14 @@ export class Triton implements AsyncDisposable {
    * Runs the server and blocks until SIGINT/SIGTERM, an unrecoverable model error or
    * {@linkcode Triton.stop}; in-flight requests drain (up to `exitTimeoutSecs`, then those left
    * fail with UNAVAILABLE) before it returns. A second signal while stopping exits the process
-   * at once (exit code 128 + the signal number).
+   * at once (exit code 128 + the signal number). From a script, `await triton.serve()` thus exits
+   * 0 after a signal or `stop()`, and non-zero (the rejection) after a fatal error or a refused
+   * permission.
    *
-   * @returns A promise that resolves once the server has stopped.
+   * @returns A promise that resolves once the server has stopped cleanly.
+   * @throws {TritonUnrecoverableError} The error a callable threw to stop the server, once the
+   *   server has stopped (the clients of the failing batch received its message first).
+   * @throws {TritonError} When the server cannot start, as {@linkcode Triton.run}.
    */
   async serve(): Promise<void> {
     await this.run();
@@ -490,6 +643,8 @@ export class Triton implements AsyncDisposable {
     } finally {
       for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
     }
+    // A supervisor tells a crash from a clean stop by the exit code: the script's await rejects.
+    if (this.#fatal !== undefined) throw this.#fatal;
   }
 
   /**
@@ -543,7 +698,8 @@ export class Triton implements AsyncDisposable {
       this.#metrics =
         undefined;
     for (const error of errors) this.#logger?.error(`Error while stopping: ${error}`);
-    this.#logger?.info("Server stopped");
+    // A start that failed reports its error instead: "Server stopped" would mislead.
+    if (this.#state !== "starting") this.#logger?.info("Server stopped");
     this.#logger?.close();
   }
 

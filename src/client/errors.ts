@@ -33,6 +33,38 @@ export class ClientError extends Error {
 }
 
 /**
+ * Deno refused a permission a call needs (`--allow-net` for the server, `--allow-env` for
+ * grpc-js). The message is one line naming the flag, and the error prints as that line alone; a
+ * call that fails on it is not retried.
+ *
+ * @example Prints as one line
+ * ```ts
+ * import { ClientPermissionError } from "./mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = new ClientPermissionError(
+ *   "DenoTriton needs --allow-net=127.0.0.1:8000 for the client",
+ * );
+ * assert.equal(
+ *   error.stack,
+ *   "ClientPermissionError: DenoTriton needs --allow-net=127.0.0.1:8000 for the client",
+ * );
+ * ```
+ */
+export class ClientPermissionError extends ClientError {
+  /**
+   * Creates the error.
+   *
+   * @param message `DenoTriton needs <flag> for <what>`.
+   */
+  constructor(message: string) {
+    // No `cause`: Deno prints a cause with its stack trace, and the fix is all the message says.
+    super(message);
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
+/**
  * An argument given to the client is invalid (inputs, parameters, options).
  *
  * @example

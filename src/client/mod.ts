@@ -2,7 +2,10 @@
  * The DenoTriton client: call a model on a Triton-compatible server (DenoTriton, PyTriton,
  * Triton) over HTTP/REST (binary tensors) or gRPC, the way PyTriton's `ModelClient` does.
  *
- * Permissions: `--allow-net` for the server's address.
+ * Permissions: importing it needs none; calls need `--allow-net` for the server's address, and
+ * over gRPC `--allow-env` for the variables grpc-js reads (`GRPC_*` and the proxy settings; the
+ * error names them). A missing one ends the call at once with a `ClientPermissionError` naming
+ * the flag, instead of retrying until `initTimeoutS`.
  *
  * ```ts ignore
  * import { ModelClient, ndarray } from "jsr:@denotriton/triton/client";
@@ -36,6 +39,7 @@ export {
   ClientInvalidUrlError,
   ClientModelDoesntSupportBatchingError,
   ClientModelUnavailableError,
+  ClientPermissionError,
   ClientQueueFullError,
   ClientTimeoutError,
   ClientValueError,

@@ -15,6 +15,7 @@ import {
   ClientError,
   ClientInferenceServerError,
   ClientModelDoesntSupportBatchingError,
+  ClientPermissionError,
   ClientTimeoutError,
   ClientValueError,
 } from "./errors.ts";
@@ -35,6 +36,7 @@ import type {
   TransportInferResponse,
 } from "./transport.ts";
 import { parseTritonUrl, type TritonUrl } from "./url.ts";
+import { deniedPermission, envGranted, GRPC_CLIENT_ENV_VARIABLES } from "../permissions.ts";
 
 const HTTP_TOKEN_HEADER = "triton-access-token";
 const GRPC_TOKEN_HEADER = "triton-grpc-protocol-triton-access-token";
@@ -164,7 +166,24 @@ export class ModelClient implements AsyncDisposable {
     // Loaded on demand so HTTP users never load gRPC.
     const url = this.#url;
     this.#transport ??= url.scheme === "grpc"
-      ? import("./grpc_transport.ts").then(({ GrpcTransport }): Transport => new GrpcTransport(url))
+      ? Promise.resolve()
+        .then(() => {
+          // grpc-js swallows a refused connection or proxy variable and retries until the
+          // timeout: check both first.
+          const host = url.withoutScheme;
+          if (Deno.permissions.querySync({ name: "net", host }).state !== "granted") {
+            throw new ClientPermissionError(`DenoTriton needs --allow-net=${host} for the client`);
+          }
+          if (!envGranted(GRPC_CLIENT_ENV_VARIABLES)) {
+            throw new ClientPermissionError(
+              `DenoTriton needs --allow-env=${
+                GRPC_CLIENT_ENV_VARIABLES.join(",")
+              } for the gRPC client`,
+            );
+          }
+        })
+        .then(() => import("./grpc_transport.ts"))
+        .then(({ GrpcTransport }): Transport => new GrpcTransport(url))
       : import("./http_transport.ts").then(({ HttpTransport }): Transport =>
         new HttpTransport(url)
       );
@@ -195,6 +214,10 @@ export class ModelClient implements AsyncDisposable {
         headers: { ...this.#headers, ...headers },
       });
     } catch (error) {
+      const denied = deniedPermission(error);
+      if (denied !== undefined) {
+        throw new ClientPermissionError(`DenoTriton needs ${denied.flag} for the client`);
+      }
       throw this.#abortError(what, error, timer.signal, timeoutMs, signal);
     } finally {
       clearTimeout(id);
@@ -262,7 +285,8 @@ export class ModelClient implements AsyncDisposable {
         if (await this.#call(`wait for ${what}`, check, attempt, signal)) return;
         last = undefined;
       } catch (error) {
-        if (this.#closed || signal?.aborted) throw error;
+        // A missing permission does not come with time.
+        if (this.#closed || signal?.aborted || error instanceof ClientPermissionError) throw error;
         last = error;
       }
       await this.#sleep(Math.min(delay, Math.max(0, deadline - Date.now())), signal);

@@ -6,7 +6,8 @@
  */
 
 import { parse, YAMLParseError } from "yaml";
-import { TritonValidationError } from "../errors.ts";
+import { TritonPermissionError, TritonValidationError } from "../errors.ts";
+import { deniedPermission } from "../permissions.ts";
 
 const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
 
@@ -18,6 +19,8 @@ const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
  * @returns The fields by camelCase name (`{}` for an empty file).
  * @throws {TritonValidationError} The file cannot be read, is not valid YAML, is not a mapping,
  * or gives a field twice.
+ * @throws {TritonPermissionError} Without `--allow-read` of the file, or the `--allow-env` the YAML
+ * parser needs.
  *
  * @example Read snake_case and camelCase keys
  * ```ts
@@ -38,6 +41,11 @@ export function readTritonConfigFile(path: string): Record<string, unknown> {
   try {
     text = Deno.readTextFileSync(path);
   } catch (error) {
+    if (deniedPermission(error) !== undefined) {
+      throw new TritonPermissionError(
+        `DenoTriton needs --allow-read=${path} for the TritonConfig file`,
+      );
+    }
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     throw new TritonValidationError(`Cannot read TritonConfig file ${path}: ${reason}`, {
       cause: error,
@@ -47,11 +55,10 @@ export function readTritonConfigFile(path: string): Record<string, unknown> {
   try {
     document = parse(text, { schema: "core" });
   } catch (error) {
-    if (error instanceof Deno.errors.NotCapable || error instanceof Deno.errors.PermissionDenied) {
+    if (deniedPermission(error) !== undefined) {
       // The yaml package looks up LOG_TOKENS/LOG_STREAM while it parses.
-      throw new TritonValidationError(
-        `Cannot parse TritonConfig file ${path}: the YAML parser reads the LOG_TOKENS and LOG_STREAM environment variables; grant --allow-env (or --allow-env=LOG_TOKENS,LOG_STREAM)`,
-        { cause: error },
+      throw new TritonPermissionError(
+        `DenoTriton needs --allow-env=LOG_TOKENS,LOG_STREAM for the TritonConfig file (the YAML parser reads them)`,
       );
     }
     if (!(error instanceof YAMLParseError)) throw error;

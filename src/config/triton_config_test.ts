@@ -535,7 +535,7 @@ Deno.test("resolveTritonConfig() reads the process environment as far as allowed
   assert.equal(all.stdout, "[9000,9001]", all.stderr);
 });
 
-Deno.test("resolveTritonConfig() names the env permission the YAML parser needs", async () => {
+Deno.test("resolveTritonConfig() names the read and env permissions a config file needs", async () => {
   await withYaml("httpPort: 7000\n", async (path) => {
     const denied = await resolveInChild(
       ["--allow-read"],
@@ -543,7 +543,19 @@ Deno.test("resolveTritonConfig() names the env permission the YAML parser needs"
       `{ configFile: ${JSON.stringify(path)} }`,
     );
     assert.notEqual(denied.code, 0);
-    assert.match(denied.stderr, /--allow-env=LOG_TOKENS,LOG_STREAM/);
+    assert.match(
+      denied.stderr,
+      /TritonPermissionError: DenoTriton needs --allow-env=LOG_TOKENS,LOG_STREAM for the TritonConfig file \(the YAML parser reads them\)\n$/,
+    );
+    assert.doesNotMatch(denied.stderr, /^\s+at /m);
+    const unreadable = await resolveInChild([], {}, `{ configFile: ${JSON.stringify(path)} }`);
+    assert.notEqual(unreadable.code, 0);
+    assert.match(
+      unreadable.stderr,
+      new RegExp(
+        `TritonPermissionError: DenoTriton needs --allow-read=${path} for the TritonConfig file\\n$`,
+      ),
+    );
     const granted = await resolveInChild(
       ["--allow-read", "--allow-env=LOG_TOKENS,LOG_STREAM"],
       {},

@@ -1,5 +1,5 @@
 /**
- * Picking an engine: the Triton core when it is installed (`deno task setup:triton`), else the
+ * Picking an engine: the Triton core when it is installed (see `setupCommand()`), else the
  * built-in TypeScript engine. `DENOTRITON_ENGINE` (`auto`, `triton`, `builtin`) overrides the
  * `auto` choice.
  *
@@ -9,7 +9,8 @@
 import { TritonError, TritonValidationError } from "../errors.ts";
 import { BuiltinEngine, type BuiltinEngineOptions } from "./builtin/engine.ts";
 import type { Engine } from "./engine.ts";
-import { findTritonInstall } from "./native/install.ts";
+import { defaultTritonHome, findTritonInstall, setupCommand } from "./native/install.ts";
+import { readEnv } from "../permissions.ts";
 
 /** Which engine to create: `auto` uses the Triton core when installed. */
 export type EngineChoice = "auto" | "triton" | "builtin";
@@ -46,12 +47,7 @@ export interface EngineOptions extends BuiltinEngineOptions {
 const CHOICES: readonly EngineChoice[] = ["auto", "triton", "builtin"];
 
 function envChoice(): EngineChoice | undefined {
-  let value: string | undefined;
-  try {
-    value = Deno.env.get("DENOTRITON_ENGINE");
-  } catch {
-    return undefined; // no env permission: the argument decides
-  }
+  const value = readEnv("DENOTRITON_ENGINE"); // not granted: the argument decides
   if (value === undefined || value === "") return undefined;
   if (!CHOICES.includes(value as EngineChoice)) {
     throw new TritonValidationError(
@@ -95,11 +91,24 @@ export async function createEngine(
     log?.info("Using the built-in engine (asked for)");
     return new BuiltinEngine(options);
   }
+  if (effective === "auto" && Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
+    log?.info("Using the built-in engine: the Triton engine would need --allow-ffi");
+    return new BuiltinEngine(options);
+  }
   let install;
   try {
-    install = await findTritonInstall(
-      options.tritonHome === undefined ? {} : { home: options.tritonHome },
-    );
+    const home = options.tritonHome ?? defaultTritonHome();
+    // Looking without the grant would prompt in a terminal; `auto` settles for the built-in one.
+    if (
+      effective === "auto" &&
+      Deno.permissions.querySync({ name: "read", path: home }).state !== "granted"
+    ) {
+      log?.info(
+        `Using the built-in engine: looking for the Triton core needs --allow-read=${home}`,
+      );
+      return new BuiltinEngine(options);
+    }
+    install = await findTritonInstall({ home });
   } catch (error) {
     if (effective === "triton") throw error;
     log?.info(`Using the built-in engine: cannot look for the Triton core (${String(error)})`);
@@ -108,17 +117,11 @@ export async function createEngine(
   if (install === undefined) {
     if (effective === "triton") {
       throw new TritonError(
-        "Cannot use the Triton engine: the Triton core is not installed (run: deno task setup:triton)",
+        `Cannot use the Triton engine: the Triton core is not installed (run: ${setupCommand()})`,
       );
     }
     log?.info(
-      "Using the built-in engine: the Triton core is not installed (run deno task setup:triton to use it)",
-    );
-    return new BuiltinEngine(options);
-  }
-  if (effective === "auto" && Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    log?.info(
-      "Using the built-in engine: the Triton core is installed but --allow-ffi is not granted",
+      `Using the built-in engine: the Triton core is not installed (run ${setupCommand()} to use it)`,
     );
     return new BuiltinEngine(options);
   }

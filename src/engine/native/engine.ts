@@ -31,7 +31,7 @@ import { checkWarmupStage } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
 import { CompletionQueue } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
-import { BACKEND_NAME, findTritonInstall, type TritonInstall } from "./install.ts";
+import { BACKEND_NAME, findTritonInstall, setupCommand, type TritonInstall } from "./install.ts";
 import { submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
 import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.ts";
@@ -241,7 +241,7 @@ export class NativeEngine implements Engine {
     const install = this.#options.install ?? await findTritonInstall();
     if (install === undefined) {
       throw new TritonError(
-        "Cannot start the Triton engine: the Triton core is not installed (run: deno task setup:triton)",
+        `Cannot start the Triton engine: the Triton core is not installed (run: ${setupCommand()})`,
       );
     }
     const libraries = openNative(install);

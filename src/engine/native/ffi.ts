@@ -12,7 +12,7 @@
  */
 
 import { TritonError } from "../../errors.ts";
-import type { TritonInstall } from "./install.ts";
+import { setupCommand, type TritonInstall } from "./install.ts";
 
 const P = "pointer" as const;
 const B = "buffer" as const;
@@ -172,7 +172,7 @@ export function openNative(install: TritonInstall): NativeLibraries {
     throw new TritonError(
       `Cannot load Triton's bundled libraries from ${install.libDirectory}: ${
         (error as Error).message
-      } (run: deno task setup:triton)`,
+      } (run: ${setupCommand()})`,
       { cause: error },
     );
   }
@@ -203,14 +203,14 @@ export function openNative(install: TritonInstall): NativeLibraries {
     throw new TritonError(
       `Cannot load the DenoTriton backend ${install.backendLibrary}: ${
         (error as Error).message
-      } (run: deno task setup:triton)`,
+      } (run: ${setupCommand()})`,
       { cause: error },
     );
   }
   const version = bridge.dt_bridge_version();
   if (version !== BRIDGE_VERSION) {
     throw new TritonError(
-      `Cannot use the DenoTriton backend ${install.backendLibrary}: bridge version ${version}, expected ${BRIDGE_VERSION} (run: deno task setup:triton)`,
+      `Cannot use the DenoTriton backend ${install.backendLibrary}: bridge version ${version}, expected ${BRIDGE_VERSION} (run: ${setupCommand()})`,
     );
   }
   opened = { install, core, bridge, apiVersion: [major[0]!, minor[0]!] };

@@ -1,6 +1,6 @@
 /**
- * Where the Triton core lives on disk: the versioned home directory that
- * `deno task setup:triton` fills, and its manifest (`install.json`). The layout mirrors the
+ * Where the Triton core lives on disk: the versioned home directory that the setup
+ * ({@linkcode setupCommand}) fills, and its manifest (`install.json`). The layout mirrors the
  * `nvidia-pytriton` wheel so the bundled libraries' relative run paths stay valid:
  *
  * ```
@@ -14,6 +14,8 @@
  */
 
 import { join } from "node:path";
+import { TritonPermissionError } from "../../errors.ts";
+import { readEnv } from "../../permissions.ts";
 
 /** The Triton release the setup installs (from `nvidia-pytriton==0.7.0`). */
 export const TRITON_VERSION = "2.51.0";
@@ -57,13 +59,41 @@ export interface TritonManifest {
 
 type Manifest = TritonManifest;
 
+/** The package root (where `deno.json` is), in a checkout or on JSR. */
+const PACKAGE_ROOT = new URL("../../../", import.meta.url);
+
+/**
+ * The command that installs the Triton core for whoever runs this process: `deno task
+ * setup:triton` when the program runs from this package's own checkout (its tasks are there),
+ * else the package's `./setup` entry point, which works from a JSR import and from a project
+ * that links a checkout (`"links"` in its `deno.json`).
+ *
+ * @returns A command line to print in hints.
+ *
+ * @example
+ * ```ts
+ * import { setupCommand } from "./install.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(setupCommand(), /^deno (task setup:triton|run -A jsr:@denotriton\/triton\/setup)$/);
+ * ```
+ */
+export function setupCommand(): string {
+  const inCheckout = PACKAGE_ROOT.protocol === "file:" &&
+    Deno.mainModule.startsWith(PACKAGE_ROOT.href);
+  return inCheckout ? "deno task setup:triton" : "deno run -A jsr:@denotriton/triton/setup";
+}
+
 /** The backend name used in model configs (`backend` field). */
 export const BACKEND_NAME = "denotriton";
 
 /**
- * The default home directory: `$DENOTRITON_HOME`, else `~/.cache/denotriton/triton-2.51.0`.
+ * The default home directory: `$DENOTRITON_HOME`, else `~/.cache/denotriton/triton-2.51.0`
+ * (`$XDG_CACHE_HOME/denotriton/...` when set). Variables that `--allow-env` does not grant are
+ * skipped without prompting.
  *
  * @returns An absolute path.
+ * @throws {TritonPermissionError} When neither `HOME` nor `DENOTRITON_HOME` may be read.
  *
  * @example
  * ```ts
@@ -77,10 +107,20 @@ export const BACKEND_NAME = "denotriton";
  * ```
  */
 export function defaultTritonHome(): string {
-  const explicit = Deno.env.get("DENOTRITON_HOME");
+  const explicit = readEnv("DENOTRITON_HOME");
   if (explicit) return explicit;
-  const base = Deno.env.get("XDG_CACHE_HOME") ??
-    join(Deno.env.get("HOME") ?? Deno.env.get("USERPROFILE") ?? ".", ".cache");
+  const cache = readEnv("XDG_CACHE_HOME");
+  if (cache) return join(cache, "denotriton", `triton-${TRITON_VERSION}`);
+  const user = readEnv("HOME") ?? readEnv("USERPROFILE");
+  if (
+    user === undefined &&
+    Deno.permissions.querySync({ name: "env", variable: "HOME" }).state !== "granted"
+  ) {
+    throw new TritonPermissionError(
+      "DenoTriton needs --allow-env=HOME (or --allow-env=DENOTRITON_HOME) for finding the Triton core in ~/.cache/denotriton",
+    );
+  }
+  const base = join(user ?? ".", ".cache");
   return join(base, "denotriton", `triton-${TRITON_VERSION}`);
 }
 

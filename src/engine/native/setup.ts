@@ -1,6 +1,15 @@
 /**
- * `deno task setup:triton`: installs Triton 2.51's in-process core from the `nvidia-pytriton`
- * 0.7.0 wheel and compiles DenoTriton's C backend against it.
+ * Installs Triton 2.51's in-process core from the `nvidia-pytriton` 0.7.0 wheel and compiles
+ * DenoTriton's C backend against it, into `~/.cache/denotriton/triton-2.51.0` (or
+ * `$DENOTRITON_HOME`). Run it once per machine:
+ *
+ * ```sh
+ * deno run -A jsr:@denotriton/triton/setup      # from any project (or one linking a checkout)
+ * deno task setup:triton                        # in a checkout of DenoTriton
+ * ```
+ *
+ * Options: `--force` rebuilds the backend, `--wheel <file>` uses a downloaded wheel. From code,
+ * call {@linkcode setupTriton}.
  *
  * Steps, each skipped when already done:
  * 1. get the wheel: a local file (`wheel` option or `$DENOTRITON_WHEEL`), else
@@ -17,7 +26,8 @@
 
 import { unzipSync } from "fflate";
 import { dirname, join } from "node:path";
-import { TritonError } from "../../errors.ts";
+import { TritonError, TritonPermissionError } from "../../errors.ts";
+import { deniedPermission } from "../../permissions.ts";
 import { loadOrder, readElfDynamic } from "./elf.ts";
 import {
   BACKEND_NAME,
@@ -28,6 +38,8 @@ import {
   type TritonInstall,
   writeManifest,
 } from "./install.ts";
+
+export type { TritonInstall } from "./install.ts";
 
 /** Options of {@linkcode setupTriton}. */
 export interface SetupTritonOptions {
@@ -245,15 +257,31 @@ async function extractWheel(
   log: (line: string) => void,
 ): Promise<Extracted> {
   log(`Extracting the Triton core from ${wheel}`);
-  const zip = await Deno.readFile(wheel);
+  let zip: Uint8Array;
+  try {
+    zip = await Deno.readFile(wheel);
+  } catch (error) {
+    if (deniedPermission(error) !== undefined) throw error;
+    throw new TritonError(`Cannot read the wheel ${wheel}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
   const isCore = (name: string): boolean =>
     name.startsWith(`${LIBS}libtritonserver-`) && name.endsWith(".so");
   // libb64 is not the core's dependency: perf_analyzer (a test peer) needs it beside libcudart.
   const isPeerLibrary = (name: string): boolean =>
     name.startsWith(`${LIBS}libb64-`) && name.endsWith(".so.0d");
-  const first = unzipSync(zip, {
-    filter: (file) => isCore(file.name) || file.name === CACHE_LIBRARY || isPeerLibrary(file.name),
-  });
+  let first: Record<string, Uint8Array>;
+  try {
+    first = unzipSync(zip, {
+      filter: (file) =>
+        isCore(file.name) || file.name === CACHE_LIBRARY || isPeerLibrary(file.name),
+    });
+  } catch (error) {
+    throw new TritonError(`Cannot read the wheel ${wheel}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
   const coreEntry = Object.keys(first).find(isCore);
   if (!coreEntry || !first[CACHE_LIBRARY]) {
     throw new TritonError(
@@ -368,12 +396,13 @@ async function compileBackend(
  * @throws {TritonError} With a clear message when the wheel cannot be obtained (no pip and no
  *   index), the core is missing from it, or no C compiler is found.
  *
- * @example Use the installed core when setup has run
+ * @example Install the core from a program (downloads the wheel the first time)
  * ```ts ignore
- * import { setupTriton } from "./setup.ts";
+ * import { setupTriton } from "jsr:@denotriton/triton/setup";
+ * import assert from "node:assert/strict";
  *
  * const install = await setupTriton();
- * console.log(install.coreLibrary);
+ * assert.equal(install.version, "2.51.0");
  * ```
  */
 export async function setupTriton(options: SetupTritonOptions = {}): Promise<TritonInstall> {
@@ -434,7 +463,18 @@ if (import.meta.main) {
     const install = await setupTriton(options);
     console.log(install.home);
   } catch (error) {
-    console.error(error instanceof TritonError ? error.message : error);
+    const denied = deniedPermission(error);
+    const refused = denied !== undefined
+      ? `DenoTriton's setup needs ${denied.flag}`
+      : error instanceof TritonPermissionError
+      ? error.message
+      : undefined;
+    if (refused !== undefined) {
+      // Setup downloads, runs pip and the C compiler, and writes the install: -A is its grant.
+      console.error(`${refused}: run the setup with -A`);
+    } else {
+      console.error(error instanceof TritonError ? error.message : error);
+    }
     Deno.exit(1);
   }
 }

@@ -11,6 +11,7 @@ import { InferenceError } from "../../errors.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
+import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { EndpointGroup } from "./router.ts";
 import { buildRoutes, runHandler } from "./routes.ts";
 
@@ -111,8 +112,8 @@ export function createHttpHandler(
       return errorResponse(405, "Method Not Allowed", { allow: found.allowed.join(", ") });
     }
     // Deno.serve's request.signal also aborts after every successful response (and warns once
-    // when read), so it is read only by the routes that need it (inference), and only a
-    // disconnect while the request is being handled reaches the engine.
+    // when read: see legacy_abort.ts), so it is read only by the routes that need it
+    // (inference), and only a disconnect while the request is being handled reaches the engine.
     const disconnect = new AbortController();
     const onAbort = (): void => disconnect.abort(request.signal.reason);
     let linked = false;
@@ -122,6 +123,7 @@ export function createHttpHandler(
       get signal(): AbortSignal {
         if (!linked) {
           linked = true;
+          muteLegacyAbortWarning();
           if (request.signal.aborted) onAbort();
           else request.signal.addEventListener("abort", onAbort, { once: true });
         }

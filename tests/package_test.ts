@@ -1,0 +1,290 @@
+// DenoTriton as a user reaches it: a project of their own outside this repository, importing
+// `@denotriton/triton` by the README's local route, serving with exactly the README's permission
+// flags on each engine. A client gets the right answer; without any one of the flags the program
+// ends with one line naming it, a non-zero exit code and no stack trace.
+
+import assert from "node:assert/strict";
+import { dirname } from "node:path";
+import { ModelClient } from "../src/client/mod.ts";
+import { ndarray } from "../mod.ts";
+import { defaultTritonHome } from "../src/engine/native/install.ts";
+import {
+  GRPC_CLIENT_ENV_VARIABLES,
+  GRPC_ENV_VARIABLES,
+  tempDirectory,
+} from "../src/permissions.ts";
+import { ENGINES } from "./_helpers.ts";
+import { hasStackTrace, linesOf, type RunningProgram, UserProject } from "./_user_project.ts";
+
+const SERVER = `// Serves Double (y = 2x) on the engine and front ends named by the arguments.
+import { ndarray, Triton, TritonUnrecoverableError } from "@denotriton/triton";
+
+const [engine, ...parts] = Deno.args;
+const triton = new Triton({
+  engine: engine as "auto" | "builtin" | "triton",
+  config: {
+    httpAddress: "127.0.0.1", httpPort: 0,
+    allowGrpc: parts.includes("grpc"), grpcAddress: "127.0.0.1", grpcPort: 0,
+    allowMetrics: parts.includes("metrics"), metricsAddress: "127.0.0.1", metricsPort: 0,
+  },
+});
+triton.bind({
+  modelName: "Double",
+  inferFunc: (requests) =>
+    requests.map(({ data: { x } }) => {
+      const values = x!.data as Float32Array;
+      if (values.some((v) => v < 0)) throw new TritonUnrecoverableError("GPU lost");
+      return { y: ndarray(values.map((v) => v * 2), x!.shape) };
+    }),
+  inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+  outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+  config: { maxBatchSize: 4 },
+});
+await triton.run();
+console.log("READY " + JSON.stringify(triton.urls));
+await triton.serve();
+`;
+
+const CLIENT = `// Calls Double at the URL given with the client, prints y.
+import { ModelClient, ndarray } from "@denotriton/triton/client";
+
+await using client = new ModelClient(Deno.args[0]!, "Double", { initTimeoutS: 30 });
+const { y } = await client.inferBatch({ x: ndarray(new Float32Array([1, 2]), [1, 2]) });
+console.log(Array.from(y!.data as Float32Array));
+`;
+
+const GRPC_ENV = GRPC_ENV_VARIABLES.join(",");
+const GRPC_CLIENT_ENV = GRPC_CLIENT_ENV_VARIABLES.join(",");
+const TMP = tempDirectory();
+const HOME_VARIABLES = Deno.env.get("DENOTRITON_HOME") ? "HOME,DENOTRITON_HOME" : "HOME";
+
+interface Row {
+  readonly name: string;
+  readonly args: readonly string[];
+  /** The README's flags for this row. */
+  readonly flags: readonly string[];
+  /** The one line each flag's absence ends in. */
+  readonly without: Readonly<Record<string, string>>;
+}
+
+function rows(): Row[] {
+  const grpcNeeded =
+    `DenoTriton needs --allow-env=${GRPC_ENV} for the gRPC front end (grpc-js reads these variables when it loads)`;
+  const netNeeded = "DenoTriton needs --allow-net=127.0.0.1 for the HTTP front end";
+  const list: Row[] = [
+    {
+      name: "built-in engine, HTTP only",
+      args: ["builtin"],
+      flags: ["--allow-net"],
+      without: { "--allow-net": netNeeded },
+    },
+    {
+      name: "built-in engine, HTTP + gRPC + metrics",
+      args: ["builtin", "grpc", "metrics"],
+      flags: ["--allow-net", `--allow-env=${GRPC_ENV}`],
+      without: { "--allow-net": netNeeded, [`--allow-env=${GRPC_ENV}`]: grpcNeeded },
+    },
+  ];
+  if (ENGINES.includes("triton")) {
+    const home = defaultTritonHome();
+    // The README grants ~/.cache/denotriton; a DENOTRITON_HOME elsewhere is granted itself.
+    const read = Deno.env.get("DENOTRITON_HOME") ? home : dirname(home);
+    const env = `--allow-env=${HOME_VARIABLES},${GRPC_ENV}`;
+    list.push({
+      name: "Triton engine, HTTP + gRPC + metrics",
+      args: ["triton", "grpc", "metrics"],
+      flags: ["--allow-net", "--allow-ffi", env, `--allow-read=${read}`, `--allow-write=${TMP}`],
+      without: {
+        "--allow-net": netNeeded,
+        "--allow-ffi": "DenoTriton needs --allow-ffi for the Triton core",
+        [env]:
+          "DenoTriton needs --allow-env=HOME (or --allow-env=DENOTRITON_HOME) for finding the Triton core in ~/.cache/denotriton",
+        [`--allow-read=${read}`]:
+          `DenoTriton needs --allow-read=${home} for the Triton core's files`,
+        [`--allow-write=${TMP}`]:
+          `DenoTriton needs --allow-write=${TMP} for the Triton core's temporary model repository`,
+      },
+    });
+  }
+  return list;
+}
+
+async function double(url: string, values: number[]): Promise<number[]> {
+  await using client = new ModelClient(url, "Double", { initTimeoutS: 30 });
+  const { y } = await client.inferBatch({
+    x: ndarray(new Float32Array(values), [1, values.length]),
+  });
+  return Array.from(y!.data as Float32Array);
+}
+
+async function ready(
+  program: RunningProgram,
+): Promise<{ http: string; grpc?: string; metrics?: string }> {
+  return JSON.parse(await program.waitForLine("READY "));
+}
+
+Deno.test("a user project: import, serve with the README's flags, one line per missing flag", async (t) => {
+  await using project = await UserProject.create();
+  await project.write("server.ts", SERVER);
+  await project.write(
+    "main.ts",
+    'import * as triton from "@denotriton/triton";\nconsole.log(typeof triton.Triton);\n',
+  );
+  await project.write(
+    "client.ts",
+    'import { ModelClient } from "@denotriton/triton/client";\nconsole.log(typeof ModelClient);\n',
+  );
+
+  await t.step("importing mod.ts or ./client needs no permission", async () => {
+    for (const file of ["main.ts", "client.ts"]) {
+      const out = await project.run(["run", "--no-prompt", file]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(out.stdout, "function\n");
+      assert.doesNotMatch(out.stderr, /NotCapable|error/);
+    }
+  });
+
+  for (const row of rows()) {
+    const shown = (flags: readonly string[]): string =>
+      flags.join(" ").replace(GRPC_ENV, "<grpc-js variables>");
+    await t.step(`${row.name}: ${shown(row.flags)}`, async () => {
+      const server = project.spawn(["run", "--no-prompt", ...row.flags, "server.ts", ...row.args]);
+      await using _ = server;
+      const urls = await ready(server);
+      assert.deepEqual(await double(urls.http, [1, 2]), [2, 4]);
+      if (urls.grpc) assert.deepEqual(await double(urls.grpc, [3]), [6]);
+      if (urls.metrics) {
+        const response = await fetch(`${urls.metrics}/metrics`);
+        assert.equal(response.status, 200);
+        assert.match(
+          await response.text(),
+          /nv_inference_request_success\{model="Double",version="1"\} 2/,
+        );
+      }
+      server.kill("SIGTERM");
+      const out = await server.exited();
+      assert.equal(out.code, 0, out.stderr);
+      assert.ok(!hasStackTrace(out.stderr), out.stderr);
+      assert.doesNotMatch(out.stderr, /request\.signal aborts/);
+      assert.match(out.stderr, /Server stopped/);
+    });
+    for (const [flag, line] of Object.entries(row.without)) {
+      await t.step(`${row.name} without ${shown([flag])}`, async () => {
+        const flags = row.flags.filter((f) => f !== flag);
+        const out = await project.run(["run", "--no-prompt", ...flags, "server.ts", ...row.args]);
+        assert.equal(out.code, 1, out.stderr);
+        assert.equal(
+          linesOf(out.stderr).at(-1),
+          `error: Uncaught (in promise) TritonPermissionError: ${line}`,
+        );
+        assert.ok(!hasStackTrace(out.stderr), out.stderr);
+        assert.doesNotMatch(out.stderr, /Server stopped/);
+      });
+    }
+  }
+});
+
+Deno.test("a user project: the client with the README's flags, one line per missing flag", async (t) => {
+  await using project = await UserProject.create();
+  await project.write("server.ts", SERVER);
+  await project.write("client.ts", CLIENT);
+  const server = project.spawn(["run", "--no-prompt", "-A", "server.ts", "builtin", "grpc"]);
+  await using _ = server;
+  const urls = await ready(server);
+  const port = (url: string): string => new URL(url.replace(/^grpc:/, "http:")).port;
+  const cases = [
+    { url: urls.http, flags: ["--allow-net"], without: {} },
+    {
+      url: urls.grpc!,
+      flags: ["--allow-net", `--allow-env=${GRPC_CLIENT_ENV}`],
+      without: {
+        [`--allow-env=${GRPC_CLIENT_ENV}`]:
+          `DenoTriton needs --allow-env=${GRPC_CLIENT_ENV} for the gRPC client`,
+      } as Record<string, string>,
+    },
+  ];
+  for (const { url, flags, without } of cases) {
+    const all: Record<string, string> = {
+      "--allow-net": `DenoTriton needs --allow-net=127.0.0.1:${port(url)} for the client`,
+      ...without,
+    };
+    await t.step(`${url.split(":")[0]} client`, async () => {
+      const out = await project.run(["run", "--no-prompt", ...flags, "client.ts", url]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.equal(out.stdout, "[ 2, 4 ]\n");
+      for (const [flag, line] of Object.entries(all)) {
+        const denied = await project.run([
+          "run",
+          "--no-prompt",
+          ...flags.filter((f) => f !== flag),
+          "client.ts",
+          url,
+        ]);
+        assert.equal(denied.code, 1, denied.stderr);
+        assert.equal(
+          linesOf(denied.stderr).at(-1),
+          `error: Uncaught (in promise) ClientPermissionError: ${line}`,
+        );
+        assert.ok(!hasStackTrace(denied.stderr), denied.stderr);
+      }
+    });
+  }
+});
+
+for (const engine of ENGINES) {
+  Deno.test(`a user project: serve() rejects after an unrecoverable error, exit code 1 [${engine}]`, async () => {
+    await using project = await UserProject.create();
+    await project.write("server.ts", SERVER);
+    const server = project.spawn(["run", "--no-prompt", "-A", "server.ts", engine]);
+    await using _ = server;
+    const urls = await ready(server);
+    await assert.rejects(double(urls.http, [-1]), /GPU lost/);
+    const out = await server.exited();
+    assert.equal(out.code, 1, out.stderr);
+    assert.match(
+      out.stderr,
+      /^error: Uncaught \(in promise\) TritonUnrecoverableError: GPU lost$/m,
+    );
+  });
+}
+
+Deno.test("a user project: the setup entry point and the hints that name it", async (t) => {
+  await using project = await UserProject.create();
+  await project.write("server.ts", SERVER);
+  await project.write("not-a-wheel.whl", "not a zip file\n");
+  const env = { DENOTRITON_HOME: `${project.dir}/home` };
+
+  await t.step("deno run -A jsr:@denotriton/triton/setup runs the setup", async () => {
+    const out = await project.run(
+      ["run", "-A", "jsr:@denotriton/triton/setup", "--wheel", "not-a-wheel.whl"],
+      env,
+    );
+    assert.equal(out.code, 1, out.stderr);
+    assert.deepEqual(linesOf(out.stderr).slice(-2), [
+      "Extracting the Triton core from not-a-wheel.whl",
+      "Cannot read the wheel not-a-wheel.whl: invalid zip data",
+    ]);
+  });
+
+  await t.step("without the core, 'auto' names the setup command and serves", async () => {
+    const server = project.spawn(["run", "--no-prompt", "-A", "server.ts", "auto"], env);
+    await using _ = server;
+    const urls = await ready(server);
+    assert.deepEqual(await double(urls.http, [5]), [10]);
+    server.kill("SIGTERM");
+    const out = await server.exited();
+    assert.match(
+      out.stderr,
+      /Using the built-in engine: the Triton core is not installed \(run deno run -A jsr:@denotriton\/triton\/setup to use it\)/,
+    );
+  });
+
+  await t.step("without the core, 'triton' fails naming the setup command", async () => {
+    const out = await project.run(["run", "--no-prompt", "-A", "server.ts", "triton"], env);
+    assert.equal(out.code, 1);
+    assert.match(
+      out.stderr,
+      /Cannot use the Triton engine: the Triton core is not installed \(run: deno run -A jsr:@denotriton\/triton\/setup\)/,
+    );
+  });
+});
