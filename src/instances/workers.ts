@@ -11,6 +11,7 @@ import { BatchGate } from "./_batch_gate.ts";
 import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError, TritonValidationError } from "../errors.ts";
+import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { Logger } from "../log.ts";
 import type { InstanceProvider, ModelInstance, NativeLocations } from "./instance.ts";
@@ -101,45 +102,11 @@ export interface WorkerTransferStats {
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
 const DEVICE = /^(cpu|cuda:(\d+))$/;
 
-/** Steps of one batch as an async queue. */
-class StepQueue {
-  #steps: InferResult[][] = [];
-  #ended = false;
-  #error: Error | undefined;
-  #wake: (() => void) | undefined;
-
-  step(results: InferResult[]): void {
-    this.#steps.push(results);
-    this.#notify();
-  }
-
-  done(): void {
-    this.#ended = true;
-    this.#notify();
-  }
-
-  fail(error: Error): void {
-    this.#error ??= error;
-    this.#ended = true;
-    this.#notify();
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  async next(): Promise<IteratorResult<InferResult[], undefined>> {
-    while (true) {
-      const value = this.#steps.shift();
-      if (value !== undefined) return { done: false, value };
-      if (this.#error !== undefined) throw this.#error;
-      if (this.#ended) return { done: true, value: undefined };
-      await new Promise<void>((resolve) => this.#wake = resolve);
-    }
-  }
-}
+/**
+ * How many steps of a decoupled batch may be on their way or waiting for the consumer: the
+ * Worker pauses its generator once it has posted that many more than the consumer took.
+ */
+const STEP_WINDOW = 16;
 
 interface Shared {
   readonly module: string;
@@ -167,7 +134,12 @@ interface Life {
 interface Batch {
   readonly id: number;
   readonly life: Life;
-  readonly queue: StepQueue;
+  /** Its results: one step of a coupled batch, every step of a decoupled one. */
+  readonly queue: BoundedQueue<InferResult[]>;
+  /** Steps received from the Worker. */
+  received: number;
+  /** Steps the Worker may post in all: what the consumer took, plus the window. */
+  granted: number;
   /** Resolves once the Worker is done with the batch: it answered it in full, or it ended. */
   readonly settled: PromiseWithResolvers<void>;
 }
@@ -318,7 +290,8 @@ class WorkerInstance implements ModelInstance {
             Object.entries(result).map(([name, wire]) => [name, fromWireTensor(wire)]),
           )
         );
-        batch.queue.step(results);
+        batch.received++;
+        void batch.queue.push(results);
         if (!this.#model.config.decoupled) this.#finish(batch);
         break;
       }
@@ -339,7 +312,7 @@ class WorkerInstance implements ModelInstance {
   #finish(batch: Batch, error?: Error): void {
     this.#batches.delete(batch.id);
     batch.life.batches.delete(batch);
-    if (error === undefined) batch.queue.done();
+    if (error === undefined) batch.queue.end();
     else batch.queue.fail(error);
     batch.settled.resolve();
   }
@@ -482,7 +455,16 @@ class WorkerInstance implements ModelInstance {
     const batch: Batch = {
       id,
       life,
-      queue: new StepQueue(),
+      queue: new BoundedQueue<InferResult[]>({
+        highWaterMark: STEP_WINDOW,
+        pull: () => this.#grant(batch),
+        // The consumer stopped reading: the Worker ends the stream after its current step.
+        cancel: () => {
+          if (!life.ended) worker.postMessage({ type: "stop", id } satisfies ToWorker);
+        },
+      }),
+      received: 0,
+      granted: STEP_WINDOW,
       settled: Promise.withResolvers<void>(),
     };
     this.#batches.set(id, batch);
@@ -493,10 +475,24 @@ class WorkerInstance implements ModelInstance {
         id,
         decoupled: this.#model.config.decoupled,
         requests: wire,
+        credit: STEP_WINDOW,
       } satisfies ToWorker,
       transfer,
     );
     return batch;
+  }
+
+  /**
+   * Lets the Worker post as many steps as the consumer took since the last grant, once that is
+   * half a window (fewer messages than one per step).
+   */
+  #grant(batch: Batch | undefined): void {
+    if (batch === undefined || batch.life.ended || !this.#model.config.decoupled) return;
+    const queued = STEP_WINDOW - batch.queue.desiredSize;
+    const steps = batch.received - queued + STEP_WINDOW - batch.granted;
+    if (steps < STEP_WINDOW / 2) return;
+    batch.granted += steps;
+    batch.life.worker.postMessage({ type: "credit", id: batch.id, steps } satisfies ToWorker);
   }
 
   /** Fails a batch that outlived the execution timeout and replaces its Worker. */
@@ -517,14 +513,13 @@ class WorkerInstance implements ModelInstance {
     try {
       batch = await this.#send(requests, native);
       const sent = batch;
+      const reader = sent.queue.readable.getReader();
       const step = await withDeadline(
-        sent.queue.next(),
+        reader.read(),
         this.#model.config.executionTimeoutS,
         () => this.#timedOut(sent),
       );
-      if (step.done) {
-        throw new InferenceError(`${this.#label} returned no result`, { code: "INTERNAL" });
-      }
+      if (step.done) throw InferenceError.internal(`${this.#label} returned no result`);
       return step.value;
     } finally {
       // The gate opens once the Worker is done with the batch, not when its caller gave up.
@@ -538,11 +533,13 @@ class WorkerInstance implements ModelInstance {
     let batch: Batch | undefined;
     let failed = false;
     const seconds = this.#model.config.executionTimeoutS;
+    let reader: ReadableStreamDefaultReader<InferResult[]> | undefined;
     try {
       batch = await this.#send(requests, native);
       const sent = batch;
+      reader = sent.queue.readable.getReader();
       while (true) {
-        const step = await withDeadline(sent.queue.next(), seconds, () => this.#timedOut(sent));
+        const step = await withDeadline(reader.read(), seconds, () => this.#timedOut(sent));
         if (step.done) return;
         yield step.value;
       }
@@ -556,9 +553,10 @@ class WorkerInstance implements ModelInstance {
         const sent = batch;
         void sent.settled.promise.then(release);
         if (!failed && this.#batches.has(sent.id)) {
-          // The consumer stopped reading early: the Worker ends the stream after its current step,
-          // and the batch (whose inputs it may read in place) stays ours until it has.
-          if (!sent.life.ended) sent.life.worker.postMessage({ type: "stop", id: sent.id });
+          // The consumer stopped reading early: cancelling the queue asks the Worker to end the
+          // stream after its current step, and the batch (whose inputs it may read in place)
+          // stays ours until it has.
+          await reader?.cancel();
           await withDeadline(sent.settled.promise, seconds, () => this.#timedOut(sent)).catch(
             () => {},
           );
