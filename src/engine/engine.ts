@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { ParameterValue } from "../callable/types.ts";
-import type { ModelInfo } from "../callable/types.ts";
+import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import type { InstanceProvider } from "../instances/instance.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
@@ -27,6 +27,28 @@ export interface CacheConfig {
 export interface ModelDefinition extends ModelInfo {
   /** Starts the model's instances. */
   readonly instances: InstanceProvider;
+}
+
+/**
+ * One loaded model version, as {@linkcode Engine.model} resolves it for a request: the front end
+ * looks the model up once, reads what decoding needs from the handle, and passes the handle on
+ * to {@linkcode Engine.infer} or {@linkcode Engine.inferStream}, which do not look it up again.
+ */
+export interface ModelHandle {
+  /** Model name. */
+  readonly name: string;
+  /** The version the request resolved to. */
+  readonly version: number;
+  /** Whether the model is decoupled (served by `inferStream`, not `infer`). */
+  readonly decoupled: boolean;
+  /** The largest batch a request may carry; 0 when the model does not batch. */
+  readonly maxBatchSize: number;
+  /** Declared inputs, without the batch axis. */
+  readonly inputs: readonly ResolvedTensorSpec[];
+  /** Declared outputs, without the batch axis. */
+  readonly outputs: readonly ResolvedTensorSpec[];
+  /** This version's metadata (`versions` names this version only). */
+  readonly metadata: ModelMetadata;
 }
 
 /** A protocol-neutral inference request, as the front ends decode it. */
@@ -184,7 +206,10 @@ export const ENGINE_EXTENSIONS: readonly string[] = [
 /** Which engine runs. */
 export type EngineKind = "builtin" | "triton";
 
-/** The engine contract shared by the built-in and the Triton-core engines. */
+/**
+ * The engine contract shared by the built-in and the Triton-core engines. The queries are
+ * synchronous: both engines answer them from memory (the core through synchronous C calls).
+ */
 export interface Engine extends AsyncDisposable {
   /** Which engine this is. */
   readonly kind: EngineKind;
@@ -195,29 +220,44 @@ export interface Engine extends AsyncDisposable {
   /** Whether the engine is live. */
   isLive(): boolean;
   /** Whether the engine is ready (with strict readiness: every model ready). */
-  isReady(): Promise<boolean>;
+  isReady(): boolean;
   /** Server metadata. */
   serverMetadata(): ServerMetadata;
   /** Loads a model and starts its instances; resolves when it is ready. */
   loadModel(model: ModelDefinition): Promise<void>;
   /** Unloads a model version and stops its instances. */
   unloadModel(name: string, version?: number): Promise<void>;
+  /**
+   * Resolves the model version a request targets: the one lookup of a request.
+   *
+   * @throws {InferenceError} NOT_FOUND for unknown models, UNAVAILABLE for versions not ready.
+   */
+  model(name: string, version?: number): ModelHandle;
   /** Whether a model version is ready (false for unknown models). */
-  modelReady(name: string, version?: number): Promise<boolean>;
+  modelReady(name: string, version?: number): boolean;
   /** Model metadata; NOT_FOUND for unknown models. */
-  modelMetadata(name: string, version?: number): Promise<ModelMetadata>;
+  modelMetadata(name: string, version?: number): ModelMetadata;
   /** Triton's model-config JSON; NOT_FOUND for unknown models. */
-  modelConfig(name: string, version?: number): Promise<TritonModelConfigJson>;
+  modelConfig(name: string, version?: number): TritonModelConfigJson;
   /** Statistics of one model, or of all when `name` is undefined. */
-  modelStatistics(name?: string, version?: number): Promise<{ model_stats: ModelStatistics[] }>;
+  modelStatistics(name?: string, version?: number): { model_stats: ModelStatistics[] };
   /** The repository index. */
-  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
-  /** Whether a model is decoupled; NOT_FOUND for unknown models. */
-  isDecoupled(name: string, version?: number): Promise<boolean>;
-  /** Runs one request of a coupled model. */
-  infer(request: InferenceRequest): Promise<InferenceResponse>;
-  /** Runs one request of a decoupled model: 0..N responses, the last marked final. */
-  inferStream(request: InferenceRequest): AsyncIterable<StreamResponse>;
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  /**
+   * Runs one request of a coupled model.
+   *
+   * @param request The request.
+   * @param model Its model, as {@linkcode Engine.model} resolved it; looked up when omitted.
+   */
+  infer(request: InferenceRequest, model?: ModelHandle): Promise<InferenceResponse>;
+  /**
+   * Runs one request of a decoupled model: 0..N responses, the last marked final. A consumer
+   * that reads slowly slows the model's generator down; one that stops reading cancels it.
+   *
+   * @param request The request.
+   * @param model Its model, as {@linkcode Engine.model} resolved it; looked up when omitted.
+   */
+  inferStream(request: InferenceRequest, model?: ModelHandle): AsyncIterable<StreamResponse>;
   /** Prometheus text exposition of the engine's metrics. */
-  metrics(): Promise<string>;
+  metrics(): string;
 }

@@ -72,7 +72,7 @@ export class MetricsFrontend implements AsyncDisposable {
         options.logger?.error(`Metrics endpoint failed: ${error}`);
         return Response.json({ error: String(error) }, { status: 500 });
       },
-    }, async (request) => {
+    }, (request) => {
       const path = new URL(request.url).pathname;
       if (path !== "/metrics") return Response.json({ error: "Not Found" }, { status: 404 });
       if (request.method !== "GET") {
@@ -80,7 +80,7 @@ export class MetricsFrontend implements AsyncDisposable {
           status: 405,
         });
       }
-      return new Response(await engine.metrics(), {
+      return new Response(engine.metrics(), {
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
     });

@@ -1,0 +1,172 @@
+/**
+ * The built-in engine's options, and the checks that refuse settings it cannot honour (other
+ * caches, GPU metrics, metrics settings it does not report): a setting it accepts is one it
+ * honours.
+ *
+ * @module
+ */
+
+import { TritonValidationError } from "../../errors.ts";
+import type { TritonUnrecoverableError } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { CacheConfig } from "../engine.ts";
+
+/** Options of {@linkcode BuiltinEngine}. */
+export interface BuiltinEngineOptions {
+  /**
+   * Server id, the `name` of the server metadata.
+   *
+   * @default {"triton"}
+   */
+  id?: string;
+  /**
+   * Whether `isReady()` is false while any loaded model is not ready.
+   *
+   * @default {true}
+   */
+  strictReadiness?: boolean;
+  /**
+   * How long `stop()` waits for in-flight requests, in seconds.
+   *
+   * @default {30}
+   */
+  exitTimeoutSecs?: number;
+  /**
+   * Logger for load/unload and failures.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+  /**
+   * Response cache size in bytes; 0 disables the cache (models with `responseCache` need > 0).
+   *
+   * @default {0}
+   */
+  responseCacheByteSize?: number;
+  /**
+   * The response cache as Triton's `--cache-config` names it; overrides
+   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
+   * setting: anything else is refused.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Report CPU utilization and memory (`nv_cpu_*`, read from `/proc` like the Triton core).
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Report GPU metrics. The built-in engine has none, so `true` is refused.
+   *
+   * @default {false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * How old the CPU metrics may get before a scrape reads them again, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries. The built-in engine reports latency counters only:
+   * `counter_latencies=<bool>` is honoured, `histogram_latencies=false` and
+   * `summary_latencies=false` change nothing, and the rest is refused.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
+   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+}
+
+/** What the built-in engine makes of its cache and metrics options. */
+export interface BuiltinSettings {
+  /** The local cache's size in bytes; 0 without a cache. */
+  readonly cacheBytes: number;
+  /** Whether the latency counters are reported. */
+  readonly latencyCounters: boolean;
+}
+
+/** The metrics-config entries the built-in engine accepts: they match what it reports. */
+const BUILTIN_METRICS_SETTINGS = new Set([
+  "counter_latencies=true",
+  "counter_latencies=false",
+  "histogram_latencies=false",
+  "summary_latencies=false",
+]);
+
+function refuse(what: string, reason: string): TritonValidationError {
+  return new TritonValidationError(
+    `Cannot start the built-in engine: ${what} is not supported: ${reason}`,
+  );
+}
+
+/** The local cache size the options ask for, refusing what the built-in engine cannot do. */
+function cacheBytes(options: BuiltinEngineOptions): number {
+  const cache = options.cacheConfig;
+  if (cache === undefined) return options.responseCacheByteSize ?? 0;
+  if (cache.name !== "local") {
+    throw refuse(
+      `cacheConfig cache '${cache.name}'`,
+      "the built-in engine has only the local cache",
+    );
+  }
+  const others = Object.keys(cache.config).filter((key) => key !== "size");
+  if (others.length > 0) {
+    throw refuse(
+      `cacheConfig setting local,${others[0]}`,
+      "the local cache has only a size",
+    );
+  }
+  const size = Number(cache.config.size ?? 0);
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw refuse(`cacheConfig local,size=${cache.config.size}`, "the size must be an integer >= 0");
+  }
+  return size;
+}
+
+/**
+ * Checks the built-in engine's cache and metrics options.
+ *
+ * @param options The options.
+ * @returns The cache size and whether latency counters are on.
+ * @throws {TritonValidationError} For a cache or metrics setting the built-in engine cannot
+ *   honour; the message names it.
+ *
+ * @example
+ * ```ts
+ * import { builtinSettings } from "./options.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const settings = builtinSettings({
+ *   cacheConfig: { name: "local", config: { size: "1024" } },
+ *   metricsConfig: ["counter_latencies=false"],
+ * });
+ * assert.deepEqual(settings, { cacheBytes: 1024, latencyCounters: false });
+ * assert.throws(() => builtinSettings({ gpuMetrics: true }), /no GPU metrics/);
+ * ```
+ */
+export function builtinSettings(options: BuiltinEngineOptions): BuiltinSettings {
+  if (options.gpuMetrics === true) {
+    throw refuse("allowGpuMetrics", "the built-in engine has no GPU metrics");
+  }
+  const metricsConfig = options.metricsConfig ?? [];
+  for (const entry of metricsConfig) {
+    if (!BUILTIN_METRICS_SETTINGS.has(entry)) {
+      throw refuse(
+        `metricsConfig entry '${entry}'`,
+        "the built-in engine reports latency counters only (counter_latencies=<bool>)",
+      );
+    }
+  }
+  return {
+    cacheBytes: cacheBytes(options),
+    latencyCounters: !metricsConfig.includes("counter_latencies=false"),
+  };
+}

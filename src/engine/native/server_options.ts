@@ -1,0 +1,238 @@
+/**
+ * The Triton-core engine's options, and the `TRITONSERVER_ServerOptions` they become when the
+ * core's in-process server is created: explicit model control over a temporary repository, our
+ * backend directory, no pinned memory, metrics, readiness, exit and log settings, and the
+ * response cache.
+ *
+ * @module
+ */
+
+import { parseMetricsSetting } from "../../config/metrics_config.ts";
+import type { TritonUnrecoverableError } from "../../errors.ts";
+import type { LogFormat, Logger } from "../../log.ts";
+import type { CacheConfig } from "../engine.ts";
+import type { CoreLibrary } from "./ffi.ts";
+import type { TritonInstall } from "./install.ts";
+import { check, cString, pointerOf } from "./status.ts";
+
+/** Options of {@linkcode NativeEngine}. */
+export interface NativeEngineOptions {
+  /**
+   * Server id, the `name` of the server metadata.
+   *
+   * @default {"triton"}
+   */
+  id?: string;
+  /**
+   * Whether the server is not ready while any model is not ready.
+   *
+   * @default {true}
+   */
+  strictReadiness?: boolean;
+  /**
+   * How long `stop()` waits for in-flight requests, in seconds.
+   *
+   * @default {30}
+   */
+  exitTimeoutSecs?: number;
+  /**
+   * Logger for load/unload and failures.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+  /**
+   * Response cache size in bytes for the `local` cache; 0 disables it.
+   *
+   * @default {0}
+   */
+  responseCacheByteSize?: number;
+  /**
+   * A cache config; overrides `responseCacheByteSize`.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Whether the core reports CPU utilization and memory (`nv_cpu_*`), polled every
+   * `metricsIntervalMs`.
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Whether the core reports GPU metrics (`nv_gpu_*`, through DCGM).
+   *
+   * @default {false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * How often the core polls CPU and GPU metrics, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries (`<setting>=<value>`), handed to the core as they are.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
+   * Whether the core exits when a model fails to load while it starts.
+   *
+   * @default {true}
+   */
+  exitOnError?: boolean;
+  /**
+   * Triton's own log file; its logs go to stderr otherwise.
+   *
+   * @default {undefined}
+   */
+  logFile?: string;
+  /**
+   * Triton's verbose log level.
+   *
+   * @default {0}
+   */
+  logVerbose?: number;
+  /**
+   * Whether Triton logs info messages (its start-up tables and load/unload lines).
+   *
+   * @default {false}
+   */
+  logInfo?: boolean;
+  /**
+   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /**
+   * The install to use.
+   *
+   * @default {the install found in the default home}
+   */
+  install?: TritonInstall;
+}
+
+const MODEL_CONTROL_EXPLICIT = 2;
+
+/** `TRITONSERVER_LogFormat` values. */
+export const LOG_FORMAT_CODES: Readonly<Record<LogFormat, number>> = { default: 0, ISO8601: 1 };
+
+/**
+ * Creates a `TRITONSERVER_ServerOptions`; delete it with {@linkcode deleteServerOptions}.
+ *
+ * @param core The core library.
+ * @returns The options object.
+ * @throws {InferenceError} When the core cannot create it.
+ */
+export function newServerOptions(core: CoreLibrary): Deno.PointerValue {
+  const slot = new BigUint64Array(1);
+  check(core, core.TRITONSERVER_ServerOptionsNew(slot));
+  return pointerOf(slot);
+}
+
+/**
+ * Deletes a `TRITONSERVER_ServerOptions` (a failure to do so is ignored: nothing is left to do).
+ *
+ * @param core The core library.
+ * @param options The options object.
+ */
+export function deleteServerOptions(core: CoreLibrary, options: Deno.PointerValue): void {
+  const failure = core.TRITONSERVER_ServerOptionsDelete(options);
+  if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+}
+
+/** The cache the options ask for: `cacheConfig`, or the local cache of the given size. */
+function cacheOf(options: NativeEngineOptions): CacheConfig | undefined {
+  if (options.cacheConfig !== undefined) return options.cacheConfig;
+  const size = options.responseCacheByteSize ?? 0;
+  return size > 0 ? { name: "local", config: { size: String(size) } } : undefined;
+}
+
+/**
+ * Creates the core's in-process server.
+ *
+ * @param core The core library.
+ * @param install The install (backend and cache directories).
+ * @param repository The temporary model repository.
+ * @param options The engine's options.
+ * @returns The `TRITONSERVER_Server*`.
+ * @throws {InferenceError} When an option is refused or the server cannot start (the core's
+ *   message).
+ */
+export async function createServer(
+  core: CoreLibrary,
+  install: TritonInstall,
+  repository: string,
+  options: NativeEngineOptions,
+): Promise<Deno.PointerValue> {
+  const o = options;
+  const handle = newServerOptions(core);
+  try {
+    const set = (error: Deno.PointerValue): void =>
+      check(core, error, "Cannot set a Triton server option");
+    set(core.TRITONSERVER_ServerOptionsSetServerId(handle, cString(o.id ?? "triton")));
+    set(core.TRITONSERVER_ServerOptionsSetModelRepositoryPath(handle, cString(repository)));
+    set(core.TRITONSERVER_ServerOptionsSetModelControlMode(handle, MODEL_CONTROL_EXPLICIT));
+    set(core.TRITONSERVER_ServerOptionsSetStrictModelConfig(handle, true));
+    set(
+      core.TRITONSERVER_ServerOptionsSetBackendDirectory(handle, cString(install.backendDirectory)),
+    );
+    set(core.TRITONSERVER_ServerOptionsSetRepoAgentDirectory(handle, cString(repository)));
+    // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc).
+    set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(handle, 0n));
+    set(core.TRITONSERVER_ServerOptionsSetMetrics(handle, true));
+    // GPU metrics start DCGM, which only warns on a host without GPUs.
+    set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(handle, o.gpuMetrics ?? false));
+    set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(handle, o.cpuMetrics ?? false));
+    set(core.TRITONSERVER_ServerOptionsSetMetricsInterval(
+      handle,
+      BigInt(o.metricsIntervalMs ?? 2000),
+    ));
+    for (const entry of o.metricsConfig ?? []) {
+      const { group, setting, value } = parseMetricsSetting(entry);
+      set(core.TRITONSERVER_ServerOptionsSetMetricsConfig(
+        handle,
+        cString(group),
+        cString(setting),
+        cString(value),
+      ));
+    }
+    set(core.TRITONSERVER_ServerOptionsSetStrictReadiness(handle, o.strictReadiness ?? true));
+    set(core.TRITONSERVER_ServerOptionsSetExitTimeout(handle, o.exitTimeoutSecs ?? 30));
+    set(core.TRITONSERVER_ServerOptionsSetExitOnError(handle, o.exitOnError ?? true));
+    // A failed load must fail at once: a retry would find no free slots on its channel.
+    set(core.TRITONSERVER_ServerOptionsSetModelLoadRetryCount(handle, 0));
+    set(core.TRITONSERVER_ServerOptionsSetLogInfo(handle, o.logInfo ?? false));
+    set(core.TRITONSERVER_ServerOptionsSetLogWarn(handle, true));
+    set(core.TRITONSERVER_ServerOptionsSetLogError(handle, true));
+    set(core.TRITONSERVER_ServerOptionsSetLogVerbose(handle, o.logVerbose ?? 0));
+    // The format is process-wide: an earlier server in this process may have changed it.
+    set(core.TRITONSERVER_ServerOptionsSetLogFormat(
+      handle,
+      LOG_FORMAT_CODES[o.logger?.settings.format ?? "default"],
+    ));
+    if (o.logFile !== undefined) {
+      set(core.TRITONSERVER_ServerOptionsSetLogFile(handle, cString(o.logFile)));
+    }
+    const cache = cacheOf(o);
+    if (cache !== undefined) {
+      set(
+        core.TRITONSERVER_ServerOptionsSetCacheDirectory(handle, cString(install.cacheDirectory)),
+      );
+      set(core.TRITONSERVER_ServerOptionsSetCacheConfig(
+        handle,
+        cString(cache.name),
+        cString(JSON.stringify(cache.config)),
+      ));
+    }
+    const slot = new BigUint64Array(1);
+    check(core, await core.TRITONSERVER_ServerNew(slot, handle), "Cannot start the Triton server");
+    return pointerOf(slot);
+  } finally {
+    deleteServerOptions(core, handle);
+  }
+}
