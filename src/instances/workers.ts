@@ -272,9 +272,9 @@ class WorkerInstance implements ModelInstance {
         this.#loading = undefined;
         this.#end(life, false);
         loading?.reject(
-          new InferenceError(
+          InferenceError.internal(
             `${this.#label} failed to load ${this.#shared.module}: ${error.name}: ${error.message}`,
-            { code: "INTERNAL", cause: error },
+            { cause: error },
           ),
         );
         break;
@@ -335,7 +335,7 @@ class WorkerInstance implements ModelInstance {
     if (restart && !this.#disposed) next = this.#replacing = this.#restart();
     life.next.resolve(next);
     const error = failure ??
-      new InferenceError(`${this.#label} was stopped`, { code: "UNAVAILABLE" });
+      InferenceError.unavailable(`${this.#label} was stopped`);
     for (const batch of [...life.batches]) this.#finish(batch, error);
   }
 
@@ -351,15 +351,13 @@ class WorkerInstance implements ModelInstance {
       this.#loading = undefined;
       this.#end(life, false);
       loading.reject(
-        new InferenceError(`${this.#label} failed to load ${this.#shared.module}: ${reason}`, {
-          code: "INTERNAL",
-        }),
+        InferenceError.internal(`${this.#label} failed to load ${this.#shared.module}: ${reason}`),
       );
       return;
     }
     const message = `${this.#label} crashed: ${reason}`;
     this.#shared.logger.error(message);
-    this.#end(life, life === this.#life, new InferenceError(message, { code: "UNAVAILABLE" }));
+    this.#end(life, life === this.#life, InferenceError.unavailable(message));
   }
 
   /**
@@ -410,11 +408,10 @@ class WorkerInstance implements ModelInstance {
     }
     const life = this.#life;
     if (!this.#alive || life === undefined) {
-      throw new InferenceError(
+      throw InferenceError.unavailable(
         `${this.#label} is not available: ${
           this.#disposed ? "it was stopped" : "its Worker crashed and could not be restarted"
         }`,
-        { code: "UNAVAILABLE" },
       );
     }
     const { worker } = life;
@@ -572,7 +569,7 @@ class WorkerInstance implements ModelInstance {
   kill(): void {
     this.#retire(
       "was killed",
-      new InferenceError(`${this.#label} crashed: it was killed`, { code: "UNAVAILABLE" }),
+      InferenceError.unavailable(`${this.#label} crashed: it was killed`),
     );
   }
 
@@ -581,7 +578,7 @@ class WorkerInstance implements ModelInstance {
     this.#down = true;
     this.#alive = false;
     this.#life = undefined;
-    const stopped = new InferenceError(`${this.#label} was stopped`, { code: "UNAVAILABLE" });
+    const stopped = InferenceError.unavailable(`${this.#label} was stopped`);
     const lives = [...this.#lives];
     // A Worker that exits by itself shows that its thread has ended, which lets the engine free
     // memory it may read in place; one that has not within a second is terminated, and its

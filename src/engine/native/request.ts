@@ -47,9 +47,7 @@ export function submitRequest(
 ): void {
   const { core, bridge } = libraries;
   if (request.signal?.aborted) {
-    throw new InferenceError(`Request for model '${request.modelName}' was cancelled`, {
-      code: "CANCELLED",
-    });
+    throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
   const slot = new BigUint64Array(1);
   check(
