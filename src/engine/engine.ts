@@ -8,6 +8,8 @@
  */
 
 import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import type { TritonUnrecoverableError } from "../errors.ts";
+import type { Logger } from "../log.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import type { InstanceProvider } from "../instances/instance.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
@@ -21,6 +23,86 @@ export interface CacheConfig {
   name: string;
   /** The cache's settings, e.g. `{ size: "1048576" }`. */
   config: Record<string, unknown>;
+}
+
+/**
+ * The options both engines take. Where an engine cannot honour a setting, it refuses it when it
+ * is created (the built-in engine's limits are noted here).
+ */
+export interface CommonEngineOptions {
+  /**
+   * Server id, the `name` of the server metadata.
+   *
+   * @default {"triton"}
+   */
+  id?: string;
+  /**
+   * Whether the server is not ready while any loaded model is not ready.
+   *
+   * @default {true}
+   */
+  strictReadiness?: boolean;
+  /**
+   * How long `stop()` waits for in-flight requests, in seconds.
+   *
+   * @default {30}
+   */
+  exitTimeoutSecs?: number;
+  /**
+   * Logger for load/unload and failures.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+  /**
+   * Response cache size in bytes for the `local` cache; 0 disables it (models with
+   * `responseCache` need more).
+   *
+   * @default {0}
+   */
+  responseCacheByteSize?: number;
+  /**
+   * The response cache as Triton's `--cache-config` names it; overrides
+   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
+   * setting: anything else is refused there.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Report CPU utilization and memory (`nv_cpu_*`), read again every `metricsIntervalMs`.
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Report GPU metrics (`nv_gpu_*`, through DCGM in the core). The built-in engine has none, so
+   * it refuses `true`.
+   *
+   * @default {false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * How often CPU and GPU metrics are read, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries (`<setting>=<value>`). The core takes them as they are.
+   * The built-in engine reports latency counters only: `counter_latencies=<bool>` is honoured,
+   * `histogram_latencies=false` and `summary_latencies=false` change nothing, and it refuses
+   * the rest.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
+   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
 }
 
 /** A model handed to an engine for loading. */

@@ -7,83 +7,10 @@
  */
 
 import { TritonValidationError } from "../../errors.ts";
-import type { TritonUnrecoverableError } from "../../errors.ts";
-import type { Logger } from "../../log.ts";
-import type { CacheConfig } from "../engine.ts";
+import type { CommonEngineOptions } from "../engine.ts";
 
-/** Options of {@linkcode BuiltinEngine}. */
-export interface BuiltinEngineOptions {
-  /**
-   * Server id, the `name` of the server metadata.
-   *
-   * @default {"triton"}
-   */
-  id?: string;
-  /**
-   * Whether `isReady()` is false while any loaded model is not ready.
-   *
-   * @default {true}
-   */
-  strictReadiness?: boolean;
-  /**
-   * How long `stop()` waits for in-flight requests, in seconds.
-   *
-   * @default {30}
-   */
-  exitTimeoutSecs?: number;
-  /**
-   * Logger for load/unload and failures.
-   *
-   * @default {undefined}
-   */
-  logger?: Logger;
-  /**
-   * Response cache size in bytes; 0 disables the cache (models with `responseCache` need > 0).
-   *
-   * @default {0}
-   */
-  responseCacheByteSize?: number;
-  /**
-   * The response cache as Triton's `--cache-config` names it; overrides
-   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
-   * setting: anything else is refused.
-   *
-   * @default {undefined}
-   */
-  cacheConfig?: CacheConfig;
-  /**
-   * Report CPU utilization and memory (`nv_cpu_*`, read from `/proc` like the Triton core).
-   *
-   * @default {false}
-   */
-  cpuMetrics?: boolean;
-  /**
-   * Report GPU metrics. The built-in engine has none, so `true` is refused.
-   *
-   * @default {false}
-   */
-  gpuMetrics?: boolean;
-  /**
-   * How old the CPU metrics may get before a scrape reads them again, in milliseconds.
-   *
-   * @default {2000}
-   */
-  metricsIntervalMs?: number;
-  /**
-   * Triton `--metrics-config` entries. The built-in engine reports latency counters only:
-   * `counter_latencies=<bool>` is honoured, `histogram_latencies=false` and
-   * `summary_latencies=false` change nothing, and the rest is refused.
-   *
-   * @default {[]}
-   */
-  metricsConfig?: readonly string[];
-  /**
-   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
-   *
-   * @default {undefined}
-   */
-  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
-}
+/** Options of {@linkcode BuiltinEngine}: the options both engines take. */
+export type BuiltinEngineOptions = CommonEngineOptions;
 
 /** What the built-in engine makes of its cache and metrics options. */
 export interface BuiltinSettings {

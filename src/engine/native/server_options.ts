@@ -8,78 +8,17 @@
  */
 
 import { parseMetricsSetting } from "../../config/metrics_config.ts";
-import type { TritonUnrecoverableError } from "../../errors.ts";
-import type { LogFormat, Logger } from "../../log.ts";
-import type { CacheConfig } from "../engine.ts";
+import type { LogFormat } from "../../log.ts";
+import type { CacheConfig, CommonEngineOptions } from "../engine.ts";
 import type { CoreLibrary } from "./ffi.ts";
 import type { TritonInstall } from "./install.ts";
 import { check, cString, pointerOf } from "./status.ts";
 
-/** Options of {@linkcode NativeEngine}. */
-export interface NativeEngineOptions {
+/** Options of {@linkcode NativeEngine}: the options both engines take, and the core's own. */
+export interface NativeEngineOptions extends CommonEngineOptions {
   /**
-   * Server id, the `name` of the server metadata.
-   *
-   * @default {"triton"}
-   */
-  id?: string;
-  /**
-   * Whether the server is not ready while any model is not ready.
-   *
-   * @default {true}
-   */
-  strictReadiness?: boolean;
-  /**
-   * How long `stop()` waits for in-flight requests, in seconds.
-   *
-   * @default {30}
-   */
-  exitTimeoutSecs?: number;
-  /**
-   * Logger for load/unload and failures.
-   *
-   * @default {undefined}
-   */
-  logger?: Logger;
-  /**
-   * Response cache size in bytes for the `local` cache; 0 disables it.
-   *
-   * @default {0}
-   */
-  responseCacheByteSize?: number;
-  /**
-   * A cache config; overrides `responseCacheByteSize`.
-   *
-   * @default {undefined}
-   */
-  cacheConfig?: CacheConfig;
-  /**
-   * Whether the core reports CPU utilization and memory (`nv_cpu_*`), polled every
-   * `metricsIntervalMs`.
-   *
-   * @default {false}
-   */
-  cpuMetrics?: boolean;
-  /**
-   * Whether the core reports GPU metrics (`nv_gpu_*`, through DCGM).
-   *
-   * @default {false}
-   */
-  gpuMetrics?: boolean;
-  /**
-   * How often the core polls CPU and GPU metrics, in milliseconds.
-   *
-   * @default {2000}
-   */
-  metricsIntervalMs?: number;
-  /**
-   * Triton `--metrics-config` entries (`<setting>=<value>`), handed to the core as they are.
-   *
-   * @default {[]}
-   */
-  metricsConfig?: readonly string[];
-  /**
-   * Whether the core exits when a model fails to load while it starts.
+   * Whether the core exits when a model fails to load while it starts (the facade loads
+   * models after start, so this matters only to the core's own start-up).
    *
    * @default {true}
    */
@@ -102,12 +41,6 @@ export interface NativeEngineOptions {
    * @default {false}
    */
   logInfo?: boolean;
-  /**
-   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
-   *
-   * @default {undefined}
-   */
-  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
   /**
    * The install to use.
    *
