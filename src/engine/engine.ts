@@ -14,16 +14,9 @@ import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import type { InstanceProvider } from "../instances/instance.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
+import type { CacheConfig } from "../config/cache_config.ts";
 
-export type { TritonModelConfigJson };
-
-/** A response-cache implementation and its settings (Triton's `--cache-config`). */
-export interface CacheConfig {
-  /** Cache name; `"local"` is the only one the built-in engine and the Triton wheel ship. */
-  name: string;
-  /** The cache's settings, e.g. `{ size: "1048576" }`. */
-  config: Record<string, unknown>;
-}
+export type { CacheConfig, TritonModelConfigJson };
 
 /**
  * The options both engines take. Where an engine cannot honour a setting, it refuses it when it
