@@ -4,6 +4,10 @@
  * the preferred sizes, waiting up to the queue delay), one batch per idle instance, optional
  * in-order delivery, cancellation and draining.
  *
+ * Over 500 lines for a reason: the queues, the batch former and the dispatcher share one state
+ * (what is queued, delayed, running and held for ordering), and every change to it must
+ * re-run the same pump; split up, each part would reach into the others' state.
+ *
  * @module
  */
 

@@ -6,8 +6,9 @@
  *
  * This file is the facade: server options (`server_options.ts`), log settings
  * (`log_bridge.ts`), loading (`model_loader.ts`), the queries (`queries.ts`), requests
- * (`request.ts`, `response.ts`, `response_stream.ts`) and the backend half
- * (`backend_bridge.ts`) live beside it.
+ * (`request.ts`, `response.ts`, `response_stream.ts`), the backend half (`backend_bridge.ts`)
+ * and stopping (`shutdown.ts`) live beside it. It stays a little over 500 lines: each method of
+ * the engine contract, documented.
  *
  * @module
  */
@@ -45,23 +46,9 @@ import { submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
 import { ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { createServer, type NativeEngineOptions } from "./server_options.ts";
-import { takeError } from "./status.ts";
+import { deleteServer, releaseServer } from "./shutdown.ts";
 
 export type { NativeEngineOptions } from "./server_options.ts";
-
-/** How long stop waits for given-up batches to be released after the exit timeout. */
-const STUCK_GRACE_MS = 5000;
-
-/** Whether `work` settles within `ms`. */
-async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<boolean>((resolve) => timer = setTimeout(resolve, ms, false));
-  try {
-    return await Promise.race([work.then(() => true, () => true), expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function notFound(name: string): InferenceError {
   return InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
@@ -504,44 +491,20 @@ export class NativeEngine implements Engine {
       this.#stopped = true;
       return;
     }
-    const { core, bridge } = this.#libraries;
     const server = this.#server;
     this.#logSubscription?.[Symbol.dispose]();
     this.#logSubscription = undefined;
-    const stopError = takeError(core, await core.TRITONSERVER_ServerStop(server));
-    if (stopError !== undefined) this.#options.logger?.warn(`Triton stop: ${stopError.message}`);
-    const entries = [...this.#models.values()];
-    // The core waited for in-flight requests up to the exit timeout: batches still running fail
-    // with UNAVAILABLE now, idle consumers end with their channels, and the instances stop (a
-    // Worker must have ended before the core may free the inputs it reads in place).
-    this.#abandon.abort();
-    for (const entry of entries) bridge.dt_channel_close(entry.channel);
-    const context = this.#context;
-    const disposed = Promise.all(
-      entries.map((entry) => disposeInstances(context, entry.definition.name, entry.instances)),
+    const clean = await releaseServer(
+      this.#context,
+      [...this.#models.values()],
+      this.#abandon,
+      () => this.#queue?.idle() ?? Promise.resolve(),
     );
-    let clean = await within(Promise.all(entries.map((entry) => entry.consumers)), STUCK_GRACE_MS);
-    await disposed;
-    // Requests hold the core's models: each must be released and deleted first. After an exit
-    // timeout the core also stopped waiting for its unloads, which go on (each model is deleted
-    // on a thread of its own); deleting the server under them corrupts the heap.
-    if (clean) clean = await within(this.#queue?.idle() ?? Promise.resolve(), STUCK_GRACE_MS);
-    if (clean && stopError !== undefined) clean = await this.#untilUnloaded(server);
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
-    if (!clean) {
-      // A Worker stuck in synchronous code cannot be stopped, and its batch cannot be released:
-      // the core is left as it is, to the process's exit.
-      this.#options.logger?.error(
-        "Triton stop: a batch was never released (a Worker instance stuck in synchronous code?): the core is not deleted",
-      );
-      return;
-    }
-    const deleteError = takeError(core, await core.TRITONSERVER_ServerDelete(server));
-    if (deleteError !== undefined) {
-      this.#options.logger?.warn(`Triton delete: ${deleteError.message}`);
-    }
+    if (!clean) return;
+    await deleteServer(this.#libraries.core, server, this.#options.logger);
     await this.#queue?.idle();
     this.#queue?.[Symbol.dispose]();
     this.#queue = undefined;
@@ -549,25 +512,6 @@ export class NativeEngine implements Engine {
       await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
       this.#repository = undefined;
     }
-  }
-
-  /** Polls the repository index until no model is loaded or unloading (bounded). */
-  async #untilUnloaded(server: Deno.PointerValue): Promise<boolean> {
-    const core = this.#libraries!.core;
-    const deadline = performance.now() + STUCK_GRACE_MS;
-    while (performance.now() < deadline) {
-      let index: RepositoryIndexEntry[];
-      try {
-        index = queries.repositoryIndex(core, server, false);
-      } catch {
-        return false;
-      }
-      const unloaded = index.every((entry) => entry.state === "UNAVAILABLE");
-      // After the state changes, the model's deleter thread still has a few steps to take.
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      if (unloaded) return true;
-    }
-    return false;
   }
 
   /** Stops the engine. */
