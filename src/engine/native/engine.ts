@@ -30,7 +30,7 @@ import {
   type StreamResponse,
   type TritonModelConfigJson,
 } from "../engine.ts";
-import { CompletionQueue } from "./events.ts";
+import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import { findTritonInstall, setupCommand } from "./install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
@@ -90,7 +90,7 @@ export class NativeEngine implements Engine {
   readonly kind: EngineKind = "triton";
   #options: NativeEngineOptions;
   #libraries: NativeLibraries | undefined;
-  #queue: CompletionQueue | undefined;
+  #queue: CompletionPump | undefined;
   #logSubscription: Disposable | undefined;
   #server: Deno.PointerValue = null;
   #repository: string | undefined;
@@ -162,7 +162,7 @@ export class NativeEngine implements Engine {
     }
     this.#repository = repository;
     this.#libraries = libraries;
-    this.#queue = new CompletionQueue(libraries.bridge);
+    this.#queue = new CompletionPump(libraries.bridge);
     const logger = this.#options.logger;
     if (logger !== undefined) this.#logSubscription = bridgeLogSettings(libraries.core, logger);
     logger?.info(`Started Triton ${install.version} in-process (${install.coreLibrary})`);

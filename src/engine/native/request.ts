@@ -10,7 +10,7 @@
 import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
-import type { CompletionQueue } from "./events.ts";
+import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { check, cString, pointerOf, takeError } from "./status.ts";
 import { tritonDataType } from "./tensors.ts";
@@ -40,7 +40,7 @@ export interface SubmitHandlers {
  */
 export function submitRequest(
   libraries: NativeLibraries,
-  queue: CompletionQueue,
+  queue: CompletionPump,
   server: Deno.PointerValue,
   request: InferenceRequest,
   handlers: SubmitHandlers,
