@@ -349,7 +349,8 @@ export class Triton implements AsyncDisposable {
     };
     this.#models.set(key, model);
     if (this.#state === "running" || this.#state === "starting") {
-      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).catch(
+      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).then(
+        () => this.#logger?.flush(),
         (error) => {
           this.#models.delete(key);
           throw error;
@@ -445,6 +446,7 @@ export class Triton implements AsyncDisposable {
       if (this.#state === "running") await this.#engine!.unloadModel(model.name, model.version);
       this.#models.delete(key);
     }
+    await this.#logger?.flush();
   }
 
   async #load(model: ModelDefinition): Promise<void> {
@@ -483,12 +485,14 @@ export class Triton implements AsyncDisposable {
     this.#starting = this.#start().then(
       () => {
         this.#state = "running";
+        return this.#logger?.flush();
       },
       async (error) => {
         await this.#shutdown();
         this.#state = "idle";
         this.#starting = undefined;
         this.#stopped.resolve();
+        await this.#logger?.flush();
         throw error;
       },
     );
@@ -684,6 +688,8 @@ export class Triton implements AsyncDisposable {
       this.#state = "idle";
       this.#starting = undefined;
       this.#stopped.resolve();
+      // In a notebook the cell that stops the server shows its last lines.
+      await this.#logger?.flush();
       return true;
     })();
     return this.#stopping;
