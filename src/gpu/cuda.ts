@@ -115,7 +115,7 @@ function discover(driverLibrary: string): GpuInventory {
  *
  * @example On any host
  * ```ts
- * import { discoverGpus } from "./cuda.ts";
+ * import { discoverGpus } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const gpus = discoverGpus();
@@ -180,7 +180,7 @@ export function makeGpuCurrent(driverLibrary: string, index: number): void {
  *
  * @example Without a current GPU
  * ```ts
- * import { currentGpu } from "./cuda.ts";
+ * import { currentGpu } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * assert.equal(currentGpu("libdoes-not-exist.so"), undefined);
