@@ -26,6 +26,7 @@ import {
 } from "./config/triton_config.ts";
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
+import type { GpuInventory } from "./gpu/devices.ts";
 import {
   TritonBadParameterError,
   TritonInvalidOperationError,
@@ -76,6 +77,15 @@ export interface TritonOptions {
    * @default {"auto"}
    */
   engine?: EngineChoice;
+  /**
+   * The GPUs that instances pinned to `cuda:N` run on. By default the engine asks the CUDA driver
+   * (`discoverGpus()`; none without `--allow-ffi` or without the driver, and then those instances
+   * run on the CPU). `{ devices: [] }` keeps every instance on the CPU. The Triton engine's core
+   * looks for the GPUs itself too: a GPU it does not find fails the load of a model pinned to it.
+   *
+   * @default {discoverGpus()}
+   */
+  gpus?: GpuInventory;
   /**
    * Token-based access restriction of endpoint groups (like PyTriton's `TritonSecurityConfig`):
    * by default shared-memory, model-repository, statistics, trace and logging need the token
@@ -516,6 +526,7 @@ export class Triton implements AsyncDisposable {
     this.#engine = await explainPermission(() =>
       createEngine(this.#options.engine ?? "auto", {
         ...engineOptionsOf(config),
+        ...(this.#options.gpus === undefined ? {} : { gpus: this.#options.gpus }),
         logger,
         onUnrecoverable: (error) => this.#onUnrecoverable(error),
       }), engineNeeds);

@@ -13,7 +13,13 @@ import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "n
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { Logger } from "../log.ts";
-import type { InstanceProvider, ModelInstance, NativeLocations } from "./instance.ts";
+import { type GpuDevice, parseDevice, parseDevices, placeInstances } from "../gpu/devices.ts";
+import type {
+  InstanceProvider,
+  InstanceStartOptions,
+  ModelInstance,
+  NativeLocations,
+} from "./instance.ts";
 import {
   fromWireError,
   fromWireTensor,
@@ -41,7 +47,10 @@ export interface WorkersLogger {
 /** Options of {@linkcode workers}. */
 export interface WorkersOptions {
   /**
-   * One instance per device: `"cpu"` or `"cuda:N"`. Takes precedence over `count`.
+   * One instance per device: `"cpu"`, `"cuda:N"`, `"cuda"` (`"cuda:0"`), `"gpu"` or `"gpu:N"`.
+   * A Worker pinned to a GPU has that GPU current on its thread before the factory runs (see
+   * `WorkerContext.gpu`); on a host without GPUs it runs on the CPU. Takes precedence over
+   * `count`.
    *
    * @default {undefined}
    */
@@ -99,7 +108,6 @@ export interface WorkerTransferStats {
 }
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
-const DEVICE = /^(cpu|cuda:(\d+))$/;
 
 /** Steps of one batch as an async queue. */
 class StepQueue {
@@ -172,13 +180,6 @@ interface Batch {
   readonly settled: PromiseWithResolvers<void>;
 }
 
-function deviceOf(device: string): { deviceKind: "cpu" | "gpu"; deviceId: number } {
-  const match = DEVICE.exec(device)!;
-  return match[2] === undefined
-    ? { deviceKind: "cpu", deviceId: -1 }
-    : { deviceKind: "gpu", deviceId: Number(match[2]) };
-}
-
 /** One Worker-backed instance. */
 class WorkerInstance implements ModelInstance {
   readonly index: number;
@@ -199,12 +200,24 @@ class WorkerInstance implements ModelInstance {
   #lives = new Set<Life>();
   #nextId = 0;
   #gate = new BatchGate();
+  /** The GPU it runs on, and the driver that makes it current in the Worker. */
+  #gpu: GpuDevice | undefined;
+  #cudaDriver: string | undefined;
 
-  constructor(shared: Shared, model: ModelInfo, index: number, device: string) {
+  constructor(
+    shared: Shared,
+    model: ModelInfo,
+    index: number,
+    device: string,
+    gpu: GpuDevice | undefined,
+    cudaDriver: string | undefined,
+  ) {
     this.#shared = shared;
     this.#model = model;
     this.index = index;
     this.device = device;
+    this.#gpu = gpu;
+    this.#cudaDriver = cudaDriver;
   }
 
   get alive(): boolean {
@@ -263,9 +276,12 @@ class WorkerInstance implements ModelInstance {
     life.watch.start();
     life.watch.unref();
     const { model } = this;
+    const parsed = parseDevice(this.device)!;
     const context: WorkerContext = {
       device: this.device,
-      ...deviceOf(this.device),
+      deviceKind: parsed.kind,
+      deviceId: parsed.id,
+      gpu: this.#gpu,
       instanceIndex: this.index,
       modelName: model.name,
       modelVersion: model.version,
@@ -273,8 +289,15 @@ class WorkerInstance implements ModelInstance {
       attempt: this.#attempt,
       data: options.data,
     };
+    const init: ToWorker = {
+      type: "init",
+      module,
+      context,
+      watch: channel.port2,
+      ...(this.#cudaDriver === undefined ? {} : { cudaDriver: this.#cudaDriver }),
+    };
     worker.postMessage(
-      { type: "init", module, context, watch: channel.port2 } satisfies ToWorker,
+      init,
       [channel.port2 as unknown as Transferable],
     );
     return this.#loading.promise;
@@ -646,22 +669,14 @@ export class WorkerInstances implements InstanceProvider {
     if (devices.length === 0) {
       throw new TritonValidationError("Cannot create Worker instances: no device given");
     }
-    for (const device of devices) {
-      if (!DEVICE.test(device)) {
-        throw new TritonValidationError(
-          `Cannot create Worker instances: invalid device ${
-            JSON.stringify(device)
-          }, expected "cpu" or "cuda:N"`,
-        );
-      }
-    }
+    const names = parseDevices(devices, "Worker instances");
     const maxRestarts = options.maxRestarts ?? 3;
     if (!Number.isInteger(maxRestarts) || maxRestarts < 0) {
       throw new TritonValidationError(
         `Cannot create Worker instances: maxRestarts must be a non-negative integer, got ${maxRestarts}`,
       );
     }
-    this.#devices = [...devices];
+    this.#devices = names;
     this.#shared = {
       module: module instanceof URL ? module.href : new URL(module, `file://${Deno.cwd()}/`).href,
       options,
@@ -702,13 +717,18 @@ export class WorkerInstances implements InstanceProvider {
    * Starts every Worker and loads the instance module in each.
    *
    * @param model The model the instances serve.
+   * @param options The host's GPUs, which the Workers pinned to one make current.
    * @returns The instances, by index.
    * @throws {InferenceError} The first load failure; every Worker is terminated then.
+   * @throws {TritonValidationError} For a GPU beyond those of `options.gpus`.
    */
-  async start(model: ModelInfo): Promise<ModelInstance[]> {
-    const instances = this.#devices.map((device, index) =>
-      new WorkerInstance(this.#shared, model, index, device)
-    );
+  async start(model: ModelInfo, options: InstanceStartOptions = {}): Promise<ModelInstance[]> {
+    const gpus = options.gpus ?? { devices: [] };
+    const placed = placeInstances(this.#devices, gpus.devices.length);
+    const instances = this.#devices.map((device, index) => {
+      const gpu = placed[index] === undefined ? undefined : gpus.devices[placed[index]];
+      return new WorkerInstance(this.#shared, model, index, device, gpu, gpus.driverLibrary);
+    });
     const loads = await Promise.allSettled(instances.map((instance) => instance.load()));
     const failure = loads.find((load) => load.status === "rejected");
     if (failure !== undefined) {
@@ -730,6 +750,10 @@ export class WorkerInstances implements InstanceProvider {
  * callable must not keep using an array it returned (return `constant.slice()` for constants).
  * With the Triton engine the Worker reads inputs in place from the core's memory.
  *
+ * GPUs: a Worker pinned to `cuda:N` on a host with GPUs has GPU N's primary context current on its
+ * thread before the factory runs (`ctx.gpu` describes the GPU), so CUDA libraries it calls through
+ * FFI run there; on a host without GPUs it runs on the CPU (`ctx.gpu` is `undefined`).
+ *
  * Faults: a Worker that throws an uncaught error, calls `Deno.exit()` or `self.close()` fails its
  * batch with UNAVAILABLE and is restarted (`maxRestarts` times in a row); batches sent meanwhile
  * wait for the restart. A batch that outlives the model's `executionTimeoutS` fails at once, and
@@ -748,7 +772,7 @@ export class WorkerInstances implements InstanceProvider {
  * import { workers } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda:0", "cuda:1"] });
+ * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda", "cuda:1"] });
  * assert.deepEqual(gpus.devices, ["cuda:0", "cuda:1"]);
  * assert.equal(workers("./model.ts", { count: 4 }).count, 4);
  * assert.throws(() => workers("./model.ts", { devices: ["gpu0"] }), /invalid device/);

@@ -13,6 +13,8 @@ import {
   type TritonUnrecoverableError,
   TritonValidationError,
 } from "../../errors.ts";
+import { describeGpus, type GpuInventory, parseDevice, planPlacement } from "../../gpu/devices.ts";
+import { discoverGpus } from "../../gpu/cuda.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import { BoundedQueue } from "../../streams/bounded_queue.ts";
@@ -96,6 +98,19 @@ export interface BuiltinEngineOptions {
    * @default {false}
    */
   gpuMetrics?: boolean;
+  /**
+   * The core's pinned memory pool. The built-in engine copies nothing to GPUs, so a size above
+   * 0 is refused.
+   *
+   * @default {0}
+   */
+  pinnedMemoryPoolByteSize?: number;
+  /**
+   * The GPUs to place instances pinned to `cuda:N` on (see `placeInstances`).
+   *
+   * @default {discoverGpus(), when a model pinned to a GPU loads}
+   */
+  gpus?: GpuInventory;
   /**
    * How old the CPU metrics may get before a scrape reads them again, in milliseconds.
    *
@@ -209,6 +224,8 @@ export class BuiltinEngine implements Engine {
   #cpuMetrics: CpuMetrics | undefined;
   #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
+  /** The GPUs, found when a model pinned to one first loads. */
+  #gpus: GpuInventory | undefined;
   #models = new Map<string, Map<number, ModelEntry>>();
   #stopping: Promise<void> | undefined;
   #stopped = false;
@@ -229,6 +246,13 @@ export class BuiltinEngine implements Engine {
     if (options.gpuMetrics === true) {
       throw refuse("allowGpuMetrics", "the built-in engine has no GPU metrics");
     }
+    if ((options.pinnedMemoryPoolByteSize ?? 0) > 0) {
+      throw refuse(
+        "pinnedMemoryPoolByteSize",
+        "the built-in engine copies no tensors to or from GPUs (set 0 or leave it unset)",
+      );
+    }
+    this.#gpus = options.gpus;
     for (const entry of options.metricsConfig ?? []) {
       if (!BUILTIN_METRICS_SETTINGS.has(entry)) {
         throw refuse(
@@ -286,6 +310,19 @@ export class BuiltinEngine implements Engine {
     return { name: this.#id, version: SERVER_VERSION, extensions: [...ENGINE_EXTENSIONS] };
   }
 
+  /** The GPUs, looked for only once a model pinned to one loads (discovery needs FFI). */
+  #gpusFor(model: ModelDefinition): GpuInventory {
+    if (this.#gpus !== undefined) return this.#gpus;
+    if (!model.instances.devices.some((device) => parseDevice(device)?.kind === "gpu")) {
+      return { devices: [] };
+    }
+    this.#gpus = discoverGpus();
+    if (this.#gpus.devices.length > 0) {
+      this.#logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
+    }
+    return this.#gpus;
+  }
+
   /**
    * Loads a model version and starts its instances.
    *
@@ -299,6 +336,8 @@ export class BuiltinEngine implements Engine {
         code: "UNAVAILABLE",
       });
     }
+    const gpus = this.#gpusFor(model);
+    planPlacement(model.name, model.instances.devices, gpus, this.#logger);
     let versions = this.#models.get(model.name);
     if (versions === undefined) {
       versions = new Map();
@@ -321,7 +360,7 @@ export class BuiltinEngine implements Engine {
     };
     versions.set(model.version, entry);
     try {
-      entry.instances = await model.instances.start(model);
+      entry.instances = await model.instances.start(model, { gpus });
     } catch (error) {
       // Like the Triton engine, where such a model never reaches the core's repository: no
       // trace is left (readiness and the repository index are as before the attempt).
@@ -564,7 +603,11 @@ export class BuiltinEngine implements Engine {
     try {
       const model = this.#lookup(name, version).definition;
       return Promise.resolve(
-        toTritonModelConfig(model, { normalized: true, devices: model.instances.devices }),
+        toTritonModelConfig(model, {
+          normalized: true,
+          devices: model.instances.devices,
+          gpuCount: this.#gpusFor(model).devices.length,
+        }),
       );
     } catch (error) {
       return Promise.reject(error);

@@ -10,6 +10,8 @@
 import { parseMetricsSetting } from "../../config/metrics_config.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, TritonError, type TritonUnrecoverableError } from "../../errors.ts";
+import { describeGpus, type GpuInventory, planPlacement } from "../../gpu/devices.ts";
+import { discoverGpus } from "../../gpu/cuda.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { LogFormat, Logger, LogSettingsChange } from "../../log.ts";
 import {
@@ -43,6 +45,8 @@ const PARAMETER_STRING = 0;
 const CHANNEL_PARAMETER = "denotriton_channel";
 /** How long stop waits for given-up batches to be released after the exit timeout. */
 const STUCK_GRACE_MS = 5000;
+/** `tritonserver`'s `--pinned-memory-pool-byte-size` default. */
+const DEFAULT_PINNED_POOL_BYTES = 268435456;
 
 /** Options of {@linkcode NativeEngine}. */
 export interface NativeEngineOptions {
@@ -92,9 +96,21 @@ export interface NativeEngineOptions {
   /**
    * Whether the core reports GPU metrics (`nv_gpu_*`, through DCGM).
    *
-   * @default {false}
+   * @default {true when there are GPUs}
    */
   gpuMetrics?: boolean;
+  /**
+   * The core's pinned host memory pool in bytes (`--pinned-memory-pool-byte-size`).
+   *
+   * @default {268435456 (256 MiB) when there are GPUs, else 0}
+   */
+  pinnedMemoryPoolByteSize?: number;
+  /**
+   * The GPUs: instances pinned to `cuda:N` become `KIND_GPU` groups on GPU N.
+   *
+   * @default {discoverGpus() when the engine starts}
+   */
+  gpus?: GpuInventory;
   /**
    * How often the core polls CPU and GPU metrics, in milliseconds.
    *
@@ -211,6 +227,7 @@ export class NativeEngine implements Engine {
   /** Aborted once the exit timeout passed at stop: running batches are given up. */
   #abandon = new AbortController();
   #metadata: ServerMetadata | undefined;
+  #gpus: GpuInventory = { devices: [] };
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -246,6 +263,10 @@ export class NativeEngine implements Engine {
     }
     const libraries = openNative(install);
     const { core } = libraries;
+    this.#gpus = this.#options.gpus ?? discoverGpus();
+    if (this.#gpus.devices.length > 0) {
+      this.#options.logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
+    }
     this.#repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
     const slot = new BigUint64Array(1);
     check(core, core.TRITONSERVER_ServerOptionsNew(slot));
@@ -267,11 +288,15 @@ export class NativeEngine implements Engine {
         ),
       );
       set(core.TRITONSERVER_ServerOptionsSetRepoAgentDirectory(options, cString(this.#repository)));
-      // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc).
-      set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(options, 0n));
+      // tritonserver's defaults where there are GPUs; without them a pinned pool would only make
+      // the core try cudaHostAlloc, and GPU metrics start DCGM, which only warns.
+      const hasGpus = this.#gpus.devices.length > 0;
+      set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(
+        options,
+        BigInt(o.pinnedMemoryPoolByteSize ?? (hasGpus ? DEFAULT_PINNED_POOL_BYTES : 0)),
+      ));
       set(core.TRITONSERVER_ServerOptionsSetMetrics(options, true));
-      // GPU metrics start DCGM, which only warns on a host without GPUs.
-      set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(options, o.gpuMetrics ?? false));
+      set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(options, o.gpuMetrics ?? hasGpus));
       set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(options, o.cpuMetrics ?? false));
       set(core.TRITONSERVER_ServerOptionsSetMetricsInterval(
         options,
@@ -451,9 +476,11 @@ export class NativeEngine implements Engine {
     }
     this.#loading.add(model.name);
     try {
+      const gpus = this.#gpus;
+      planPlacement(model.name, model.instances.devices, gpus, this.#options.logger);
       let instances: ModelInstance[];
       try {
-        instances = await model.instances.start(model);
+        instances = await model.instances.start(model, { gpus });
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         throw new InferenceError(
@@ -565,20 +592,12 @@ export class NativeEngine implements Engine {
     const modelDirectory = `${this.#repository}/${model.name}`;
     await Deno.mkdir(`${modelDirectory}/${model.version}`, { recursive: true });
     const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
-    devices.forEach((device, index) => {
-      if (device.startsWith("cuda")) {
-        this.#options.logger?.info(
-          `Instance ${index} of '${model.name}' is pinned to ${device} but the core runs without GPUs: its instance group is KIND_CPU`,
-        );
-      }
-    });
     // One group per instance: Triton initializes them in order, so instance thread i attaches
     // to slot i and feeds our instance i (and its Worker).
     const config = toTritonModelConfig(model, {
       backend: BACKEND_NAME,
       devices,
-      gpusAvailable: false,
-      perInstance: true,
+      gpuCount: this.#gpus.devices.length,
       parameters: { [CHANNEL_PARAMETER]: String(channel) },
     });
     config.version_policy = { specific: { versions: [model.version] } };
