@@ -117,10 +117,13 @@ export type {
 export type { SecurityConfig } from "./src/config/security_config.ts";
 export type {
   InstanceProvider,
+  InstanceStartOptions,
   ModelInstance,
   NativeLocations,
   NativeTensorLocation,
 } from "./src/instances/instance.ts";
+export type { GpuDevice, GpuInventory } from "./src/gpu/devices.ts";
+export { currentGpu, discoverGpus, type DiscoverGpusOptions } from "./src/gpu/cuda.ts";
 export {
   type WorkerContext,
   WorkerInstances,

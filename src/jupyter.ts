@@ -27,3 +27,21 @@ export function inJupyterKernel(): boolean {
     return false;
   }
 }
+
+interface JupyterNamespace {
+  broadcast(msgType: string, content: Record<string, unknown>): Promise<void>;
+}
+
+/**
+ * Sends `text` to the running cell's stderr output through IOPub. Unlike `console.error`, whose
+ * output the kernel forwards through a channel it flushes a few milliseconds after the cell's
+ * reply (so on a loaded machine a cell's last lines can miss the cell), the returned promise
+ * settles once the message is on its way, so awaiting it keeps a cell's lines in that cell.
+ *
+ * @param text The text, with its line ends.
+ * @returns A promise that settles when the message is sent.
+ */
+export function writeToCell(text: string): Promise<void> {
+  const jupyter = (Deno as unknown as { jupyter: JupyterNamespace }).jupyter;
+  return jupyter.broadcast("stream", { name: "stderr", text });
+}

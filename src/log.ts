@@ -1,6 +1,6 @@
 /**
- * DenoTriton's one logger. Messages go to stderr (through `console.error` in a Jupyter kernel,
- * which shows it in the cell), or to `logFile` when configured; verbose messages appear only at
+ * DenoTriton's one logger. Messages go to stderr (in a Jupyter kernel, to the running cell's
+ * stderr output), or to `logFile` when configured; verbose messages appear only at
  * `logVerbose >= level`. Its settings can change while serving (`/v2/logging`, gRPC
  * `LogSettings`); engines that log on their own follow them through
  * {@linkcode Logger.prototype.onChange}.
@@ -8,7 +8,7 @@
  * @module
  */
 
-import { inJupyterKernel } from "./jupyter.ts";
+import { inJupyterKernel, writeToCell } from "./jupyter.ts";
 
 /**
  * Line layouts, named as Triton names them: `default` starts with the level letter and the
@@ -117,8 +117,9 @@ export class Logger {
   #settings: LogSettings;
   #prefix: string;
   #file: Deno.FsFile | undefined;
-  // A Jupyter kernel shows console output in the cell, not writes to Deno.stderr.
-  #console = inJupyterKernel();
+  // A Jupyter kernel shows IOPub streams in the cell, not writes to Deno.stderr.
+  #cell = inJupyterKernel();
+  #sent: Promise<void> = Promise.resolve();
   #listeners = new Set<(change: LogSettingsChange) => void>();
 
   /**
@@ -195,8 +196,10 @@ export class Logger {
     const line = `${timestamp(level, this.#settings.format)} ${this.#prefix}] ${message}`;
     try {
       if (this.#file) this.#file.writeSync(encoder.encode(`${line}\n`));
-      else if (this.#console) console.error(line);
-      else Deno.stderr.writeSync(encoder.encode(`${line}\n`));
+      else if (this.#cell) {
+        const sent = writeToCell(`${line}\n`);
+        this.#sent = Promise.all([this.#sent, sent]).then(() => {}, () => {});
+      } else Deno.stderr.writeSync(encoder.encode(`${line}\n`));
     } catch {
       // A closed stderr or file must never break serving.
     }
@@ -239,6 +242,16 @@ export class Logger {
     if (this.#settings.verbose >= level) {
       this.#write("V", typeof message === "string" ? message : message());
     }
+  }
+
+  /**
+   * Resolves once every line logged so far has left the process. Only a Jupyter kernel sends
+   * lines asynchronously; elsewhere it resolves at once.
+   *
+   * @returns A promise that never rejects.
+   */
+  flush(): Promise<void> {
+    return this.#sent;
   }
 
   /** Closes the log file, if any. */

@@ -22,6 +22,7 @@ import {
 } from "./config/triton_config.ts";
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
+import type { GpuInventory } from "./gpu/devices.ts";
 import { TritonInvalidOperationError, type TritonUnrecoverableError } from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { httpAccessCheck } from "./frontend/http/access.ts";
@@ -67,6 +68,15 @@ export interface TritonOptions {
    * @default {"auto"}
    */
   engine?: EngineChoice;
+  /**
+   * The GPUs that instances pinned to `cuda:N` run on. By default the engine asks the CUDA driver
+   * (`discoverGpus()`; none without `--allow-ffi` or without the driver, and then those instances
+   * run on the CPU). `{ devices: [] }` keeps every instance on the CPU. The Triton engine's core
+   * looks for the GPUs itself too: a GPU it does not find fails the load of a model pinned to it.
+   *
+   * @default {discoverGpus()}
+   */
+  gpus?: GpuInventory;
   /**
    * Token-based access restriction of endpoint groups (like PyTriton's `TritonSecurityConfig`):
    * by default shared-memory, model-repository, statistics, trace and logging need the token
@@ -231,7 +241,8 @@ export class Triton implements AsyncDisposable {
     }
     this.#models.set(key, model);
     if (this.#state === "running" || this.#state === "starting") {
-      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).catch(
+      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).then(
+        () => this.#logger?.flush(),
         (error) => {
           this.#models.delete(key);
           throw error;
@@ -303,6 +314,7 @@ export class Triton implements AsyncDisposable {
       if (this.#state === "running") await this.#engine!.unloadModel(model.name, model.version);
       this.#models.delete(key);
     }
+    await this.#logger?.flush();
   }
 
   async #load(model: ModelDefinition): Promise<void> {
@@ -341,12 +353,14 @@ export class Triton implements AsyncDisposable {
     this.#starting = this.#start().then(
       () => {
         this.#state = "running";
+        return this.#logger?.flush();
       },
       async (error) => {
         await this.#shutdown();
         this.#state = "idle";
         this.#starting = undefined;
         this.#stopped.resolve();
+        await this.#logger?.flush();
         throw error;
       },
     );
@@ -380,6 +394,7 @@ export class Triton implements AsyncDisposable {
     this.#engine = await explainPermission(() =>
       createEngine(this.#options.engine ?? "auto", {
         ...engineOptionsOf(config),
+        ...(this.#options.gpus === undefined ? {} : { gpus: this.#options.gpus }),
         logger,
         onUnrecoverable: (error) => this.#onUnrecoverable(error),
       }), engineNeeds);
@@ -541,6 +556,8 @@ export class Triton implements AsyncDisposable {
       this.#state = "idle";
       this.#starting = undefined;
       this.#stopped.resolve();
+      // In a notebook the cell that stops the server shows its last lines.
+      await this.#logger?.flush();
       return true;
     })();
     return this.#stopping;

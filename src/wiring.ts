@@ -106,7 +106,7 @@ export function loggerOptionsOf(config: ResolvedTritonConfig): LoggerOptions {
  * The engine's options (the facade adds its logger and unrecoverable-error hook).
  *
  * @param config The resolved config.
- * @returns Server id, readiness, exit, logging, cache and metrics options.
+ * @returns Server id, readiness, exit, logging, cache, metrics and GPU options.
  *
  * @example
  * ```ts
@@ -130,10 +130,14 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
     responseCacheByteSize: config.responseCacheByteSize,
     logVerbose: config.logVerbose,
     cpuMetrics: config.allowCpuMetrics,
-    gpuMetrics: config.allowGpuMetrics,
     metricsIntervalMs: config.metricsIntervalMs,
     metricsConfig: config.metricsConfig,
   };
+  // Unset, these two follow the GPUs the engine finds.
+  if (config.allowGpuMetrics !== undefined) options.gpuMetrics = config.allowGpuMetrics;
+  if (config.pinnedMemoryPoolByteSize !== undefined) {
+    options.pinnedMemoryPoolByteSize = config.pinnedMemoryPoolByteSize;
+  }
   const cache = parseCacheConfig(config.cacheConfig);
   if (cache !== undefined) options.cacheConfig = cache;
   if (config.logFile !== undefined) options.logFile = config.logFile;

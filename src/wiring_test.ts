@@ -87,6 +87,22 @@ Deno.test("engineOptionsOf() hands the metrics, cache and exit settings to the e
   assert.equal(options.responseCacheByteSize, 4096);
 });
 
+Deno.test("engineOptionsOf(): GPU metrics and the pinned pool are left to the engine unless set", () => {
+  const unset = engineOptionsOf(resolveTritonConfig({ env: {} }));
+  assert.equal("gpuMetrics" in unset, false);
+  assert.equal("pinnedMemoryPoolByteSize" in unset, false);
+  const set = engineOptionsOf(resolveTritonConfig({
+    env: {},
+    config: { allowGpuMetrics: false, pinnedMemoryPoolByteSize: 0 },
+  }));
+  assert.equal(set.gpuMetrics, false);
+  assert.equal(set.pinnedMemoryPoolByteSize, 0);
+  const fromEnv = engineOptionsOf(resolveTritonConfig({
+    env: { DENOTRITON_TRITON_CONFIG_PINNED_MEMORY_POOL_BYTE_SIZE: "1048576" },
+  }));
+  assert.equal(fromEnv.pinnedMemoryPoolByteSize, 1048576);
+});
+
 Deno.test("grpcOptionsOf() maps keepalive and TLS; facadeOptionsOf() knows when there is a cache", () => {
   const plan = grpcOptionsOf(CONFIG);
   assert.equal(plan.keepaliveTimeMs, 7200000);

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { type BindOptions, Triton } from "../mod.ts";
+import { type BindOptions, type GpuInventory, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import type { SecurityConfig } from "../src/config/security_config.ts";
 import type { TritonConfig } from "../src/config/triton_config.ts";
@@ -68,6 +68,8 @@ export interface StartServerOptions {
    * protocol suites reach every endpoint without a token.
    */
   securityConfig?: SecurityConfig;
+  /** The GPUs the engine places instances on (default: what the CUDA driver reports). */
+  gpus?: GpuInventory;
 }
 
 /**
@@ -79,6 +81,7 @@ export interface StartServerOptions {
 export async function startServer(options: StartServerOptions): Promise<Triton> {
   const triton = new Triton({
     engine: options.engine,
+    ...(options.gpus === undefined ? {} : { gpus: options.gpus }),
     securityConfig: options.securityConfig ?? { restrictedEndpoints: [] },
     config: {
       httpPort: 0,

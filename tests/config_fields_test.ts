@@ -108,7 +108,7 @@ for (const engine of ENGINES) {
   });
 }
 
-Deno.test("the built-in engine refuses metrics, GPU and cache settings it cannot honour", async (t) => {
+Deno.test("the built-in engine refuses metrics, GPU, pinned memory and cache settings it cannot honour", async (t) => {
   const cases: [string, Record<string, unknown>, string][] = [
     [
       "summary_latencies=true",
@@ -119,6 +119,11 @@ Deno.test("the built-in engine refuses metrics, GPU and cache settings it cannot
       "allowGpuMetrics",
       { allowGpuMetrics: true },
       "Cannot start the built-in engine: allowGpuMetrics is not supported: the built-in engine has no GPU metrics",
+    ],
+    [
+      "pinnedMemoryPoolByteSize",
+      { pinnedMemoryPoolByteSize: 1 << 20 },
+      "Cannot start the built-in engine: pinnedMemoryPoolByteSize is not supported: the built-in engine copies no tensors to or from GPUs (set 0 or leave it unset)",
     ],
     [
       "a redis cache",
@@ -137,14 +142,15 @@ Deno.test("the built-in engine refuses metrics, GPU and cache settings it cannot
 });
 
 if (ENGINES.includes("triton")) {
-  Deno.test("the Triton engine hands summaries and GPU metrics to the core", async () => {
+  Deno.test("the Triton engine hands summaries, GPU metrics and the pinned pool to the core", async () => {
     await using triton = await startServer({
       engine: "triton",
       models: [identity("Summaries")],
       config: {
         metricsConfig: ["summary_latencies=true", "summary_quantiles=0.5:0.05"],
-        // The core only warns when the host has no GPU.
+        // The core only warns when the host has no GPU, for both.
         allowGpuMetrics: true,
+        pinnedMemoryPoolByteSize: 1 << 20,
       },
     });
     assert.equal((await infer(triton.urls.http!, "Summaries")).status, 200);

@@ -84,6 +84,10 @@ async function execute(project: UserProject, notebook: Notebook): Promise<Notebo
       "notebook",
       "--execute",
       "--ExecutePreprocessor.timeout=120",
+      // nbclient waits only 4 s by default for a cell's last IOPub messages after its reply, then
+      // drops them with a warning: on a loaded CI host that loses a cell's last log lines.
+      "--ExecutePreprocessor.iopub_timeout=60",
+      "--ExecutePreprocessor.raise_on_iopub_timeout=True",
       "--output",
       "executed.ipynb",
       "notebook.ipynb",
@@ -95,7 +99,9 @@ async function execute(project: UserProject, notebook: Notebook): Promise<Notebo
   }).spawn();
   const watchdog = setTimeout(() => child.kill("SIGKILL"), 300_000);
   const result = await child.output().finally(() => clearTimeout(watchdog));
-  assert.ok(result.success, `nbconvert failed:\n${decoder.decode(result.stderr)}`);
+  const stderr = decoder.decode(result.stderr);
+  assert.ok(result.success, `nbconvert failed:\n${stderr}`);
+  assert.doesNotMatch(stderr, /Timeout waiting for IOPub/);
   return JSON.parse(await Deno.readTextFile(`${project.dir}/executed.ipynb`));
 }
 
@@ -136,6 +142,25 @@ async function prepared(): Promise<{ notebook: Notebook; ports: number[] }> {
   return { notebook, ports };
 }
 
+/** Every code cell's outputs, for a failure message: where a missing line went is the clue. */
+function dump(notebook: Notebook): string {
+  return notebook.cells.filter((c) => c.cell_type === "code").map((c) =>
+    `--- ${c.id} ${JSON.stringify(c.metadata.tags ?? [])}\n` +
+    (c.outputs ?? []).map((o) => `[${o.output_type} ${o.name ?? ""}] ${text(o.text)}`).join("")
+  ).join("\n");
+}
+
+/** Runs `check`; a failure also shows every cell's outputs. */
+function explained(notebook: Notebook, check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\nThe executed cells:\n${dump(notebook)}`, {
+      cause: error,
+    });
+  }
+}
+
 function assertClean(notebook: Notebook): void {
   for (const cell of notebook.cells.filter((c) => c.cell_type === "code")) {
     for (const output of cell.outputs ?? []) {
@@ -152,22 +177,26 @@ Deno.test({
     await using project = await UserProject.create();
     const { notebook, ports } = await prepared();
     const done = await execute(project, notebook);
-    assertClean(done);
-    const server = outputsOf(done, "server");
-    assert.match(server.stderr, /triton\] Model 'Scale' version 1 is ready\n/);
-    assert.match(
-      server.stderr,
-      new RegExp(`triton\\] HTTP/REST \\(KServe v2\\) listening at http://[\\d.]+:${ports[0]}\\n`),
-    );
-    assert.match(
-      server.stderr,
-      new RegExp(`gRPC \\(KServe v2\\) listening at grpc://[\\d.]+:${ports[1]}`),
-    );
-    assert.equal(outputsOf(done, "call").stdout, "HTTP [ 2, 4, 6 ]\ngRPC [ 2, 4, 6 ]\n");
-    const rebind = outputsOf(done, "rebind");
-    assert.match(rebind.stderr, /Successfully unloaded 'Scale' version 1\n/);
-    assert.equal(rebind.stdout, "HTTP [ 10, 20, 30 ]\n");
-    assert.match(outputsOf(done, "stop").stderr, /triton\] Server stopped\n/);
+    explained(done, () => {
+      assertClean(done);
+      const server = outputsOf(done, "server");
+      assert.match(server.stderr, /triton\] Model 'Scale' version 1 is ready\n/);
+      assert.match(
+        server.stderr,
+        new RegExp(
+          `triton\\] HTTP/REST \\(KServe v2\\) listening at http://[\\d.]+:${ports[0]}\\n`,
+        ),
+      );
+      assert.match(
+        server.stderr,
+        new RegExp(`gRPC \\(KServe v2\\) listening at grpc://[\\d.]+:${ports[1]}`),
+      );
+      assert.equal(outputsOf(done, "call").stdout, "HTTP [ 2, 4, 6 ]\ngRPC [ 2, 4, 6 ]\n");
+      const rebind = outputsOf(done, "rebind");
+      assert.match(rebind.stderr, /Successfully unloaded 'Scale' version 1\n/);
+      assert.equal(rebind.stdout, "HTTP [ 10, 20, 30 ]\n");
+      assert.match(outputsOf(done, "stop").stderr, /triton\] Server stopped\n/);
+    });
   },
 });
 
@@ -189,19 +218,21 @@ Deno.test({
       cell("stop"),
     ];
     const done = await execute(project, notebook);
-    assertClean(done);
-    const again = outputsOf(done, "server", 1);
-    assert.match(
-      again.stderr,
-      new RegExp(
-        `W\\d{4} [\\d:.]+ triton\\] Stopping the server this kernel started earlier on port ${
-          ports[0]
-        } \\(HTTP\\), ${ports[1]} \\(gRPC\\), ${
-          ports[2]
-        } \\(metrics\\): a new one takes its place\\n`,
-      ),
-    );
-    assert.match(again.stderr, /HTTP\/REST \(KServe v2\) listening at/);
-    assert.equal(outputsOf(done, "call", 1).stdout, "HTTP [ 2, 4, 6 ]\ngRPC [ 2, 4, 6 ]\n");
+    explained(done, () => {
+      assertClean(done);
+      const again = outputsOf(done, "server", 1);
+      assert.match(
+        again.stderr,
+        new RegExp(
+          `W\\d{4} [\\d:.]+ triton\\] Stopping the server this kernel started earlier on port ${
+            ports[0]
+          } \\(HTTP\\), ${ports[1]} \\(gRPC\\), ${
+            ports[2]
+          } \\(metrics\\): a new one takes its place\\n`,
+        ),
+      );
+      assert.match(again.stderr, /HTTP\/REST \(KServe v2\) listening at/);
+      assert.equal(outputsOf(done, "call", 1).stdout, "HTTP [ 2, 4, 6 ]\ngRPC [ 2, 4, 6 ]\n");
+    });
   },
 });

@@ -78,6 +78,9 @@ for (const engine of ENGINES) {
     const devices = ["cuda:0", "cuda:1", "cpu"];
     await using triton = await startServer({
       engine,
+      // The contexts, not the GPUs, are under test: the same on every host (tests/gpu_test.ts
+      // has the GPU cases).
+      gpus: { devices: [] },
       models: [model("Pinned", workers(MODULE, { devices, data: sab }))],
     });
     const http = triton.urls.http!;

@@ -1,6 +1,8 @@
 /**
- * The Linear model on two Worker instances pinned to `cuda:0` and `cuda:1` (on a host without
- * GPUs they run as CPU instances; the Triton engine logs that).
+ * The Linear model on two Worker instances, both pinned to `cuda:0` like PyTriton's
+ * multi-instance examples (two instances share one GPU). On a host without GPUs they run on the
+ * CPU, and the engine logs that once. The layer itself is TypeScript on the CPU either way;
+ * `examples/linear_gpu` computes it on the GPU.
  *
  * @module
  */
@@ -18,7 +20,7 @@ export function bindLinear(triton: Triton): Promise<void> {
   return triton.bind({
     modelName: "Linear",
     inferFunc: workers(new URL("./linear_instance.ts", import.meta.url), {
-      devices: ["cuda:0", "cuda:1"],
+      devices: ["cuda:0", "cuda:0"],
     }),
     inputs: INPUTS,
     outputs: OUTPUTS,

@@ -128,11 +128,12 @@ export interface TritonConfig {
    */
   allowCpuMetrics?: boolean;
   /**
-   * Report GPU metrics (`nv_gpu_*`, through DCGM). The Triton engine passes it to the core,
-   * which only warns on a host without GPUs; the built-in engine has no GPU metrics and refuses
-   * `true`. Off by default, unlike `tritonserver`, because DenoTriton's models run on the CPU.
+   * Report GPU metrics (`nv_gpu_*`, through DCGM). Unset, the Triton engine turns them on when it
+   * finds GPUs (as `tritonserver` does) and leaves them off when it finds none; `true` is handed
+   * to the core, which only warns on a host without GPUs. The built-in engine has no GPU metrics:
+   * unset is off, and `true` is refused.
    *
-   * @default {false}
+   * @default {undefined}
    */
   allowGpuMetrics?: boolean;
   /**
@@ -201,6 +202,16 @@ export interface TritonConfig {
    * @default {undefined}
    */
   grpcHeaderForwardPattern?: string;
+  /**
+   * Byte size of the Triton core's pinned (page-locked) host memory pool, which speeds up copies
+   * between host and GPU memory. Unset, the Triton engine uses `tritonserver`'s 256 MiB when it
+   * finds GPUs and 0 when it finds none; a size above 0 is handed to the core, which warns and
+   * goes on without the pool on a host without GPUs. The built-in engine copies nothing to GPUs:
+   * it accepts 0 and refuses a size above it.
+   *
+   * @default {undefined}
+   */
+  pinnedMemoryPoolByteSize?: number;
   /**
    * Byte size of the local response cache; 0 turns it off. Unset takes the size from a
    * `local,size=<bytes>` entry of `cacheConfig`. Both engines. A model bound with
@@ -364,6 +375,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     strictReadiness: { consumers: ["engine"] },
     httpHeaderForwardPattern: { consumers: ["http"] },
     grpcHeaderForwardPattern: { consumers: ["grpc"] },
+    pinnedMemoryPoolByteSize: { consumers: ["engine"] },
     responseCacheByteSize: { consumers: ["engine"] },
     cacheConfig: { consumers: ["facade", "engine"] },
     traceConfig: { accepts: [], refused: "DenoTriton does not trace requests" },
@@ -405,6 +417,8 @@ export type ResolvedTritonConfig = {
   | "logFile"
   | "httpHeaderForwardPattern"
   | "grpcHeaderForwardPattern"
+  | "allowGpuMetrics" // unset: when the engine finds GPUs
+  | "pinnedMemoryPoolByteSize" // unset: 256 MiB when the engine finds GPUs, else 0
   | "grpcServerCert"
   | "grpcServerKey"
   | "grpcRootCert" ? TritonConfig[K] | undefined

@@ -11,6 +11,7 @@ import type { ModelInfo } from "../callable/types.ts";
 import { configName, toDType } from "../tensor/dtype.ts";
 import type { ModelWarmup, ResolvedQueuePolicy } from "./model_config.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
+import { placeInstances } from "../gpu/devices.ts";
 
 /** Triton's model-config JSON; kept loose because Triton adds fields across versions. */
 export type TritonModelConfigJson = Record<string, unknown>;
@@ -24,24 +25,18 @@ export interface TritonModelConfigOptions {
    */
   backend?: string;
   /**
-   * Instance kinds and GPU ids, one per instance (`"cpu"` or `"cuda:N"`).
+   * The instances' devices, by index (`"cpu"` or `"cuda:N"`, see `parseDevice`).
    *
    * @default {["cpu"]}
    */
   devices?: readonly string[];
   /**
-   * Whether GPUs may be used; without them every instance is `KIND_CPU`.
+   * How many GPUs the host has: instances pinned to `cuda:N` are `KIND_GPU` with `gpus: [N]`
+   * when there are any, `KIND_CPU` when there are none (see `placeInstances`).
    *
-   * @default {false}
+   * @default {0}
    */
-  gpusAvailable?: boolean;
-  /**
-   * One `instance_group` entry per instance (count 1, in device order) instead of one group of
-   * all CPU instances, so that each of Triton's instances maps to one of ours.
-   *
-   * @default {false}
-   */
-  perInstance?: boolean;
+  gpuCount?: number;
   /**
    * Fill in every field Triton prints after normalising a config (for the built-in engine's
    * `/config` answer).
@@ -117,52 +112,36 @@ function tensorJson(
   return json;
 }
 
+/**
+ * One group per instance (count 1, in device order), on both engines: Triton initializes the
+ * groups in order, so the core's instance i is our instance i (and its Worker).
+ */
 function instanceGroups(
   name: string,
   devices: readonly string[],
-  gpusAvailable: boolean,
+  gpuCount: number,
   normalized: boolean,
-  perInstance = false,
 ): Record<string, unknown>[] {
-  if (perInstance) {
-    return devices.map((device, index) => {
-      const gpu = gpusAvailable && device.startsWith("cuda");
-      const group = {
-        name: `${name}_${index}`,
-        kind: gpu ? "KIND_GPU" : "KIND_CPU",
-        count: 1,
-        gpus: gpu ? [Number(device.split(":")[1] ?? 0)] : [],
-      };
-      return normalized
-        ? { ...group, secondary_devices: [], profile: [], passive: false, host_policy: "" }
-        : group;
-    });
-  }
-  const cpuCount = devices.filter((d) => !gpusAvailable || !d.startsWith("cuda")).length;
-  const groups: Record<string, unknown>[] = [];
-  const extra = (group: Record<string, unknown>): Record<string, unknown> =>
-    normalized
+  return placeInstances(devices, gpuCount).map((gpu, index) => {
+    const group = {
+      name: `${name}_${index}`,
+      kind: gpu === undefined ? "KIND_CPU" : "KIND_GPU",
+      count: 1,
+      gpus: gpu === undefined ? [] : [gpu],
+    };
+    return normalized
       ? { ...group, secondary_devices: [], profile: [], passive: false, host_policy: "" }
       : group;
-  if (cpuCount > 0) {
-    groups.push(extra({ name: `${name}_0`, kind: "KIND_CPU", count: cpuCount, gpus: [] }));
-  }
-  if (gpusAvailable) {
-    devices.forEach((device, index) => {
-      if (!device.startsWith("cuda")) return;
-      const gpu = Number(device.split(":")[1] ?? 0);
-      groups.push(extra({ name: `${name}_${index + 1}`, kind: "KIND_GPU", count: 1, gpus: [gpu] }));
-    });
-  }
-  return groups;
+  });
 }
 
 /**
  * Builds Triton's model-config JSON for a bound model.
  *
  * @param model The bound model.
- * @param options Backend name, devices and whether to normalise.
+ * @param options Backend name, devices, GPU count and whether to normalise.
  * @returns The config JSON object.
+ * @throws {TritonValidationError} For an instance pinned to a GPU beyond `gpuCount`.
  *
  * @example AddSub
  * ```ts
@@ -180,6 +159,23 @@ function instanceGroups(
  * assert.deepEqual(json.input, [{ name: "a", data_type: "TYPE_FP32", dims: [-1] }]);
  * assert.deepEqual(json.dynamic_batching, {});
  * ```
+ *
+ * @example Instance groups on a host with two GPUs
+ * ```ts
+ * import { toTritonModelConfig } from "./triton_model_config.ts";
+ * import { resolveModelConfig } from "./model_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = {
+ *   name: "Linear", version: 1, strict: false, inputs: [], outputs: [],
+ *   config: resolveModelConfig({}),
+ * };
+ * const json = toTritonModelConfig(model, { devices: ["cuda:1", "cpu"], gpuCount: 2 });
+ * assert.deepEqual(json.instance_group, [
+ *   { name: "Linear_0", kind: "KIND_GPU", count: 1, gpus: [1] },
+ *   { name: "Linear_1", kind: "KIND_CPU", count: 1, gpus: [] },
+ * ]);
+ * ```
  */
 export function toTritonModelConfig(
   model: ModelInfo,
@@ -196,9 +192,8 @@ export function toTritonModelConfig(
     instance_group: instanceGroups(
       model.name,
       options.devices ?? ["cpu"],
-      options.gpusAvailable ?? false,
+      options.gpuCount ?? 0,
       normalized,
-      options.perInstance,
     ),
   };
   if (config.batching) {

@@ -15,6 +15,7 @@ import type { InstanceProvider } from "../instances/instance.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 import type { CacheConfig } from "../config/cache_config.ts";
+import type { GpuInventory } from "../gpu/devices.ts";
 
 export type { CacheConfig, TritonModelConfigJson };
 
@@ -72,9 +73,22 @@ export interface CommonEngineOptions {
    * Report GPU metrics (`nv_gpu_*`, through DCGM in the core). The built-in engine has none, so
    * it refuses `true`.
    *
-   * @default {false}
+   * @default {true on the Triton engine where there are GPUs, else false}
    */
   gpuMetrics?: boolean;
+  /**
+   * The core's pinned host memory pool in bytes (`--pinned-memory-pool-byte-size`). The
+   * built-in engine copies no tensors to or from GPUs, so it refuses a size above 0.
+   *
+   * @default {268435456 (256 MiB) on the Triton engine where there are GPUs, else 0}
+   */
+  pinnedMemoryPoolByteSize?: number;
+  /**
+   * The GPUs: instances pinned to `cuda:N` become `KIND_GPU` groups on GPU N.
+   *
+   * @default {discoverGpus(), when the Triton engine starts or (built-in) a model pinned to a GPU loads}
+   */
+  gpus?: GpuInventory;
   /**
    * How often CPU and GPU metrics are read, in milliseconds.
    *

@@ -6,6 +6,7 @@
  */
 
 import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
+import type { GpuInventory } from "../gpu/devices.ts";
 
 /** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
 export interface NativeTensorLocation {
@@ -62,12 +63,23 @@ export interface ModelInstance extends AsyncDisposable {
   stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]>;
 }
 
+/** What the engine tells instances when it starts them. */
+export interface InstanceStartOptions {
+  /**
+   * The host's GPUs, as the engine placed the instances on them: an instance pinned to `cuda:N`
+   * runs on GPU N when there are GPUs, on the CPU when there are none.
+   *
+   * @default {{ devices: [] }}
+   */
+  gpus?: GpuInventory;
+}
+
 /** Creates the instances of a model when it is loaded. */
 export interface InstanceProvider {
   /** How many instances the model has. */
   readonly count: number;
-  /** Devices of the instances, by index. */
+  /** Devices of the instances, by index (`"cpu"` or `"cuda:N"`). */
   readonly devices: readonly string[];
   /** Starts every instance; rejects with the first load failure. */
-  start(model: ModelInfo): Promise<ModelInstance[]>;
+  start(model: ModelInfo, options?: InstanceStartOptions): Promise<ModelInstance[]>;
 }

@@ -17,12 +17,14 @@ import type {
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
+import { parseDevices } from "../gpu/devices.ts";
 import type { InstanceProvider, ModelInstance } from "./instance.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
 export interface MainThreadInstancesOptions {
   /**
-   * Device of each instance, by index.
+   * Device of each instance, by index (see `parseDevice`; `"cuda"` is `"cuda:0"`). Main-thread
+   * instances share one thread, so no GPU is made current for them (Workers do that).
    *
    * @default {"cpu" for every instance}
    */
@@ -151,6 +153,8 @@ export class MainThreadInstances implements InstanceProvider {
    *
    * @param callables One callable per instance.
    * @param options Devices of the instances.
+   * @throws {TritonValidationError} For no callable, a device count that differs, or a name that
+   *   is not a device.
    */
   constructor(callables: readonly InferCallable[], options: MainThreadInstancesOptions = {}) {
     if (callables.length === 0) {
@@ -162,7 +166,7 @@ export class MainThreadInstances implements InstanceProvider {
       );
     }
     this.#callables = [...callables];
-    this.#devices = [...(options.devices ?? callables.map(() => "cpu"))];
+    this.#devices = parseDevices(options.devices ?? callables.map(() => "cpu"), "instances");
   }
 
   /** How many instances the model has. */

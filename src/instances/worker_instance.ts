@@ -16,6 +16,7 @@ import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "n
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
+import { type GpuDevice, parseDevice } from "../gpu/devices.ts";
 import type { ModelInstance, NativeLocations } from "./instance.ts";
 import {
   fromWireError,
@@ -33,8 +34,6 @@ import {
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
-/** A device string: `cpu` or `cuda:N`. */
-export const DEVICE: RegExp = /^(cpu|cuda:(\d+))$/;
 
 /**
  * How many steps of a decoupled batch may be on their way or waiting for the consumer: the
@@ -83,13 +82,6 @@ interface Batch {
   readonly settled: PromiseWithResolvers<void>;
 }
 
-function deviceOf(device: string): { deviceKind: "cpu" | "gpu"; deviceId: number } {
-  const match = DEVICE.exec(device)!;
-  return match[2] === undefined
-    ? { deviceKind: "cpu", deviceId: -1 }
-    : { deviceKind: "gpu", deviceId: Number(match[2]) };
-}
-
 /**
  * One Worker-backed instance: its Worker's life (start, crash, retire, restart), batches sent to
  * it, and their results on the way back.
@@ -113,12 +105,24 @@ export class WorkerInstance implements ModelInstance {
   #lives = new Set<Life>();
   #nextId = 0;
   #gate = new BatchGate();
+  /** The GPU it runs on, and the driver that makes it current in the Worker. */
+  #gpu: GpuDevice | undefined;
+  #cudaDriver: string | undefined;
 
-  constructor(shared: Shared, model: ModelInfo, index: number, device: string) {
+  constructor(
+    shared: Shared,
+    model: ModelInfo,
+    index: number,
+    device: string,
+    gpu: GpuDevice | undefined,
+    cudaDriver: string | undefined,
+  ) {
     this.#shared = shared;
     this.#model = model;
     this.index = index;
     this.device = device;
+    this.#gpu = gpu;
+    this.#cudaDriver = cudaDriver;
   }
 
   get alive(): boolean {
@@ -177,9 +181,12 @@ export class WorkerInstance implements ModelInstance {
     life.watch.start();
     life.watch.unref();
     const { model } = this;
+    const parsed = parseDevice(this.device)!;
     const context: WorkerContext = {
       device: this.device,
-      ...deviceOf(this.device),
+      deviceKind: parsed.kind,
+      deviceId: parsed.id,
+      gpu: this.#gpu,
       instanceIndex: this.index,
       modelName: model.name,
       modelVersion: model.version,
@@ -187,10 +194,14 @@ export class WorkerInstance implements ModelInstance {
       attempt: this.#attempt,
       data: options.data,
     };
-    worker.postMessage(
-      { type: "init", module, context, watch: channel.port2 } satisfies ToWorker,
-      [channel.port2 as unknown as Transferable],
-    );
+    const init: ToWorker = {
+      type: "init",
+      module,
+      context,
+      watch: channel.port2,
+      ...(this.#cudaDriver === undefined ? {} : { cudaDriver: this.#cudaDriver }),
+    };
+    worker.postMessage(init, [channel.port2 as unknown as Transferable]);
     return this.#loading.promise;
   }
 

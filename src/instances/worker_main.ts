@@ -1,6 +1,7 @@
 /**
- * The entry module of every instance Worker: loads the user's instance module, calls its default
- * export (the factory) once with the instance's {@linkcode WorkerContext}, then runs one batch at a
+ * The entry module of every instance Worker: makes the instance's GPU current on the Worker's
+ * thread (when it has one), loads the user's instance module, calls its default export (the
+ * factory) once with the instance's {@linkcode WorkerContext}, then runs one batch at a
  * time: rebuilds the requests from the wire (in place), calls the callable with the
  * `InferContext`, validates the results and moves the outputs back.
  *
@@ -13,7 +14,7 @@
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
 import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
-import { TritonValidationError } from "../errors.ts";
+import { TritonError, TritonValidationError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import {
   fromWireTensor,
@@ -42,8 +43,26 @@ function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
 }
 
-async function init(module: string, ctx: WorkerContext): Promise<void> {
+/** Makes the instance's GPU current on this Worker's thread, before any user code runs. */
+async function enterDevice(ctx: WorkerContext, cudaDriver: string | undefined): Promise<void> {
+  if (ctx.gpu === undefined) return;
+  if (cudaDriver === undefined) {
+    throw new TritonError(
+      `Cannot make ${ctx.device} current: the GPU inventory names no CUDA driver library`,
+    );
+  }
+  // Loaded only here: CPU Workers never open the CUDA driver.
+  const { makeGpuCurrent } = await import("../gpu/cuda.ts");
+  makeGpuCurrent(cudaDriver, ctx.gpu.index);
+}
+
+async function init(
+  module: string,
+  ctx: WorkerContext,
+  cudaDriver: string | undefined,
+): Promise<void> {
   try {
+    await enterDevice(ctx, cudaDriver);
     const loaded = await import(module);
     const factory = loaded.default;
     if (typeof factory !== "function") {
@@ -147,7 +166,7 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
   switch (message.type) {
     case "init":
       _watch = message.watch;
-      void init(message.module, message.context);
+      void init(message.module, message.context, message.cudaDriver);
       break;
     case "batch":
       void runBatch(message.id, message.decoupled, message.requests, message.credit);

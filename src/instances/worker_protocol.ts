@@ -15,6 +15,7 @@ import {
   TritonError,
   TritonUnrecoverableError,
 } from "../errors.ts";
+import type { GpuDevice } from "../gpu/devices.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
@@ -22,12 +23,18 @@ import type { NativeTensorLocation } from "./instance.ts";
 
 /** What the instance module's factory receives: the instance's identity and device. */
 export interface WorkerContext {
-  /** Device string: `"cpu"` or `"cuda:N"`. */
+  /** The device the instance is pinned to: `"cpu"` or `"cuda:N"` (`"cuda"` is `"cuda:0"`). */
   readonly device: string;
-  /** `"cpu"` or `"gpu"`. */
+  /** `"cpu"` or `"gpu"`: the kind the instance is pinned to. */
   readonly deviceKind: "cpu" | "gpu";
   /** The GPU index for `"cuda:N"`, -1 for `"cpu"`. */
   readonly deviceId: number;
+  /**
+   * The GPU the instance runs on, already current on this Worker's thread when the factory runs
+   * (its primary context, which cuBLAS, cuDNN, TensorRT and ONNX Runtime use); `undefined` for a
+   * CPU instance, and for one pinned to a GPU on a host without GPUs, which runs on the CPU.
+   */
+  readonly gpu: GpuDevice | undefined;
   /** Index of the instance within the model, from 0. */
   readonly instanceIndex: number;
   /** Model name. */
@@ -102,6 +109,8 @@ export type ToWorker =
      * `self.close()`, a crash), which Web Workers do not report otherwise.
      */
     readonly watch: unknown;
+    /** The CUDA driver to make `context.gpu` current through, when it is set. */
+    readonly cudaDriver?: string;
   }
   | {
     readonly type: "batch";

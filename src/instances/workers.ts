@@ -11,8 +11,9 @@
 import type { ModelInfo } from "../callable/types.ts";
 import { TritonValidationError } from "../errors.ts";
 import { Logger } from "../log.ts";
-import type { InstanceProvider, ModelInstance } from "./instance.ts";
-import { DEVICE, type Shared, WorkerInstance } from "./worker_instance.ts";
+import { parseDevices, placeInstances } from "../gpu/devices.ts";
+import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
+import { type Shared, WorkerInstance } from "./worker_instance.ts";
 
 export type { WorkerContext } from "./worker_protocol.ts";
 
@@ -27,7 +28,10 @@ export interface WorkersLogger {
 /** Options of {@linkcode workers}. */
 export interface WorkersOptions {
   /**
-   * One instance per device: `"cpu"` or `"cuda:N"`. Takes precedence over `count`.
+   * One instance per device: `"cpu"`, `"cuda:N"`, `"cuda"` (`"cuda:0"`), `"gpu"` or `"gpu:N"`.
+   * A Worker pinned to a GPU has that GPU current on its thread before the factory runs (see
+   * `WorkerContext.gpu`); on a host without GPUs it runs on the CPU. Takes precedence over
+   * `count`.
    *
    * @default {undefined}
    */
@@ -119,22 +123,14 @@ export class WorkerInstances implements InstanceProvider {
     if (devices.length === 0) {
       throw new TritonValidationError("Cannot create Worker instances: no device given");
     }
-    for (const device of devices) {
-      if (!DEVICE.test(device)) {
-        throw new TritonValidationError(
-          `Cannot create Worker instances: invalid device ${
-            JSON.stringify(device)
-          }, expected "cpu" or "cuda:N"`,
-        );
-      }
-    }
+    const names = parseDevices(devices, "Worker instances");
     const maxRestarts = options.maxRestarts ?? 3;
     if (!Number.isInteger(maxRestarts) || maxRestarts < 0) {
       throw new TritonValidationError(
         `Cannot create Worker instances: maxRestarts must be a non-negative integer, got ${maxRestarts}`,
       );
     }
-    this.#devices = [...devices];
+    this.#devices = names;
     this.#shared = {
       module: module instanceof URL ? module.href : new URL(module, `file://${Deno.cwd()}/`).href,
       options,
@@ -175,13 +171,18 @@ export class WorkerInstances implements InstanceProvider {
    * Starts every Worker and loads the instance module in each.
    *
    * @param model The model the instances serve.
+   * @param options The host's GPUs, which the Workers pinned to one make current.
    * @returns The instances, by index.
    * @throws {InferenceError} The first load failure; every Worker is terminated then.
+   * @throws {TritonValidationError} For a GPU beyond those of `options.gpus`.
    */
-  async start(model: ModelInfo): Promise<ModelInstance[]> {
-    const instances = this.#devices.map((device, index) =>
-      new WorkerInstance(this.#shared, model, index, device)
-    );
+  async start(model: ModelInfo, options: InstanceStartOptions = {}): Promise<ModelInstance[]> {
+    const gpus = options.gpus ?? { devices: [] };
+    const placed = placeInstances(this.#devices, gpus.devices.length);
+    const instances = this.#devices.map((device, index) => {
+      const gpu = placed[index] === undefined ? undefined : gpus.devices[placed[index]];
+      return new WorkerInstance(this.#shared, model, index, device, gpu, gpus.driverLibrary);
+    });
     const loads = await Promise.allSettled(instances.map((instance) => instance.load()));
     const failure = loads.find((load) => load.status === "rejected");
     if (failure !== undefined) {
@@ -203,6 +204,10 @@ export class WorkerInstances implements InstanceProvider {
  * callable must not keep using an array it returned (return `constant.slice()` for constants).
  * With the Triton engine the Worker reads inputs in place from the core's memory.
  *
+ * GPUs: a Worker pinned to `cuda:N` on a host with GPUs has GPU N's primary context current on its
+ * thread before the factory runs (`ctx.gpu` describes the GPU), so CUDA libraries it calls through
+ * FFI run there; on a host without GPUs it runs on the CPU (`ctx.gpu` is `undefined`).
+ *
  * Faults: a Worker that throws an uncaught error, calls `Deno.exit()` or `self.close()` fails its
  * batch with UNAVAILABLE and is restarted (`maxRestarts` times in a row); batches sent meanwhile
  * wait for the restart. A batch that outlives the model's `executionTimeoutS` fails at once, and
@@ -221,7 +226,7 @@ export class WorkerInstances implements InstanceProvider {
  * import { workers } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
- * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda:0", "cuda:1"] });
+ * const gpus = workers(new URL("./model.ts", import.meta.url), { devices: ["cuda", "cuda:1"] });
  * assert.deepEqual(gpus.devices, ["cuda:0", "cuda:1"]);
  * assert.equal(workers("./model.ts", { count: 4 }).count, 4);
  * assert.throws(() => workers("./model.ts", { devices: ["gpu0"] }), /invalid device/);

@@ -123,8 +123,37 @@ Deno.test("workers: a killed instance is restarted and a stopped one refuses bat
 Deno.test("workers: bad options fail at once", () => {
   assert.throws(() => workers(MODULE, { count: 0 }), /count must be a positive integer, got 0/);
   assert.throws(() => workers(MODULE, { devices: [] }), /no device given/);
-  assert.throws(() => workers(MODULE, { devices: ["cuda"] }), /invalid device "cuda"/);
+  assert.throws(() => workers(MODULE, { devices: ["cuda:x"] }), {
+    message:
+      `Cannot create Worker instances: invalid device "cuda:x", expected "cpu", "cuda", "cuda:N", "gpu" or "gpu:N"`,
+  });
   assert.throws(() => workers(MODULE, { maxRestarts: -1 }), /maxRestarts must be/);
+});
+
+Deno.test('workers: PyTriton\'s "cuda" and "gpu" name cuda:0', () => {
+  assert.deepEqual(workers(MODULE, { devices: ["cuda", "gpu", "gpu:2", "cpu"] }).devices, [
+    "cuda:0",
+    "cuda:0",
+    "cuda:2",
+    "cpu",
+  ]);
+});
+
+Deno.test("workers: start() refuses a GPU beyond those it is given", async () => {
+  const provider = workers(MODULE, { devices: ["cuda:0", "cuda:1"], logger });
+  const gpus = {
+    devices: [{
+      index: 0,
+      name: "G",
+      totalMemoryBytes: 1,
+      computeCapability: [9, 0] as const,
+      uuid: "",
+    }],
+  };
+  await assert.rejects(provider.start(modelInfo(), { gpus }), {
+    name: "TritonValidationError",
+    message: "instance 1 is pinned to cuda:1 but this host has 1 GPU (cuda:0)",
+  });
 });
 
 Deno.test("workers: a module without a factory fails to load", async () => {

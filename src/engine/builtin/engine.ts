@@ -10,6 +10,8 @@
 import type { InferResult } from "../../callable/types.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
+import { discoverGpus } from "../../gpu/cuda.ts";
+import { describeGpus, type GpuInventory, parseDevice, planPlacement } from "../../gpu/devices.ts";
 import type { Logger } from "../../log.ts";
 import { BoundedQueue } from "../../streams/bounded_queue.ts";
 import {
@@ -86,6 +88,8 @@ export class BuiltinEngine implements Engine {
   #cpuMetrics: CpuMetrics | undefined;
   #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
+  /** The GPUs, found when a model pinned to one first loads. */
+  #gpus: GpuInventory | undefined;
   #registry = new ModelRegistry();
   /** The entry behind each handle this engine gave out. */
   #entries = new WeakMap<ModelHandle, ModelEntry>();
@@ -106,6 +110,7 @@ export class BuiltinEngine implements Engine {
     this.#exitTimeoutMs = (options.exitTimeoutSecs ?? 30) * 1000;
     this.#logger = options.logger;
     const settings = builtinSettings(options);
+    this.#gpus = options.gpus;
     this.#latencyCounters = settings.latencyCounters;
     this.#cache = settings.cacheBytes > 0 ? new ResponseCache(settings.cacheBytes) : undefined;
     if (options.cpuMetrics === true) {
@@ -143,6 +148,19 @@ export class BuiltinEngine implements Engine {
     return { name: this.#id, version: SERVER_VERSION, extensions: [...ENGINE_EXTENSIONS] };
   }
 
+  /** The GPUs, looked for only once a model pinned to one loads (discovery needs FFI). */
+  #gpusFor(model: ModelDefinition): GpuInventory {
+    if (this.#gpus !== undefined) return this.#gpus;
+    if (!model.instances.devices.some((device) => parseDevice(device)?.kind === "gpu")) {
+      return { devices: [] };
+    }
+    this.#gpus = discoverGpus();
+    if (this.#gpus.devices.length > 0) {
+      this.#logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
+    }
+    return this.#gpus;
+  }
+
   /**
    * Loads a model version, starts its instances and warms them up.
    *
@@ -154,9 +172,11 @@ export class BuiltinEngine implements Engine {
     if (this.#stopping !== undefined) {
       throw InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
     }
+    const gpus = this.#gpusFor(model);
+    planPlacement(model.name, model.instances.devices, gpus, this.#logger);
     const entry = this.#registry.begin(model);
     try {
-      entry.instances = await model.instances.start(model);
+      entry.instances = await model.instances.start(model, { gpus });
     } catch (error) {
       this.#registry.forget(entry);
       throw InferenceError.internal(
@@ -302,7 +322,11 @@ export class BuiltinEngine implements Engine {
    */
   modelConfig(name: string, version?: number): TritonModelConfigJson {
     const model = this.#registry.lookup(name, version).definition;
-    return toTritonModelConfig(model, { normalized: true, devices: model.instances.devices });
+    return toTritonModelConfig(model, {
+      normalized: true,
+      devices: model.instances.devices,
+      gpuCount: this.#gpusFor(model).devices.length,
+    });
   }
 
   /**

@@ -83,6 +83,12 @@ export function builtinSettings(options: BuiltinEngineOptions): BuiltinSettings 
   if (options.gpuMetrics === true) {
     throw refuse("allowGpuMetrics", "the built-in engine has no GPU metrics");
   }
+  if ((options.pinnedMemoryPoolByteSize ?? 0) > 0) {
+    throw refuse(
+      "pinnedMemoryPoolByteSize",
+      "the built-in engine copies no tensors to or from GPUs (set 0 or leave it unset)",
+    );
+  }
   const metricsConfig = options.metricsConfig ?? [];
   for (const entry of metricsConfig) {
     if (!BUILTIN_METRICS_SETTINGS.has(entry)) {

@@ -14,6 +14,8 @@
  */
 
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
+import { discoverGpus } from "../../gpu/cuda.ts";
+import { describeGpus, type GpuInventory } from "../../gpu/devices.ts";
 import { InferenceError, TritonError } from "../../errors.ts";
 import {
   type Engine,
@@ -106,6 +108,7 @@ export class NativeEngine implements Engine {
   /** Aborted once the exit timeout passed at stop: running batches are given up. */
   #abandon = new AbortController();
   #metadata: ServerMetadata | undefined;
+  #gpus: GpuInventory = { devices: [] };
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -129,6 +132,7 @@ export class NativeEngine implements Engine {
       libraries: this.#libraries!,
       server: this.#server,
       repository: this.#repository!,
+      gpus: this.#gpus,
       stopping: this.#abandon.signal,
       streamOf: (token) => this.#streams.get(token),
       ...(logger ? { logger } : {}),
@@ -153,9 +157,19 @@ export class NativeEngine implements Engine {
       );
     }
     const libraries = openNative(install);
+    this.#gpus = this.#options.gpus ?? discoverGpus();
+    if (this.#gpus.devices.length > 0) {
+      this.#options.logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
+    }
     const repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
     try {
-      this.#server = await createServer(libraries.core, install, repository, this.#options);
+      this.#server = await createServer(
+        libraries.core,
+        install,
+        repository,
+        this.#options,
+        this.#gpus,
+      );
     } catch (error) {
       await Deno.remove(repository, { recursive: true }).catch(() => {});
       throw error;

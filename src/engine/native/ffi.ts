@@ -1,8 +1,9 @@
 /**
  * The one place DenoTriton calls `Deno.dlopen`: the Triton core (`libtritonserver-<hash>.so`,
- * after its bundled dependencies, leaves first), and DenoTriton's own backend/bridge library.
- * Libraries are opened once per process and never closed: Triton's threads may run code in them
- * until the process ends.
+ * after its bundled dependencies, leaves first), DenoTriton's own backend/bridge library, and the
+ * CUDA driver (`libcuda.so.1`, for GPU discovery and each GPU Worker's device). Libraries are
+ * opened once per process and never closed: Triton's threads may run code in them until the
+ * process ends.
  *
  * Functions that block while Triton waits for backend code (`ServerNew`, model load/unload,
  * `ServerStop`, `ServerDelete`) and the bridge's waits are declared `nonblocking`, so the event
@@ -215,4 +216,53 @@ export function openNative(install: TritonInstall): NativeLibraries {
   }
   opened = { install, core, bridge, apiVersion: [major[0]!, minor[0]!] };
   return opened;
+}
+
+/**
+ * The CUDA driver API symbols DenoTriton calls (stable since CUDA 4; `CUresult` is an `i32`,
+ * `CUdevice` an `int`). The driver, not the runtime, because it comes with every NVIDIA driver
+ * install, needs no Triton install, and a context made current through it is the one every
+ * CUDA runtime in the process (cuBLAS, ONNX Runtime, TensorRT) then uses on that thread.
+ */
+export const CUDA_DRIVER_SYMBOLS = {
+  cuInit: { parameters: ["u32"], result: "i32" },
+  cuGetErrorName: { parameters: ["i32", B], result: "i32" },
+  cuDriverGetVersion: { parameters: [B], result: "i32" },
+  cuDeviceGetCount: { parameters: [B], result: "i32" },
+  cuDeviceGet: { parameters: [B, "i32"], result: "i32" },
+  cuDeviceGetName: { parameters: [B, "i32", "i32"], result: "i32" },
+  cuDeviceTotalMem_v2: { parameters: [B, "i32"], result: "i32" },
+  cuDeviceGetAttribute: { parameters: [B, "i32", "i32"], result: "i32" },
+  cuDeviceGetUuid: { parameters: [B, "i32"], result: "i32", optional: true },
+  cuDevicePrimaryCtxRetain: { parameters: [B, "i32"], result: "i32" },
+  cuCtxSetCurrent: { parameters: [P], result: "i32" },
+  cuCtxGetDevice: { parameters: [B], result: "i32" },
+} as const;
+
+/** The opened CUDA driver library. */
+export type CudaDriverLibrary = Deno.DynamicLibrary<typeof CUDA_DRIVER_SYMBOLS>["symbols"];
+
+const cudaDrivers = new Map<string, CudaDriverLibrary>();
+
+/**
+ * Opens the CUDA driver library, once per path and process.
+ *
+ * @param path The library: a name the dynamic loader searches for, or a path.
+ * @returns Its symbols.
+ * @throws {TritonError} When it cannot be opened (no NVIDIA driver on this host) or lacks a
+ *   symbol.
+ */
+export function openCuda(path: string): CudaDriverLibrary {
+  const known = cudaDrivers.get(path);
+  if (known !== undefined) return known;
+  let driver: CudaDriverLibrary;
+  try {
+    driver = Deno.dlopen(path, CUDA_DRIVER_SYMBOLS).symbols;
+  } catch (error) {
+    // Deno repeats its own prefix before dlerror()'s message.
+    const reason = (error as Error).message.replaceAll("Could not open library: ", "");
+    throw new TritonError(`Cannot load the CUDA driver ${path}: ${reason}`, { cause: error });
+  }
+  cudaDrivers.set(path, driver);
+  return driver;
 }

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { type GpuInventory, planPlacement } from "../../gpu/devices.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
@@ -49,6 +50,8 @@ export interface LoaderContext {
   readonly server: Deno.PointerValue;
   /** The temporary model repository. */
   readonly repository: string;
+  /** The host's GPUs: instances pinned to `cuda:N` become `KIND_GPU` groups on GPU N. */
+  readonly gpus: GpuInventory;
   /** Where loads, unloads and failures are logged. */
   readonly logger?: Logger;
   /** Called after a batch failed with a `TritonUnrecoverableError`. */
@@ -124,20 +127,12 @@ async function loadIntoCore(
   const { core } = context.libraries;
   await Deno.mkdir(`${context.repository}/${model.name}/${model.version}`, { recursive: true });
   const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
-  devices.forEach((device, index) => {
-    if (device.startsWith("cuda")) {
-      context.logger?.info(
-        `Instance ${index} of '${model.name}' is pinned to ${device} but the core runs without GPUs: its instance group is KIND_CPU`,
-      );
-    }
-  });
   // One group per instance: Triton initializes them in order, so instance thread i attaches
   // to slot i and feeds our instance i (and its Worker).
   const config = toTritonModelConfig(model, {
     backend: BACKEND_NAME,
     devices,
-    gpusAvailable: false,
-    perInstance: true,
+    gpuCount: context.gpus.devices.length,
     parameters: { [CHANNEL_PARAMETER]: String(channel) },
   });
   config.version_policy = { specific: { versions: [model.version] } };
@@ -186,9 +181,10 @@ export async function loadModel(
       `Failed to load model '${model.name}' version ${model.version}: ${messageOf(error)}`,
       { cause: error },
     );
+  planPlacement(model.name, model.instances.devices, context.gpus, context.logger);
   let instances: ModelInstance[];
   try {
-    instances = await model.instances.start(model);
+    instances = await model.instances.start(model, { gpus: context.gpus });
   } catch (error) {
     throw failed(error);
   }

@@ -1,13 +1,14 @@
 /**
  * The Triton-core engine's options, and the `TRITONSERVER_ServerOptions` they become when the
  * core's in-process server is created: explicit model control over a temporary repository, our
- * backend directory, no pinned memory, metrics, readiness, exit and log settings, and the
+ * backend directory, the pinned pool (only where there are GPUs), metrics, readiness, exit and log settings, and the
  * response cache.
  *
  * @module
  */
 
 import { parseMetricsSetting } from "../../config/metrics_config.ts";
+import type { GpuInventory } from "../../gpu/devices.ts";
 import type { LogFormat } from "../../log.ts";
 import type { CacheConfig, CommonEngineOptions } from "../engine.ts";
 import type { CoreLibrary } from "./ffi.ts";
@@ -50,6 +51,8 @@ export interface NativeEngineOptions extends CommonEngineOptions {
 }
 
 const MODEL_CONTROL_EXPLICIT = 2;
+/** `tritonserver`'s `--pinned-memory-pool-byte-size` default. */
+const DEFAULT_PINNED_POOL_BYTES = 268435456;
 
 /** `TRITONSERVER_LogFormat` values. */
 export const LOG_FORMAT_CODES: Readonly<Record<LogFormat, number>> = { default: 0, ISO8601: 1 };
@@ -92,6 +95,7 @@ function cacheOf(options: NativeEngineOptions): CacheConfig | undefined {
  * @param install The install (backend and cache directories).
  * @param repository The temporary model repository.
  * @param options The engine's options.
+ * @param gpus The host's GPUs (the pinned pool and GPU metrics default on where there are any).
  * @returns The `TRITONSERVER_Server*`.
  * @throws {InferenceError} When an option is refused or the server cannot start (the core's
  *   message).
@@ -101,6 +105,7 @@ export async function createServer(
   install: TritonInstall,
   repository: string,
   options: NativeEngineOptions,
+  gpus: GpuInventory,
 ): Promise<Deno.PointerValue> {
   const o = options;
   const handle = newServerOptions(core);
@@ -115,11 +120,15 @@ export async function createServer(
       core.TRITONSERVER_ServerOptionsSetBackendDirectory(handle, cString(install.backendDirectory)),
     );
     set(core.TRITONSERVER_ServerOptionsSetRepoAgentDirectory(handle, cString(repository)));
-    // No GPU memory is ever used: no pinned pool (it would call cudaHostAlloc).
-    set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(handle, 0n));
+    // tritonserver's defaults where there are GPUs; without them a pinned pool would only make
+    // the core try cudaHostAlloc, and GPU metrics start DCGM, which only warns.
+    const hasGpus = gpus.devices.length > 0;
+    set(core.TRITONSERVER_ServerOptionsSetPinnedMemoryPoolByteSize(
+      handle,
+      BigInt(o.pinnedMemoryPoolByteSize ?? (hasGpus ? DEFAULT_PINNED_POOL_BYTES : 0)),
+    ));
     set(core.TRITONSERVER_ServerOptionsSetMetrics(handle, true));
-    // GPU metrics start DCGM, which only warns on a host without GPUs.
-    set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(handle, o.gpuMetrics ?? false));
+    set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(handle, o.gpuMetrics ?? hasGpus));
     set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(handle, o.cpuMetrics ?? false));
     set(core.TRITONSERVER_ServerOptionsSetMetricsInterval(
       handle,

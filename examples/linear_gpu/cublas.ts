@@ -1,0 +1,243 @@
+/**
+ * `y = xW + b` on the GPU with cuBLAS `sgemm`, through Deno FFI: device memory through the CUDA
+ * driver (`libcuda.so.1`), the product through cuBLAS. It runs on the GPU current on the calling
+ * thread, which a Worker pinned to `cuda:N` has made current before its factory ran.
+ *
+ * cuBLAS is looked for, in order, at `$CUBLAS_LIBRARY`, by the dynamic loader's search
+ * (`libcublas.so.12`), in the CUDA toolkit (`/usr/local/cuda`), and in Python environments that
+ * have the `nvidia-cublas-cu12` wheel (`…/site-packages/nvidia/cublas/lib`).
+ *
+ * @module
+ */
+
+import { IN_FEATURES, type LinearWeights, OUT_FEATURES } from "./linear.ts";
+
+const DRIVER_SYMBOLS = {
+  cuMemAlloc_v2: { parameters: ["buffer", "usize"], result: "i32" },
+  cuMemFree_v2: { parameters: ["u64"], result: "i32" },
+  cuMemcpyHtoD_v2: { parameters: ["u64", "buffer", "usize"], result: "i32" },
+  cuMemcpyDtoH_v2: { parameters: ["buffer", "u64", "usize"], result: "i32" },
+  cuMemcpyDtoD_v2: { parameters: ["u64", "u64", "usize"], result: "i32" },
+} as const;
+
+// Device pointers travel as u64: a CUdeviceptr is an unsigned 64-bit integer.
+const CUBLAS_SYMBOLS = {
+  cublasCreate_v2: { parameters: ["buffer"], result: "i32" },
+  cublasDestroy_v2: { parameters: ["pointer"], result: "i32" },
+  cublasSgemm_v2: {
+    parameters: [
+      "pointer", // handle
+      "i32", // transa
+      "i32", // transb
+      "i32", // m
+      "i32", // n
+      "i32", // k
+      "buffer", // alpha (host)
+      "u64", // A
+      "i32", // lda
+      "u64", // B
+      "i32", // ldb
+      "buffer", // beta (host)
+      "u64", // C
+      "i32", // ldc
+    ],
+    result: "i32",
+  },
+} as const;
+
+const CUBLAS_OP_N = 0;
+const FLOAT_BYTES = 4;
+
+type Driver = Deno.DynamicLibrary<typeof DRIVER_SYMBOLS>["symbols"];
+type Cublas = Deno.DynamicLibrary<typeof CUBLAS_SYMBOLS>["symbols"];
+
+function envValue(name: string): string | undefined {
+  const granted = Deno.permissions.querySync({ name: "env", variable: name }).state === "granted";
+  return granted ? Deno.env.get(name) : undefined;
+}
+
+function pythonWheelPaths(): string[] {
+  const home = envValue("HOME");
+  const roots = [
+    envValue("VIRTUAL_ENV"),
+    envValue("CONDA_PREFIX"),
+    home === undefined ? undefined : `${home}/.local`,
+    "/usr/local",
+    "/usr",
+    "/opt/conda",
+  ].filter((root): root is string => root !== undefined).map((root) => `${root}/lib`);
+  const paths: string[] = [];
+  for (const lib of roots) {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = [...Deno.readDirSync(lib)];
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      if (!/^python3\.\d+$/.test(entry.name)) continue;
+      for (const packages of ["site-packages", "dist-packages"]) {
+        paths.push(`${lib}/${entry.name}/${packages}/nvidia/cublas/lib/libcublas.so.12`);
+      }
+    }
+  }
+  return paths;
+}
+
+/**
+ * Where cuBLAS may be, in the order tried.
+ *
+ * @returns Library names and paths.
+ */
+export function cublasCandidates(): string[] {
+  const explicit = envValue("CUBLAS_LIBRARY");
+  return [
+    ...(explicit === undefined || explicit === "" ? [] : [explicit]),
+    "libcublas.so.12",
+    "/usr/local/cuda/lib64/libcublas.so.12",
+    "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.12",
+    "/usr/local/cuda/targets/sbsa-linux/lib/libcublas.so.12",
+    ...pythonWheelPaths(),
+  ];
+}
+
+function openCublas(): { symbols: Cublas; path: string } {
+  const failures: string[] = [];
+  for (const path of cublasCandidates()) {
+    if (path.startsWith("/")) {
+      try {
+        Deno.statSync(path);
+      } catch {
+        continue;
+      }
+    }
+    try {
+      return { symbols: Deno.dlopen(path, CUBLAS_SYMBOLS).symbols, path };
+    } catch (error) {
+      failures.push(`${path}: ${(error as Error).message}`);
+    }
+  }
+  throw new Error(
+    `cuBLAS not found (set CUBLAS_LIBRARY, or pip install nvidia-cublas-cu12)${
+      failures.length > 0 ? `: ${failures.join("; ")}` : ""
+    }`,
+  );
+}
+
+function check(what: string, code: number): void {
+  if (code !== 0) throw new Error(`${what} failed with status ${code}`);
+}
+
+/** The layer in device memory, and cuBLAS to run it. */
+export class CublasLinear implements Disposable {
+  /** The cuBLAS library that was opened. */
+  readonly library: string;
+  #driver: Driver;
+  #cublas: Cublas;
+  #handle: Deno.PointerValue;
+  #weights = 0n;
+  /** `b` repeated `#capacity` times: copied into `y` before `sgemm` adds `xW` to it. */
+  #biasRows = 0n;
+  #x = 0n;
+  #y = 0n;
+  #capacity = 0;
+  #bias: Float32Array;
+
+  /**
+   * Opens cuBLAS and uploads the weights to the current GPU.
+   *
+   * @param layer `W` and `b`.
+   * @throws {Error} When the driver or cuBLAS cannot be opened, or a CUDA call fails.
+   */
+  constructor(layer: LinearWeights) {
+    this.#driver = Deno.dlopen("libcuda.so.1", DRIVER_SYMBOLS).symbols;
+    const { symbols, path } = openCublas();
+    this.#cublas = symbols;
+    this.library = path;
+    const slot = new BigUint64Array(1);
+    check("cublasCreate", this.#cublas.cublasCreate_v2(slot));
+    this.#handle = Deno.UnsafePointer.create(slot[0]!);
+    this.#weights = this.#alloc(layer.weights.byteLength);
+    check(
+      "cuMemcpyHtoD",
+      this.#driver.cuMemcpyHtoD_v2(this.#weights, layer.weights, BigInt(layer.weights.byteLength)),
+    );
+    this.#bias = layer.bias;
+  }
+
+  #alloc(bytes: number): bigint {
+    const slot = new BigUint64Array(1);
+    check("cuMemAlloc", this.#driver.cuMemAlloc_v2(slot, BigInt(bytes)));
+    return slot[0]!;
+  }
+
+  #reserve(rows: number): void {
+    if (rows <= this.#capacity) return;
+    for (const pointer of [this.#x, this.#y, this.#biasRows]) {
+      if (pointer !== 0n) this.#driver.cuMemFree_v2(pointer);
+    }
+    const capacity = Math.max(rows, 2 * this.#capacity);
+    this.#x = this.#alloc(capacity * IN_FEATURES * FLOAT_BYTES);
+    this.#y = this.#alloc(capacity * OUT_FEATURES * FLOAT_BYTES);
+    this.#biasRows = this.#alloc(capacity * OUT_FEATURES * FLOAT_BYTES);
+    const rowsOfBias = new Float32Array(capacity * OUT_FEATURES);
+    for (let r = 0; r < capacity; r++) rowsOfBias.set(this.#bias, r * OUT_FEATURES);
+    check(
+      "cuMemcpyHtoD",
+      this.#driver.cuMemcpyHtoD_v2(this.#biasRows, rowsOfBias, BigInt(rowsOfBias.byteLength)),
+    );
+    this.#capacity = capacity;
+  }
+
+  /**
+   * `y = xW + b` for a batch.
+   *
+   * @param x Row-major `[rows, IN_FEATURES]`.
+   * @param rows The batch size.
+   * @returns Row-major `[rows, OUT_FEATURES]`.
+   */
+  forward(x: Float32Array, rows: number): Float32Array {
+    this.#reserve(rows);
+    const y = new Float32Array(rows * OUT_FEATURES);
+    check(
+      "cuMemcpyHtoD",
+      this.#driver.cuMemcpyHtoD_v2(this.#x, x, BigInt(rows * IN_FEATURES * FLOAT_BYTES)),
+    );
+    check(
+      "cuMemcpyDtoD",
+      this.#driver.cuMemcpyDtoD_v2(this.#y, this.#biasRows, BigInt(y.byteLength)),
+    );
+    // cuBLAS is column-major: row-major y [rows, out] is yᵀ [out, rows] column-major, and
+    // yᵀ = Wᵀ·xᵀ, where row-major W [in, out] is Wᵀ [out, in] and x [rows, in] is xᵀ [in, rows].
+    check(
+      "cublasSgemm",
+      this.#cublas.cublasSgemm_v2(
+        this.#handle,
+        CUBLAS_OP_N,
+        CUBLAS_OP_N,
+        OUT_FEATURES,
+        rows,
+        IN_FEATURES,
+        new Float32Array([1]),
+        this.#weights,
+        OUT_FEATURES,
+        this.#x,
+        IN_FEATURES,
+        new Float32Array([1]),
+        this.#y,
+        OUT_FEATURES,
+      ),
+    );
+    // Synchronous, and on the same (legacy default) stream as the sgemm, so it waits for it.
+    check("cuMemcpyDtoH", this.#driver.cuMemcpyDtoH_v2(y, this.#y, BigInt(y.byteLength)));
+    return y;
+  }
+
+  /** Frees the device memory and the cuBLAS handle. */
+  [Symbol.dispose](): void {
+    for (const pointer of [this.#x, this.#y, this.#biasRows, this.#weights]) {
+      if (pointer !== 0n) this.#driver.cuMemFree_v2(pointer);
+    }
+    this.#cublas.cublasDestroy_v2(this.#handle);
+  }
+}
