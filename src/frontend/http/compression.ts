@@ -1,7 +1,8 @@
 /**
  * Request bodies in and response bodies out: reading a body with a size limit (after
  * `Content-Encoding: gzip|deflate` decompression too) and compressing a response for a client
- * that sent `Accept-Encoding: gzip|deflate`, as Triton's HTTP front end does.
+ * that sent `Accept-Encoding: gzip|deflate`, as Triton's HTTP front end does, but only where it
+ * pays: bodies of 1 KiB and more that shrink.
  *
  * @module
  */
@@ -259,4 +260,64 @@ export async function compress(
     new CompressionStream(encoding),
   );
   return await new Response(stream).bytes();
+}
+
+/**
+ * Responses smaller than this many bytes are sent as they are, whatever the client accepts:
+ * compressing a few hundred bytes costs more time than it saves (Hono's compress middleware
+ * uses the same threshold).
+ */
+export const COMPRESS_MIN_BYTES = 1024;
+
+// A body at least this large is compressed only when a sample of it shrinks, so incompressible
+// binary tensors (most float data) do not cost a full deflate pass for nothing.
+const SAMPLE_FROM_BYTES = 64 * 1024;
+const SAMPLE_BYTES = 16 * 1024;
+// The sample must shrink to at most this share of its size.
+const SAMPLE_MAX_RATIO = 0.9;
+
+/** A response body as it goes on the wire. */
+export interface ResponseBody {
+  /** The bytes to send. */
+  readonly body: Uint8Array<ArrayBuffer>;
+  /** The `Content-Encoding` of `body`, or `undefined` when it is sent as it is. */
+  readonly encoding: Encoding | undefined;
+}
+
+/**
+ * Compresses a response body for a client that accepts `encoding`, when that is worth it:
+ * bodies under {@linkcode COMPRESS_MIN_BYTES} are sent as they are, large bodies only when a
+ * sample of their end (where binary tensors are) compresses, and a compressed body that is
+ * not smaller than the original is dropped for the original.
+ *
+ * @param body The encoded response body.
+ * @param encoding What the client accepts (from {@linkcode responseEncoding}), or `undefined`.
+ * @returns The body to send and its encoding.
+ *
+ * @example Small bodies stay as they are
+ * ```ts
+ * import { compressResponseBody } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const small = new TextEncoder().encode('{"outputs":[]}');
+ * assert.equal((await compressResponseBody(small, "gzip")).encoding, undefined);
+ * const large = new TextEncoder().encode(JSON.stringify({ data: new Array(1000).fill(0) }));
+ * const packed = await compressResponseBody(large, "gzip");
+ * assert.equal(packed.encoding, "gzip");
+ * assert.ok(packed.body.byteLength < large.byteLength);
+ * ```
+ */
+export async function compressResponseBody(
+  body: Uint8Array<ArrayBuffer>,
+  encoding: Encoding | undefined,
+): Promise<ResponseBody> {
+  const plain = { body, encoding: undefined };
+  if (encoding === undefined || body.byteLength < COMPRESS_MIN_BYTES) return plain;
+  if (body.byteLength >= SAMPLE_FROM_BYTES) {
+    const sample = body.subarray(body.byteLength - SAMPLE_BYTES);
+    const packedSample = await compress(sample, encoding);
+    if (packedSample.byteLength > sample.byteLength * SAMPLE_MAX_RATIO) return plain;
+  }
+  const packed = await compress(body, encoding);
+  return packed.byteLength < body.byteLength ? { body: packed, encoding } : plain;
 }

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { compress, readRequestBody, responseEncoding } from "./compression.ts";
+import {
+  compress,
+  compressResponseBody,
+  readRequestBody,
+  responseEncoding,
+} from "./compression.ts";
 import { HttpError } from "./errors.ts";
 
 const encoder = new TextEncoder();
@@ -160,3 +165,34 @@ function isTooLargeBody(error: unknown): boolean {
   assert.match(error.message, /the body exceeds the limit of 1000 bytes/);
   return true;
 }
+
+Deno.test("compressResponseBody() leaves small and incompressible bodies as they are", async () => {
+  const small = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(100).fill(1) }] }));
+  assert.ok(small.byteLength < 1024);
+  assert.deepEqual(await compressResponseBody(small, "gzip"), { body: small, encoding: undefined });
+  assert.deepEqual(await compressResponseBody(small, undefined), {
+    body: small,
+    encoding: undefined,
+  });
+
+  const large = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(2000).fill(1) }] }));
+  for (const encoding of ["gzip", "deflate"] as const) {
+    const packed = await compressResponseBody(large, encoding);
+    assert.equal(packed.encoding, encoding);
+    assert.ok(packed.body.byteLength < large.byteLength / 10);
+    const back = await new Response(
+      new Blob([packed.body]).stream().pipeThrough(new DecompressionStream(encoding)),
+    ).bytes();
+    assert.deepEqual(back, large);
+  }
+  assert.equal((await compressResponseBody(large, undefined)).encoding, undefined);
+
+  // Random bytes do not shrink: under the sampling size the whole is tried, above it a sample.
+  for (const size of [4096, 256 * 1024]) {
+    const noise = new Uint8Array(size);
+    for (let i = 0; i < size; i += 65536) crypto.getRandomValues(noise.subarray(i, i + 65536));
+    const result = await compressResponseBody(noise, "gzip");
+    assert.equal(result.encoding, undefined, `size ${size}`);
+    assert.equal(result.body, noise);
+  }
+});

@@ -10,7 +10,7 @@ import type { Engine } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { changeLogSettings, tritonLogSettings } from "../log_settings.ts";
-import { compress, readRequestBody, responseEncoding } from "./compression.ts";
+import { compressResponseBody, readRequestBody, responseEncoding } from "./compression.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
 import {
   decodeInferRequest,
@@ -124,10 +124,13 @@ async function infer(
     defaultBinary: decoded.defaultBinary,
     batching,
   });
-  const encoding = responseEncoding(request.headers.get("accept-encoding"));
-  if (encoding === undefined) return new Response(encoded.body, { headers: encoded.headers });
-  return new Response(await compress(encoded.body, encoding), {
-    headers: { ...encoded.headers, "content-encoding": encoding },
+  const reply = await compressResponseBody(
+    encoded.body,
+    responseEncoding(request.headers.get("accept-encoding")),
+  );
+  if (reply.encoding === undefined) return new Response(reply.body, { headers: encoded.headers });
+  return new Response(reply.body, {
+    headers: { ...encoded.headers, "content-encoding": reply.encoding },
   });
 }
 
