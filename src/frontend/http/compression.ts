@@ -151,6 +151,60 @@ async function inflateWithin(
   return out;
 }
 
+// Binary tensor data starts on a multiple of this, so 64-bit elements can be viewed in place.
+const ALIGNMENT = 8;
+// Smaller bodies are usually buffered whole by Deno already, and copying them costs little.
+const IN_PLACE_FROM_BYTES = 64 * 1024;
+
+/**
+ * Reads a body of known length into a buffer of its own, straight from the connection (a BYOB
+ * reader: no intermediate chunks), placed so that body offset `alignAt` falls on an 8-byte
+ * boundary of the buffer.
+ *
+ * @returns The body, or `undefined` when the body is not a byte stream (Deno hands a body it has
+ *   already buffered as a plain stream; `request.bytes()` then returns that buffer as it is).
+ */
+async function readInPlace(
+  request: Request,
+  length: number,
+  alignAt: number,
+): Promise<Uint8Array | undefined> {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = request.body!.getReader({ mode: "byob" });
+  } catch {
+    return undefined;
+  }
+  const start = (ALIGNMENT - (alignAt % ALIGNMENT)) % ALIGNMENT;
+  let buffer = new ArrayBuffer(start + length);
+  let filled = 0;
+  try {
+    while (filled < length) {
+      const { done, value } = await reader.read(new Uint8Array(buffer, start + filled));
+      if (done) break;
+      // Each read transfers the buffer; keep the one handed back.
+      buffer = value.buffer as ArrayBuffer;
+      filled += value.byteLength;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return new Uint8Array(buffer, start, filled);
+}
+
+/** Options of {@linkcode readRequestBody}. */
+export interface ReadBodyOptions {
+  /**
+   * A body offset to place on an 8-byte boundary of the returned bytes' buffer, where binary
+   * tensor data starts (`Inference-Header-Content-Length`), so tensors can be viewed in place.
+   * Uncompressed bodies of 64 KiB and more with a `Content-Length` are read straight into such
+   * a buffer; other bodies are copied once when they are not aligned already.
+   *
+   * @default {undefined}
+   */
+  alignAt?: number;
+}
+
 /**
  * Reads a request body, decompressing `Content-Encoding: gzip|deflate`, and enforces a size
  * limit on both the received and the decompressed bytes. Decompression runs in small steps
@@ -158,6 +212,7 @@ async function inflateWithin(
  *
  * @param request The request.
  * @param limit The largest body accepted, in bytes.
+ * @param options Where binary data starts, to align it.
  * @returns The (decompressed) body.
  * @throws {HttpError} 413 when the body or its decompressed form is over the limit.
  * @throws {InferenceError} 400 for corrupt compressed data, 501 for other encodings.
@@ -175,14 +230,48 @@ async function inflateWithin(
  * });
  * assert.equal(new TextDecoder().decode(await readRequestBody(request, 100)), "hello");
  * ```
+ *
+ * @example Binary data after a 3-byte header lands on an 8-byte boundary
+ * ```ts
+ * import { readRequestBody } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = new Uint8Array(100_000).fill(7);
+ * const request = new Request("http://x/", {
+ *   method: "POST",
+ *   body: new Blob([body]).stream(),
+ *   headers: { "content-length": "100000" },
+ * });
+ * const read = await readRequestBody(request, 200_000, { alignAt: 3 });
+ * assert.deepEqual(read, body);
+ * assert.equal((read.byteOffset + 3) % 8, 0);
+ * ```
  */
-export async function readRequestBody(request: Request, limit: number): Promise<Uint8Array> {
+export async function readRequestBody(
+  request: Request,
+  limit: number,
+  options: ReadBodyOptions = {},
+): Promise<Uint8Array> {
+  const bytes = await readBody(request, limit, options.alignAt);
+  return options.alignAt === undefined ? bytes : alignedAt(bytes, options.alignAt);
+}
+
+async function readBody(
+  request: Request,
+  limit: number,
+  alignAt: number | undefined,
+): Promise<Uint8Array> {
   const encoding = requestEncoding(request.headers.get("content-encoding"));
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit, "body");
   if (request.body === null) return new Uint8Array(0);
   if (encoding === undefined) {
     if (declared !== null) {
+      const length = Number(declared);
+      if (alignAt !== undefined && Number.isSafeInteger(length) && length >= IN_PLACE_FROM_BYTES) {
+        const bytes = await readInPlace(request, length, alignAt);
+        if (bytes !== undefined) return bytes;
+      }
       // A known length within the limit: the fast path without a stream reader.
       const bytes = await request.bytes();
       if (bytes.byteLength > limit) throw tooLarge(limit, "body");
@@ -200,6 +289,15 @@ export async function readRequestBody(request: Request, limit: number): Promise<
       }`,
     );
   }
+}
+
+/** The bytes, copied once when offset `alignAt` is not on an 8-byte boundary of their buffer. */
+function alignedAt(bytes: Uint8Array, alignAt: number): Uint8Array {
+  if ((bytes.byteOffset + alignAt) % ALIGNMENT === 0) return bytes;
+  const start = (ALIGNMENT - (alignAt % ALIGNMENT)) % ALIGNMENT;
+  const copy = new Uint8Array(new ArrayBuffer(start + bytes.byteLength), start, bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 /**
@@ -320,4 +418,42 @@ export async function compressResponseBody(
   }
   const packed = await compress(body, encoding);
   return packed.byteLength < body.byteLength ? { body: packed, encoding } : plain;
+}
+
+// Deno copies a `Uint8Array` given to `Response`, but sends a stream's chunks as they are; below
+// this size the copy costs less than the stream.
+const STREAM_FROM_BYTES = 64 * 1024;
+
+/**
+ * A response with a body of bytes, without copying large bodies: those are sent as a one-chunk
+ * stream, with their `Content-Length` set (it is not chunked).
+ *
+ * @param body The body; it must not change until it is sent.
+ * @param headers The response headers.
+ * @returns The response.
+ *
+ * @example
+ * ```ts
+ * import { bytesResponse } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const large = bytesResponse(new Uint8Array(100_000), { "content-type": "application/octet-stream" });
+ * assert.equal(large.headers.get("content-length"), "100000");
+ * assert.equal((await large.bytes()).byteLength, 100_000);
+ * ```
+ */
+export function bytesResponse(
+  body: Uint8Array<ArrayBuffer>,
+  headers: Record<string, string>,
+): Response {
+  if (body.byteLength < STREAM_FROM_BYTES) return new Response(body, { headers });
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller): void {
+      controller.enqueue(body);
+      controller.close();
+    },
+  });
+  return new Response(stream, {
+    headers: { ...headers, "content-length": String(body.byteLength) },
+  });
 }
