@@ -127,19 +127,20 @@ function instancesOf(
  *
  * @example
  * ```ts
- * import { modelDefinitionOf } from "./bind.ts";
+ * import { type BindOptions, modelDefinitionOf } from "./bind.ts";
  * import assert from "node:assert/strict";
  *
  * const server = { http: true, grpc: true, metrics: true, exitOnError: true, responseCache: false };
- * const model = modelDefinitionOf({
+ * const echo = {
  *   modelName: "Echo",
  *   inferFunc: (requests) => requests.map((r) => ({ y: r.data.x! })),
  *   inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
  *   outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
- * }, server);
+ * } satisfies BindOptions;
+ * const model = modelDefinitionOf(echo, server);
  * assert.equal(model.version, 1);
  * assert.throws(
- *   () => modelDefinitionOf({ ...model, modelName: "no spaces", inferFunc: () => [] }, server),
+ *   () => modelDefinitionOf({ ...echo, modelName: "no spaces" }, server),
  *   /the name must match/,
  * );
  * ```
