@@ -213,13 +213,6 @@ for (const engine of ENGINES) {
       grpc.status.UNIMPLEMENTED,
       "Cannot unload model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not unloaded from a repository",
     );
-    for (const rpc of ["SystemSharedMemoryStatus", "SystemSharedMemoryRegister"]) {
-      await rejectsWith(
-        client.raw(rpc, new Uint8Array()),
-        grpc.status.UNIMPLEMENTED,
-        "System shared memory is not supported by DenoTriton: send tensors in the request",
-      );
-    }
     await rejectsWith(
       client.raw("CudaSharedMemoryRegister", new Uint8Array()),
       grpc.status.UNIMPLEMENTED,

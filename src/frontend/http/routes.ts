@@ -465,7 +465,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         route(`/v2/${prefix}/region/(?<region>[^/]+)/status`),
         "shared-memory",
         ({ params }) => {
-          throw InferenceError.invalidArg(
+          throw InferenceError.notFound(
             `Unable to find ${kind!.toLowerCase()} shared memory region: '${params.region}'`,
           );
         },
