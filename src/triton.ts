@@ -1,24 +1,20 @@
 /**
  * The facade: `Triton` owns the configuration, the engine, the bound models and the front ends.
+ * What `bind()` accepts, and how it becomes a model, is in `bind.ts`.
+ *
+ * Over 500 lines for a reason: this is the public API, and a third of the file is the
+ * documentation of its methods, each with an example that runs.
  *
  * @module
  */
 
-import type {
-  CallableResult,
-  InferCallable,
-  InferContext,
-  InferRequest,
-  InferReturn,
-  TensorsOf,
-} from "./callable/types.ts";
-import { type ModelConfig, resolveModelConfig } from "./config/model_config.ts";
+import { type BindOptions, modelDefinitionOf } from "./bind.ts";
 import {
   type ResolvedSecurityConfig,
   resolveSecurityConfig,
   type SecurityConfig,
 } from "./config/security_config.ts";
-import { resolveTensorSpecs, type TensorSpec } from "./config/tensor_spec.ts";
+import type { TensorSpec } from "./config/tensor_spec.ts";
 import {
   type ResolvedTritonConfig,
   resolveTritonConfig,
@@ -27,18 +23,11 @@ import {
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
 import type { GpuInventory } from "./gpu/devices.ts";
-import {
-  TritonBadParameterError,
-  TritonInvalidOperationError,
-  type TritonUnrecoverableError,
-  TritonValidationError,
-} from "./errors.ts";
+import { TritonInvalidOperationError, type TritonUnrecoverableError } from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
-import type { InstanceProvider } from "./instances/instance.ts";
-import { MainThreadInstances } from "./instances/main_thread.ts";
 import { inJupyterKernel } from "./jupyter.ts";
 import { Logger } from "./log.ts";
 import type { DeniedPermission } from "./permissions.ts";
@@ -53,6 +42,8 @@ import {
   metricsOptionsOf,
   readGrpcTls,
 } from "./wiring.ts";
+
+export type { BindCallable, BindOptions } from "./bind.ts";
 
 const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGTERM: 15 };
 
@@ -97,68 +88,6 @@ export interface TritonOptions {
   securityConfig?: SecurityConfig;
 }
 
-/**
- * The callable `bind()` accepts for inputs `I` and outputs `O`: an {@linkcode InferCallable} of
- * exactly those types when the specs are typed; when they are not (`I` is the wide `Tensors`),
- * also a callable typed for particular inputs, since only the server can check those.
- *
- * @typeParam I The inputs.
- * @typeParam O The outputs.
- */
-export type BindCallable<I, O> = string extends keyof I ?
-    | {
-      bivariant(requests: InferRequest<I>[], context: InferContext): InferReturn<CallableResult<O>>;
-    }["bivariant"]
-    | { infer(requests: InferRequest<I>[], context: InferContext): InferReturn<CallableResult<O>> }
-  : InferCallable<I, O>;
-
-/**
- * Options of {@linkcode Triton.bind}. The tensor specs type the callable: declared inline (or
- * `as const`), `inputs` give the callable's inputs by name and dtype, and `outputs` what it must
- * return, so a misspelled name or a wrong dtype fails to compile. Specs built at run time
- * (`TensorSpec[]`) give the untyped {@linkcode Tensors}.
- *
- * @typeParam I The input specs.
- * @typeParam O The output specs.
- */
-export interface BindOptions<
-  I extends readonly TensorSpec[] = readonly TensorSpec[],
-  O extends readonly TensorSpec[] = readonly TensorSpec[],
-> {
-  /** Model name: letters, digits, `.`, `_`, `-`. */
-  modelName: string;
-  /**
-   * Model version.
-   *
-   * @default {1}
-   */
-  modelVersion?: number;
-  /**
-   * The inference callable, a list of them (one instance each, served round-robin over idle
-   * instances), or an instance provider such as Workers.
-   */
-  inferFunc:
-    | BindCallable<TensorsOf<I>, TensorsOf<O>>
-    | readonly BindCallable<TensorsOf<I>, TensorsOf<O>>[]
-    | InstanceProvider;
-  /** Input tensor specs. */
-  inputs: I;
-  /** Output tensor specs. */
-  outputs: O;
-  /**
-   * Serving configuration of the model.
-   *
-   * @default {{}}
-   */
-  config?: ModelConfig;
-  /**
-   * Validate output names, dtypes, ranks and fixed dims strictly instead of converting.
-   *
-   * @default {false}
-   */
-  strict?: boolean;
-}
-
 /** Where the running server listens; a protocol that is off has no URL. */
 export interface TritonUrls {
   /** HTTP/REST base URL, e.g. `http://127.0.0.1:8000`. */
@@ -168,8 +97,6 @@ export interface TritonUrls {
   /** Metrics base URL (scrape `${metrics}/metrics`). */
   readonly metrics?: string;
 }
-
-const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
 
 /** The servers of this process that are starting or running. */
 const ACTIVE = new Set<Triton>();
@@ -189,11 +116,6 @@ function tritonHomeOrUndefined(): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isInstanceProvider(value: unknown): value is InstanceProvider {
-  return typeof value === "object" && value !== null && "start" in value && "count" in value &&
-    typeof (value as InstanceProvider).start === "function";
 }
 
 /**
@@ -306,21 +228,8 @@ export class Triton implements AsyncDisposable {
   bind<const I extends readonly TensorSpec[], const O extends readonly TensorSpec[]>(
     options: BindOptions<I, O>,
   ): Promise<void> {
-    const name = options.modelName;
-    if (typeof name !== "string" || name.length === 0) {
-      throw new TritonValidationError("Cannot bind model: name is empty");
-    }
-    if (!MODEL_NAME.test(name)) {
-      throw new TritonValidationError(
-        `Cannot bind model '${name}': the name must match ${MODEL_NAME}`,
-      );
-    }
-    const version = options.modelVersion ?? 1;
-    if (!Number.isInteger(version) || version < 1) {
-      throw new TritonValidationError(
-        `Cannot bind model '${name}': modelVersion must be an integer >= 1, got ${version}`,
-      );
-    }
+    const model = modelDefinitionOf(options as BindOptions, facadeOptionsOf(this.#config!));
+    const { name, version } = model;
     const key = `${name.toLowerCase()}/${version}`;
     if (this.#models.has(key)) {
       throw new TritonInvalidOperationError(
@@ -330,23 +239,6 @@ export class Triton implements AsyncDisposable {
     if (this.#state === "stopping") {
       throw new TritonInvalidOperationError(`Cannot bind model '${name}': the server is stopping`);
     }
-    const config = resolveModelConfig(options.config);
-    if (config.responseCache && !facadeOptionsOf(this.#config!).responseCache) {
-      throw new TritonBadParameterError(
-        `Cannot bind model '${name}': responseCache is on but the server has no response cache (set responseCacheByteSize or a cacheConfig entry)`,
-      );
-    }
-    // The typed callable meets the engine's untyped requests here; the engine validates the wire.
-    const instances = this.#instancesOf(name, options.inferFunc as BindOptions["inferFunc"]);
-    const model: ModelDefinition = {
-      name,
-      version,
-      inputs: resolveTensorSpecs(options.inputs, "input"),
-      outputs: resolveTensorSpecs(options.outputs, "output"),
-      config,
-      strict: options.strict ?? false,
-      instances,
-    };
     this.#models.set(key, model);
     if (this.#state === "running" || this.#state === "starting") {
       return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).then(
@@ -358,30 +250,6 @@ export class Triton implements AsyncDisposable {
       );
     }
     return Promise.resolve();
-  }
-
-  #instancesOf(
-    name: string,
-    inferFunc: InferCallable | readonly InferCallable[] | InstanceProvider,
-  ): InstanceProvider {
-    if (isInstanceProvider(inferFunc)) return inferFunc;
-    const callables = Array.isArray(inferFunc) ? inferFunc : [inferFunc as InferCallable];
-    if (callables.length === 0) {
-      throw new TritonValidationError(`Cannot bind model '${name}': inferFunc is an empty list`);
-    }
-    callables.forEach((callable, index) => {
-      const ok = typeof callable === "function" ||
-        (typeof callable === "object" && callable !== null &&
-          typeof (callable as { infer?: unknown }).infer === "function");
-      if (!ok) {
-        throw new TritonValidationError(
-          `Cannot bind model '${name}': inferFunc${
-            Array.isArray(inferFunc) ? `[${index}]` : ""
-          } must be a function or an object with an infer method`,
-        );
-      }
-    });
-    return new MainThreadInstances(callables);
   }
 
   /**

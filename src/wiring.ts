@@ -8,9 +8,9 @@
  */
 
 import type { ResolvedTritonConfig, TritonConfigConsumer } from "./config/triton_config.ts";
-import type { CacheConfig } from "./engine/engine.ts";
+import { parseCacheConfig } from "./config/cache_config.ts";
 import type { EngineOptions } from "./engine/select.ts";
-import { TritonError, TritonValidationError } from "./errors.ts";
+import { TritonError } from "./errors.ts";
 import type { GrpcFrontendOptions, GrpcTlsOptions } from "./frontend/grpc/server.ts";
 import type { HttpFrontendOptions } from "./frontend/http/server.ts";
 import type { MetricsFrontendOptions } from "./frontend/metrics/server.ts";
@@ -47,47 +47,6 @@ export type GrpcPlan = Omit<GrpcFrontendOptions, "tls" | "logger" | "security"> 
   /** TLS files, when TLS is on. */
   readonly tlsFiles?: GrpcTlsFiles;
 };
-
-/**
- * Turns Triton's `--cache-config` entries (`<cache>,<key>=<value>`) into one cache config; Triton
- * allows a single cache per server.
- *
- * @param entries The entries.
- * @returns The cache, or `undefined` for no entries.
- * @throws {TritonValidationError} For two different caches or an entry without a setting.
- *
- * @example
- * ```ts
- * import { parseCacheConfig } from "./wiring.ts";
- * import assert from "node:assert/strict";
- *
- * assert.deepEqual(parseCacheConfig(["local,size=1024"]), {
- *   name: "local", config: { size: "1024" },
- * });
- * assert.equal(parseCacheConfig([]), undefined);
- * ```
- */
-export function parseCacheConfig(entries: readonly string[]): CacheConfig | undefined {
-  let cache: CacheConfig | undefined;
-  for (const entry of entries) {
-    const [name, setting] = entry.split(",", 2) as [string, string | undefined];
-    if (cache !== undefined && cache.name !== name) {
-      throw new TritonValidationError(
-        `Invalid cacheConfig: only one cache is allowed, got '${cache.name}' and '${name}'`,
-      );
-    }
-    cache ??= { name, config: {} };
-    if (setting === undefined) continue;
-    const equals = setting.indexOf("=");
-    if (equals < 1) {
-      throw new TritonValidationError(
-        `Invalid cacheConfig entry '${entry}': expected <cache>,<setting>=<value>`,
-      );
-    }
-    cache.config[setting.slice(0, equals)] = setting.slice(equals + 1);
-  }
-  return cache;
-}
 
 /**
  * The facade's own decisions: which front ends run, what a failed model load does, and whether

@@ -1,12 +1,16 @@
 // The server of tests/backpressure_test.ts, run as its own process so that the test can watch its
 // memory: the decoupled model `Flood` yields `n` steps of `size` fresh bytes each, as fast as it
-// is pulled, on the engine named by the first argument. Prints `{"grpc": "<url>"}` once serving,
-// then `produced <steps>` whenever the count changed, every 100 ms.
+// is pulled, on the engine named by the first argument, on the main thread or (second argument
+// `workers`) in a Worker. Prints `{"grpc": "<url>"}` once serving, then `produced <steps>`
+// whenever the count changed, every 100 ms.
 
-import { type BindOptions, type InferResult, ndarray, Triton } from "../mod.ts";
+import { type BindOptions, Triton, workers } from "../mod.ts";
+import { FLOOD, floodSteps } from "./_flood_model.ts";
 
 const engine = Deno.args[0] === "triton" ? "triton" : "builtin";
-let produced = 0;
+const inWorkers = Deno.args[1] === "workers";
+// Shared with the Worker, which counts there.
+const counter = new Int32Array(new SharedArrayBuffer(4));
 
 const triton = new Triton({
   engine,
@@ -20,27 +24,17 @@ const triton = new Triton({
   },
 });
 const flood: BindOptions = {
-  modelName: "Flood",
-  inferFunc: async function* (requests): AsyncGenerator<InferResult[]> {
-    const [request] = requests;
-    const n = Number(request!.data.n!.data[0]);
-    const size = Number(request!.data.size!.data[0]);
-    for (let i = 0; i < n; i++) {
-      if (request!.signal.aborted) return;
-      // Fresh bytes per step, as a real generator makes them.
-      yield [{ chunk: ndarray(new Uint8Array(size).fill(i & 0xff), [size]) }];
-      produced++;
-    }
-  },
-  inputs: [{ name: "n", dtype: "int32", shape: [1] }, { name: "size", dtype: "int32", shape: [1] }],
-  outputs: [{ name: "chunk", dtype: "uint8", shape: [-1] }],
-  config: { decoupled: true, batching: false },
+  ...FLOOD,
+  inferFunc: inWorkers
+    ? workers(new URL("./_workers/flood.ts", import.meta.url), { data: counter.buffer })
+    : (requests) => floodSteps(requests, () => Atomics.add(counter, 0, 1)),
 };
 await triton.bind(flood);
 await triton.run();
 console.log(JSON.stringify({ grpc: triton.urls.grpc }));
 let reported = -1;
 setInterval(() => {
+  const produced = Atomics.load(counter, 0);
   if (produced === reported) return;
   reported = produced;
   console.log(`produced ${produced}`);

@@ -109,112 +109,113 @@ async function slowStream(
 }
 
 for (const engine of ENGINES) {
-  Deno.test({
-    name:
-      `A slow gRPC stream client slows the generator instead of growing server memory [${engine}]`,
-    // The Triton core queues a decoupled model's responses in its response callback without a
-    // bound; the engine half of issue 11 adopts BoundedQueue there.
-    ignore: Deno.build.os !== "linux" || engine === "triton",
-    async fn(): Promise<void> {
-      const server = new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          "--v8-flags=--expose-gc",
-          new URL("./_flood_server.ts", import.meta.url).pathname,
-          engine,
-        ],
-        stdout: "piped",
-        stderr: "inherit",
-      }).spawn();
-      const watchdog = new AbortController();
-      const timer = setTimeout(
-        () => watchdog.abort(new Error("Watchdog: the stream hung")),
-        WATCHDOG_MS,
-      );
-      const client = Deno.createHttpClient({ http1: false, http2: true });
-      const lines = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let pending = "";
-      let produced = 0;
-      const readLine = async (): Promise<string> => {
-        while (!pending.includes("\n")) {
-          const { done, value } = await lines.read();
-          if (done) throw new Error("The flood server exited");
-          pending += value;
-        }
-        const line = pending.slice(0, pending.indexOf("\n"));
-        pending = pending.slice(line.length + 1);
-        return line;
-      };
-      try {
-        const { grpc } = JSON.parse(await readLine()) as { grpc: string };
-        const url = grpc.replace(/^grpc:/, "http:");
-        // The producer's progress, as the server reports it.
-        const progress = (async () => {
-          while (true) {
-            const line = await readLine().catch(() => "");
-            if (line === "") return;
-            produced = Number(line.split(" ")[1]);
-          }
-        })();
-        // A first stream at full speed warms up codecs and buffers, and fills the per-response-
-        // index statistics (Triton's response_stats, one entry per index, kept for the model's
-        // life), so that the baseline holds what any stream of this length needs.
-        const warm = await slowStream(
-          url,
-          client,
-          { steps: STEPS, size: 1, stallMs: 0 },
-          watchdog.signal,
+  for (const instances of ["main", "workers"] as const) {
+    Deno.test({
+      name:
+        `A slow gRPC stream client slows the generator instead of growing server memory [${engine}, ${instances}]`,
+      ignore: Deno.build.os !== "linux",
+      async fn(): Promise<void> {
+        const server = new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            "--v8-flags=--expose-gc",
+            new URL("./_flood_server.ts", import.meta.url).pathname,
+            engine,
+            instances,
+          ],
+          stdout: "piped",
+          stderr: "inherit",
+        }).spawn();
+        const watchdog = new AbortController();
+        const timer = setTimeout(
+          () => watchdog.abort(new Error("Watchdog: the stream hung")),
+          WATCHDOG_MS,
         );
-        assert.equal(warm.messages, STEPS);
-        await sleep(500);
-        const baseline = rssBytes(server.pid);
-        let peak = baseline;
-        const samples: string[] = [];
-        const started = performance.now();
-        const sampler = setInterval(() => {
-          const rss = rssBytes(server.pid);
-          peak = Math.max(peak, rss);
-          samples.push(
-            `${((performance.now() - started) / 1000).toFixed(1)}s ${mib(rss)} ${produced}`,
-          );
-        }, 250);
-        let result: StreamResult;
+        const client = Deno.createHttpClient({ http1: false, http2: true });
+        const lines = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+        let pending = "";
+        let produced = 0;
+        const readLine = async (): Promise<string> => {
+          while (!pending.includes("\n")) {
+            const { done, value } = await lines.read();
+            if (done) throw new Error("The flood server exited");
+            pending += value;
+          }
+          const line = pending.slice(0, pending.indexOf("\n"));
+          pending = pending.slice(line.length + 1);
+          return line;
+        };
         try {
-          result = await slowStream(
+          const { grpc } = JSON.parse(await readLine()) as { grpc: string };
+          const url = grpc.replace(/^grpc:/, "http:");
+          // The producer's progress, as the server reports it.
+          const progress = (async () => {
+            while (true) {
+              const line = await readLine().catch(() => "");
+              if (line === "") return;
+              produced = Number(line.split(" ")[1]);
+            }
+          })();
+          // A first stream at full speed warms up codecs and buffers, and fills the per-response-
+          // index statistics (Triton's response_stats, one entry per index, kept for the model's
+          // life), so that the baseline holds what any stream of this length needs.
+          const warm = await slowStream(
             url,
             client,
-            { steps: STEPS, size: STEP_BYTES, stallMs: STALL_MS },
+            { steps: STEPS, size: 1, stallMs: 0 },
             watchdog.signal,
           );
-        } finally {
-          clearInterval(sampler);
-          console.log(
-            `server RSS baseline ${mib(baseline)}, peak ${mib(peak)} (growth ${
-              mib(peak - baseline)
-            }); samples (time, RSS, steps produced):\n  ${samples.join("\n  ")}`,
+          assert.equal(warm.messages, STEPS);
+          await sleep(500);
+          const baseline = rssBytes(server.pid);
+          let peak = baseline;
+          const samples: string[] = [];
+          const started = performance.now();
+          const sampler = setInterval(() => {
+            const rss = rssBytes(server.pid);
+            peak = Math.max(peak, rss);
+            samples.push(
+              `${((performance.now() - started) / 1000).toFixed(1)}s ${mib(rss)} ${produced}`,
+            );
+          }, 250);
+          let result: StreamResult;
+          try {
+            result = await slowStream(
+              url,
+              client,
+              { steps: STEPS, size: STEP_BYTES, stallMs: STALL_MS },
+              watchdog.signal,
+            );
+          } finally {
+            clearInterval(sampler);
+            console.log(
+              `server RSS baseline ${mib(baseline)}, peak ${mib(peak)} (growth ${
+                mib(peak - baseline)
+              }); samples (time, RSS, steps produced):\n  ${samples.join("\n  ")}`,
+            );
+          }
+          const growth = peak - baseline;
+          console.log(`streamed ${mib(result.bytes)} in ${result.messages} messages`);
+          assert.equal(result.messages, STEPS);
+          assert.ok(result.bytes > STEPS * STEP_BYTES);
+          // Without backpressure the server held the whole stream at once: it grew by ~130 MiB
+          // for these 104 MiB. With it, a flow-control window, the queue bounds and garbage not yet
+          // collected: 10-20 MiB here, on a loaded 2-core machine.
+          assert.ok(
+            growth < result.bytes / 3,
+            `Server RSS grew by ${mib(growth)} while streaming ${mib(result.bytes)}`,
           );
+          void progress;
+        } finally {
+          clearTimeout(timer);
+          client.close();
+          // The server holds nothing worth a clean stop, and a flooded one may take long to stop.
+          server.kill("SIGKILL");
+          await server.status;
+          await lines.cancel().catch(() => {});
         }
-        const growth = peak - baseline;
-        console.log(`streamed ${mib(result.bytes)} in ${result.messages} messages`);
-        assert.equal(result.messages, STEPS);
-        assert.ok(result.bytes > STEPS * STEP_BYTES);
-        // Without backpressure the server held the whole stream at once: it grew by ~130 MiB
-        // for these 104 MiB. With it, a flow-control window, the queue bounds and garbage not yet
-        // collected: 10-20 MiB here, on a loaded 2-core machine.
-        assert.ok(
-          growth < result.bytes / 3,
-          `Server RSS grew by ${mib(growth)} while streaming ${mib(result.bytes)}`,
-        );
-        void progress;
-      } finally {
-        clearTimeout(timer);
-        client.close();
-        // The server holds nothing worth a clean stop, and a flooded one may take long to stop.
-        server.kill("SIGKILL");
-        await server.status;
-        await lines.cancel().catch(() => {});
-      }
-    },
-  });
+      },
+    });
+  }
 }

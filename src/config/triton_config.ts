@@ -6,24 +6,35 @@
  * argument, `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables, PyTriton's
  * `PYTRITON_TRITON_CONFIG_<FIELD>` ones, a YAML file (named by the `configFile` option or
  * `DENOTRITON_CONFIG_FILE`), and the defaults. Every source is validated with zod; an error names
- * the field and the source. {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server
- * reads each field, or why a field accepts only its default.
+ * the field and the source (the schema is in `triton_config_schema.ts`).
+ * {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server reads each field, or why a
+ * field accepts only its default.
+ *
+ * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 36 fields (what
+ * each engine does with it, and what it refuses), which is half of this file.
  *
  * @module
  */
 
-import { z } from "zod";
 import { TritonValidationError } from "../errors.ts";
 import {
-  type EnvFieldKind,
   envNameOf,
   PYTRITON_CONFIG_ENV_PREFIX,
   readTritonConfigEnv,
   TRITON_CONFIG_ENV_PREFIX,
   TRITON_CONFIG_FILE_ENV,
 } from "./triton_config_env.ts";
-import { metricsSettingProblem } from "./metrics_config.ts";
+import { localCacheSize } from "./cache_config.ts";
 import { readTritonConfigFile } from "./triton_config_file.ts";
+import {
+  DEFAULTS,
+  ENV_KINDS,
+  FIELD_NAMES,
+  type FieldName,
+  type Layer,
+  show,
+  validate,
+} from "./triton_config_schema.ts";
 
 /** Compression level of gRPC inference responses. */
 export type GrpcCompressionLevel = "none" | "low" | "medium" | "high";
@@ -387,86 +398,32 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     grpcRootCert: { consumers: ["grpc"] },
   };
 
-/** A {@linkcode TritonConfig} with every default applied. */
-export interface ResolvedTritonConfig {
-  /** Server identifier. */
-  readonly id: string;
-  /** Always `undefined`: the field is refused. */
-  readonly modelRepository: string | undefined;
-  /** HTTP address. */
-  readonly httpAddress: string;
-  /** HTTP port (0: a free port). */
-  readonly httpPort: number;
-  /** gRPC address. */
-  readonly grpcAddress: string;
-  /** gRPC port (0: a free port). */
-  readonly grpcPort: number;
-  /** Metrics address (`httpAddress` unless set). */
-  readonly metricsAddress: string;
-  /** Metrics port (0: a free port). */
-  readonly metricsPort: number;
-  /** Serve HTTP. */
-  readonly allowHttp: boolean;
-  /** Serve gRPC. */
-  readonly allowGrpc: boolean;
-  /** Serve metrics. */
-  readonly allowMetrics: boolean;
-  /** Report CPU metrics. */
-  readonly allowCpuMetrics: boolean;
-  /** Report GPU metrics; unset: when the engine finds GPUs. */
-  readonly allowGpuMetrics: boolean | undefined;
-  /** Polled metrics refresh interval in milliseconds. */
-  readonly metricsIntervalMs: number;
-  /** Triton metrics settings. */
-  readonly metricsConfig: readonly string[];
-  /** Log verbosity. */
-  readonly logVerbose: number;
-  /** Log file, if set. */
-  readonly logFile: string | undefined;
-  /** Shutdown grace period in seconds. */
-  readonly exitTimeoutSecs: number;
-  /** Fail start-up when a model fails to load. */
-  readonly exitOnError: boolean;
-  /** Server readiness requires every model ready. */
-  readonly strictReadiness: boolean;
-  /** HTTP header forwarding pattern (a valid `RegExp` source), if set. */
-  readonly httpHeaderForwardPattern: string | undefined;
-  /** gRPC metadata forwarding pattern (a valid `RegExp` source), if set. */
-  readonly grpcHeaderForwardPattern: string | undefined;
-  /** The core's pinned memory pool in bytes; unset: 256 MiB when the engine finds GPUs, else 0. */
-  readonly pinnedMemoryPoolByteSize: number | undefined;
-  /** Local response cache size in bytes (0: off); agrees with `cacheConfig`. */
-  readonly responseCacheByteSize: number;
-  /**
-   * Triton cache settings; holds `local,size=<responseCacheByteSize>` whenever the size is
-   * above 0.
-   */
-  readonly cacheConfig: readonly string[];
-  /** Always empty: tracing is refused. */
-  readonly traceConfig: readonly string[];
-  /** HTTP body limit in bytes. */
-  readonly maxRequestBytes: number;
-  /** gRPC message limit in bytes. */
-  readonly grpcMaxMessageBytes: number;
-  /** Always `"none"`: response compression is refused. */
-  readonly grpcInferResponseCompressionLevel: GrpcCompressionLevel;
-  /** gRPC keepalive interval in milliseconds. */
-  readonly grpcKeepaliveTime: number;
-  /** gRPC keepalive answer timeout in milliseconds. */
-  readonly grpcKeepaliveTimeout: number;
-  /** Always `true`: grpc-js pings idle connections too. */
-  readonly grpcKeepalivePermitWithoutCalls: boolean;
-  /** gRPC over TLS. */
-  readonly grpcUseSsl: boolean;
-  /** gRPC over mutual TLS. */
-  readonly grpcUseSslMutual: boolean;
-  /** gRPC server certificate path, if set. */
-  readonly grpcServerCert: string | undefined;
-  /** gRPC server key path, if set. */
-  readonly grpcServerKey: string | undefined;
-  /** gRPC root certificates path, if set. */
-  readonly grpcRootCert: string | undefined;
-}
+/**
+ * A {@linkcode TritonConfig} with every default applied: each field as documented there, set
+ * (the seven fields without a default, such as `logFile`, may stay `undefined`). Beside the
+ * defaults:
+ *
+ * - `metricsAddress` is `httpAddress` unless set;
+ * - `responseCacheByteSize` and `cacheConfig` agree: `cacheConfig` holds
+ *   `local,size=<responseCacheByteSize>` whenever the size is above 0;
+ * - a field DenoTriton refuses holds its one accepted value (`modelRepository` is `undefined`,
+ *   `traceConfig` is empty, `grpcInferResponseCompressionLevel` is `"none"`,
+ *   `grpcKeepalivePermitWithoutCalls` is `true`);
+ * - list fields are frozen.
+ */
+export type ResolvedTritonConfig = {
+  readonly [K in keyof TritonConfig]-?: K extends // The fields without a default:
+  | "modelRepository"
+  | "logFile"
+  | "httpHeaderForwardPattern"
+  | "grpcHeaderForwardPattern"
+  | "allowGpuMetrics" // unset: when the engine finds GPUs
+  | "pinnedMemoryPoolByteSize" // unset: 256 MiB when the engine finds GPUs, else 0
+  | "grpcServerCert"
+  | "grpcServerKey"
+  | "grpcRootCert" ? TritonConfig[K] | undefined
+    : Exclude<TritonConfig[K], undefined>;
+};
 
 /** Options of {@linkcode resolveTritonConfig}. */
 export interface ResolveTritonConfigOptions {
@@ -490,177 +447,6 @@ export interface ResolveTritonConfigOptions {
    * @default {undefined}
    */
   env?: Readonly<Record<string, string>>;
-}
-
-const MIB_64 = 64 * 1024 * 1024;
-const SETTING = /^(?:[^,=\s]+,)?[^,=\s]+=.*$/;
-const LOCAL_SIZE = /^local,size=(.*)$/;
-const NON_NEGATIVE_INTEGER = /^\d+$/;
-
-interface FieldSpec {
-  kind: EnvFieldKind;
-  schema: z.ZodType;
-  /** What a valid value is, completing "<field> must be ...". */
-  description: string;
-}
-
-function field(kind: EnvFieldKind, schema: z.ZodType, description: string): FieldSpec {
-  return { kind, schema, description };
-}
-
-const nonEmptyString = field("string", z.string().min(1), "a non-empty string");
-const port = field("integer", z.int().min(0).max(65535), "an integer between 0 and 65535");
-const flag = field("boolean", z.boolean(), "a boolean");
-const nonNegative = field("integer", z.int().min(0), "an integer >= 0");
-const positive = field("integer", z.int().min(1), "an integer >= 1");
-const pattern = field(
-  "string",
-  z.string().superRefine((source, context) => {
-    try {
-      new RegExp(source);
-    } catch (error) {
-      context.addIssue({ code: "custom", message: (error as Error).message });
-    }
-  }),
-  "a valid regular expression",
-);
-const SETTING_DESCRIPTION = `a "<group>,<setting>=<value>" or "<setting>=<value>" string`;
-const settings = field("settings", z.array(z.string().regex(SETTING)), "a list of strings");
-const metricsSettings = field(
-  "settings",
-  z.array(
-    z.string().regex(SETTING).superRefine((entry, context) => {
-      const problem = metricsSettingProblem(entry);
-      if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
-    }),
-  ),
-  "a list of strings",
-);
-
-const FIELDS = {
-  id: nonEmptyString,
-  modelRepository: nonEmptyString,
-  httpAddress: nonEmptyString,
-  httpPort: port,
-  grpcAddress: nonEmptyString,
-  grpcPort: port,
-  metricsAddress: nonEmptyString,
-  metricsPort: port,
-  allowHttp: flag,
-  allowGrpc: flag,
-  allowMetrics: flag,
-  allowCpuMetrics: flag,
-  allowGpuMetrics: flag,
-  metricsIntervalMs: positive,
-  metricsConfig: metricsSettings,
-  logVerbose: nonNegative,
-  logFile: nonEmptyString,
-  exitTimeoutSecs: nonNegative,
-  exitOnError: flag,
-  strictReadiness: flag,
-  httpHeaderForwardPattern: pattern,
-  grpcHeaderForwardPattern: pattern,
-  pinnedMemoryPoolByteSize: nonNegative,
-  responseCacheByteSize: nonNegative,
-  cacheConfig: field(
-    "settings",
-    z.array(
-      z.string().regex(SETTING).superRefine((entry, context) => {
-        const size = LOCAL_SIZE.exec(entry)?.[1];
-        if (size !== undefined && !NON_NEGATIVE_INTEGER.test(size)) {
-          context.addIssue({
-            code: "custom",
-            message: "the local cache size must be an integer >= 0",
-          });
-        }
-      }),
-    ),
-    "a list of strings",
-  ),
-  traceConfig: settings,
-  maxRequestBytes: positive,
-  grpcMaxMessageBytes: field(
-    "integer",
-    z.int().min(1).max(2 ** 31 - 1),
-    "an integer between 1 and 2147483647",
-  ),
-  grpcInferResponseCompressionLevel: field(
-    "string",
-    z.enum(["none", "low", "medium", "high"]),
-    `one of "none", "low", "medium", "high"`,
-  ),
-  grpcKeepaliveTime: positive,
-  grpcKeepaliveTimeout: positive,
-  grpcKeepalivePermitWithoutCalls: flag,
-  grpcUseSsl: flag,
-  grpcUseSslMutual: flag,
-  grpcServerCert: nonEmptyString,
-  grpcServerKey: nonEmptyString,
-  grpcRootCert: nonEmptyString,
-} as const satisfies Record<keyof TritonConfig, FieldSpec>;
-
-type FieldName = keyof typeof FIELDS;
-
-const FIELD_NAMES = Object.keys(FIELDS) as FieldName[];
-
-const SCHEMA = z.strictObject(
-  Object.fromEntries(FIELD_NAMES.map((name) => [name, FIELDS[name].schema.optional()])),
-);
-
-const ENV_KINDS: Record<string, EnvFieldKind> = Object.fromEntries(
-  FIELD_NAMES.map((name) => [name, FIELDS[name].kind]),
-);
-
-type Defaults = Omit<ResolvedTritonConfig, "metricsAddress">;
-
-const DEFAULTS: Defaults = {
-  id: "triton",
-  modelRepository: undefined,
-  httpAddress: "0.0.0.0",
-  httpPort: 8000,
-  grpcAddress: "0.0.0.0",
-  grpcPort: 8001,
-  metricsPort: 8002,
-  allowHttp: true,
-  allowGrpc: true,
-  allowMetrics: true,
-  allowCpuMetrics: false,
-  allowGpuMetrics: undefined,
-  metricsIntervalMs: 2000,
-  metricsConfig: [],
-  logVerbose: 0,
-  logFile: undefined,
-  exitTimeoutSecs: 30,
-  exitOnError: true,
-  strictReadiness: true,
-  httpHeaderForwardPattern: undefined,
-  grpcHeaderForwardPattern: undefined,
-  pinnedMemoryPoolByteSize: undefined,
-  responseCacheByteSize: 0,
-  cacheConfig: [],
-  traceConfig: [],
-  maxRequestBytes: MIB_64,
-  grpcMaxMessageBytes: MIB_64,
-  grpcInferResponseCompressionLevel: "none",
-  grpcKeepaliveTime: 7_200_000,
-  grpcKeepaliveTimeout: 20_000,
-  grpcKeepalivePermitWithoutCalls: true,
-  grpcUseSsl: false,
-  grpcUseSslMutual: false,
-  grpcServerCert: undefined,
-  grpcServerKey: undefined,
-  grpcRootCert: undefined,
-};
-
-/** One source of field values, validated on its own. */
-interface Layer {
-  /** Higher wins. */
-  rank: number;
-  /** Whether the values come from environment variables (strings converted by kind). */
-  env?: boolean;
-  values: Partial<Record<FieldName, unknown>>;
-  /** Where a field (or one element of a list field) came from, for messages. */
-  sourceOf(field: string, index?: number): string;
 }
 
 /**
@@ -821,51 +607,6 @@ function withoutUndefined(config: TritonConfig): Record<string, unknown> {
   return Object.fromEntries(Object.entries(config).filter(([, value]) => value !== undefined));
 }
 
-function validate(layer: Layer): Partial<Record<FieldName, unknown>> {
-  const result = SCHEMA.safeParse(layer.values);
-  if (result.success) return result.data;
-  const problems: { source: string; message: string }[] = [];
-  for (const issue of result.error.issues) {
-    if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) {
-        problems.push({ source: layer.sourceOf(key), message: `unknown field "${key}"` });
-      }
-      continue;
-    }
-    const name = String(issue.path[0]);
-    const spec = FIELDS[name as FieldName];
-    const value = layer.values[name as FieldName];
-    const index = issue.path[1];
-    const detail = issue.code === "custom" ? `: ${issue.message}` : "";
-    let message: string;
-    if (typeof index === "number" && Array.isArray(value)) {
-      const element = show(value[index]);
-      message = issue.code === "custom"
-        ? `${name}[${index}] ${element}: ${issue.message}`
-        : `${name}[${index}] must be ${SETTING_DESCRIPTION}, got ${element}`;
-    } else {
-      let description = spec.description;
-      if (layer.env === true && spec.kind === "boolean") {
-        description += " (true, false, 1, 0, yes, no, on or off)";
-      }
-      message = `${name} must be ${description}, got ${show(value)}${detail}`;
-    }
-    problems.push({
-      source: layer.sourceOf(name, typeof index === "number" ? index : undefined),
-      message,
-    });
-  }
-  const sources = new Set(problems.map(({ source }) => source));
-  const text = sources.size === 1
-    ? `Invalid TritonConfig from ${problems[0]!.source}: ${
-      problems.map(({ message }) => message).join("; ")
-    }`
-    : `Invalid TritonConfig: ${
-      problems.map(({ source, message }) => `from ${source}: ${message}`).join("; ")
-    }`;
-  throw new TritonValidationError(text);
-}
-
 function resolveCache(
   merged: ReadonlyMap<FieldName, { value: unknown; layer: Layer }>,
 ): { responseCacheByteSize: number; cacheConfig: string[] } {
@@ -873,8 +614,7 @@ function resolveCache(
   const cacheConfig = [...(cacheEntry?.value as readonly string[] | undefined ?? [])];
   let localSize: number | undefined;
   for (const entry of cacheConfig) {
-    const size = LOCAL_SIZE.exec(entry)?.[1];
-    if (size !== undefined) localSize = Number(size); // Triton lets the last setting win.
+    localSize = localCacheSize(entry) ?? localSize; // Triton lets the last setting win.
   }
   const sizeEntry = merged.get("responseCacheByteSize");
   const explicit = sizeEntry?.value as number | undefined;
@@ -893,7 +633,7 @@ function resolveCache(
       return { responseCacheByteSize: localSize, cacheConfig };
     }
   }
-  const others = cacheConfig.filter((entry) => !LOCAL_SIZE.test(entry));
+  const others = cacheConfig.filter((entry) => localCacheSize(entry) === undefined);
   if (explicit > 0) others.push(`local,size=${explicit}`);
   return { responseCacheByteSize: explicit, cacheConfig: others };
 }
@@ -923,16 +663,5 @@ function readProcessEnv(): Record<string, string> {
       return {};
     }
     throw error;
-  }
-}
-
-function show(value: unknown): string {
-  if (typeof value === "number" || typeof value === "bigint" || value === undefined) {
-    return String(value);
-  }
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
   }
 }

@@ -7,26 +7,137 @@
  * @module
  */
 
-import type { ParameterValue } from "../callable/types.ts";
-import type { ModelInfo } from "../callable/types.ts";
+import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import type { TritonUnrecoverableError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import type { InstanceProvider } from "../instances/instance.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
+import type { CacheConfig } from "../config/cache_config.ts";
+import type { GpuInventory } from "../gpu/devices.ts";
 
-export type { TritonModelConfigJson };
+export type { CacheConfig, TritonModelConfigJson };
 
-/** A response-cache implementation and its settings (Triton's `--cache-config`). */
-export interface CacheConfig {
-  /** Cache name; `"local"` is the only one the built-in engine and the Triton wheel ship. */
-  name: string;
-  /** The cache's settings, e.g. `{ size: "1048576" }`. */
-  config: Record<string, unknown>;
+/**
+ * The options both engines take. Where an engine cannot honour a setting, it refuses it when it
+ * is created (the built-in engine's limits are noted here).
+ */
+export interface CommonEngineOptions {
+  /**
+   * Server id, the `name` of the server metadata.
+   *
+   * @default {"triton"}
+   */
+  id?: string;
+  /**
+   * Whether the server is not ready while any loaded model is not ready.
+   *
+   * @default {true}
+   */
+  strictReadiness?: boolean;
+  /**
+   * How long `stop()` waits for in-flight requests, in seconds.
+   *
+   * @default {30}
+   */
+  exitTimeoutSecs?: number;
+  /**
+   * Logger for load/unload and failures.
+   *
+   * @default {undefined}
+   */
+  logger?: Logger;
+  /**
+   * Response cache size in bytes for the `local` cache; 0 disables it (models with
+   * `responseCache` need more).
+   *
+   * @default {0}
+   */
+  responseCacheByteSize?: number;
+  /**
+   * The response cache as Triton's `--cache-config` names it; overrides
+   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
+   * setting: anything else is refused there.
+   *
+   * @default {undefined}
+   */
+  cacheConfig?: CacheConfig;
+  /**
+   * Report CPU utilization and memory (`nv_cpu_*`), read again every `metricsIntervalMs`.
+   *
+   * @default {false}
+   */
+  cpuMetrics?: boolean;
+  /**
+   * Report GPU metrics (`nv_gpu_*`, through DCGM in the core). The built-in engine has none, so
+   * it refuses `true`.
+   *
+   * @default {true on the Triton engine where there are GPUs, else false}
+   */
+  gpuMetrics?: boolean;
+  /**
+   * The core's pinned host memory pool in bytes (`--pinned-memory-pool-byte-size`). The
+   * built-in engine copies no tensors to or from GPUs, so it refuses a size above 0.
+   *
+   * @default {268435456 (256 MiB) on the Triton engine where there are GPUs, else 0}
+   */
+  pinnedMemoryPoolByteSize?: number;
+  /**
+   * The GPUs: instances pinned to `cuda:N` become `KIND_GPU` groups on GPU N.
+   *
+   * @default {discoverGpus(), when the Triton engine starts or (built-in) a model pinned to a GPU loads}
+   */
+  gpus?: GpuInventory;
+  /**
+   * How often CPU and GPU metrics are read, in milliseconds.
+   *
+   * @default {2000}
+   */
+  metricsIntervalMs?: number;
+  /**
+   * Triton `--metrics-config` entries (`<setting>=<value>`). The core takes them as they are.
+   * The built-in engine reports latency counters only: `counter_latencies=<bool>` is honoured,
+   * `histogram_latencies=false` and `summary_latencies=false` change nothing, and it refuses
+   * the rest.
+   *
+   * @default {[]}
+   */
+  metricsConfig?: readonly string[];
+  /**
+   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
+   *
+   * @default {undefined}
+   */
+  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
 }
 
 /** A model handed to an engine for loading. */
 export interface ModelDefinition extends ModelInfo {
   /** Starts the model's instances. */
   readonly instances: InstanceProvider;
+}
+
+/**
+ * One loaded model version, as {@linkcode Engine.model} resolves it for a request: the front end
+ * looks the model up once, reads what decoding needs from the handle, and passes the handle on
+ * to {@linkcode Engine.infer} or {@linkcode Engine.inferStream}, which do not look it up again.
+ */
+export interface ModelHandle {
+  /** Model name. */
+  readonly name: string;
+  /** The version the request resolved to. */
+  readonly version: number;
+  /** Whether the model is decoupled (served by `inferStream`, not `infer`). */
+  readonly decoupled: boolean;
+  /** The largest batch a request may carry; 0 when the model does not batch. */
+  readonly maxBatchSize: number;
+  /** Declared inputs, without the batch axis. */
+  readonly inputs: readonly ResolvedTensorSpec[];
+  /** Declared outputs, without the batch axis. */
+  readonly outputs: readonly ResolvedTensorSpec[];
+  /** This version's metadata (`versions` names this version only). */
+  readonly metadata: ModelMetadata;
 }
 
 /** A protocol-neutral inference request, as the front ends decode it. */
@@ -184,7 +295,10 @@ export const ENGINE_EXTENSIONS: readonly string[] = [
 /** Which engine runs. */
 export type EngineKind = "builtin" | "triton";
 
-/** The engine contract shared by the built-in and the Triton-core engines. */
+/**
+ * The engine contract shared by the built-in and the Triton-core engines. The queries are
+ * synchronous: both engines answer them from memory (the core through synchronous C calls).
+ */
 export interface Engine extends AsyncDisposable {
   /** Which engine this is. */
   readonly kind: EngineKind;
@@ -195,29 +309,44 @@ export interface Engine extends AsyncDisposable {
   /** Whether the engine is live. */
   isLive(): boolean;
   /** Whether the engine is ready (with strict readiness: every model ready). */
-  isReady(): Promise<boolean>;
+  isReady(): boolean;
   /** Server metadata. */
   serverMetadata(): ServerMetadata;
   /** Loads a model and starts its instances; resolves when it is ready. */
   loadModel(model: ModelDefinition): Promise<void>;
   /** Unloads a model version and stops its instances. */
   unloadModel(name: string, version?: number): Promise<void>;
+  /**
+   * Resolves the model version a request targets: the one lookup of a request.
+   *
+   * @throws {InferenceError} NOT_FOUND for unknown models, UNAVAILABLE for versions not ready.
+   */
+  model(name: string, version?: number): ModelHandle;
   /** Whether a model version is ready (false for unknown models). */
-  modelReady(name: string, version?: number): Promise<boolean>;
+  modelReady(name: string, version?: number): boolean;
   /** Model metadata; NOT_FOUND for unknown models. */
-  modelMetadata(name: string, version?: number): Promise<ModelMetadata>;
+  modelMetadata(name: string, version?: number): ModelMetadata;
   /** Triton's model-config JSON; NOT_FOUND for unknown models. */
-  modelConfig(name: string, version?: number): Promise<TritonModelConfigJson>;
+  modelConfig(name: string, version?: number): TritonModelConfigJson;
   /** Statistics of one model, or of all when `name` is undefined. */
-  modelStatistics(name?: string, version?: number): Promise<{ model_stats: ModelStatistics[] }>;
+  modelStatistics(name?: string, version?: number): { model_stats: ModelStatistics[] };
   /** The repository index. */
-  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
-  /** Whether a model is decoupled; NOT_FOUND for unknown models. */
-  isDecoupled(name: string, version?: number): Promise<boolean>;
-  /** Runs one request of a coupled model. */
-  infer(request: InferenceRequest): Promise<InferenceResponse>;
-  /** Runs one request of a decoupled model: 0..N responses, the last marked final. */
-  inferStream(request: InferenceRequest): AsyncIterable<StreamResponse>;
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  /**
+   * Runs one request of a coupled model.
+   *
+   * @param request The request.
+   * @param model Its model, as {@linkcode Engine.model} resolved it; looked up when omitted.
+   */
+  infer(request: InferenceRequest, model?: ModelHandle): Promise<InferenceResponse>;
+  /**
+   * Runs one request of a decoupled model: 0..N responses, the last marked final. A consumer
+   * that reads slowly slows the model's generator down; one that stops reading cancels it.
+   *
+   * @param request The request.
+   * @param model Its model, as {@linkcode Engine.model} resolved it; looked up when omitted.
+   */
+  inferStream(request: InferenceRequest, model?: ModelHandle): AsyncIterable<StreamResponse>;
   /** Prometheus text exposition of the engine's metrics. */
-  metrics(): Promise<string>;
+  metrics(): string;
 }

@@ -7,35 +7,17 @@
  */
 
 import { TritonError, TritonValidationError } from "../errors.ts";
-import { BuiltinEngine, type BuiltinEngineOptions } from "./builtin/engine.ts";
+import { BuiltinEngine } from "./builtin/engine.ts";
 import type { Engine } from "./engine.ts";
 import { defaultTritonHome, findTritonInstall, setupCommand } from "./native/install.ts";
+import type { NativeEngineOptions } from "./native/server_options.ts";
 import { readEnv } from "../permissions.ts";
 
 /** Which engine to create: `auto` uses the Triton core when installed. */
 export type EngineChoice = "auto" | "triton" | "builtin";
 
-/** Options of {@linkcode createEngine}: the built-in engine's plus the core's own. */
-export interface EngineOptions extends BuiltinEngineOptions {
-  /**
-   * Whether the core exits when a model fails to load while it starts (the facade loads
-   * models after start, so this matters only to the core's own start-up).
-   *
-   * @default {true}
-   */
-  exitOnError?: boolean;
-  /**
-   * The core's log file (its logs go to stderr otherwise).
-   *
-   * @default {undefined}
-   */
-  logFile?: string;
-  /**
-   * The core's verbose log level.
-   *
-   * @default {0}
-   */
-  logVerbose?: number;
+/** Options of {@linkcode createEngine}: the options both engines take, plus the core's own. */
+export interface EngineOptions extends Omit<NativeEngineOptions, "install" | "logInfo"> {
   /**
    * Where the core is installed.
    *

@@ -1,7 +1,11 @@
 /**
- * Warm-up samples shared by both engines. A warm-up stage becomes `batchSize` requests of one
- * sample each (shape `[1, ...dims]` with batching, `dims` without), run together as one batch
- * `count` times on every instance: the same requests Triton's core builds from `model_warmup`.
+ * Warm-up, one rule for both engines. A warm-up stage becomes `batchSize` requests of one sample
+ * each (shape `[1, ...dims]` with batching, `dims` without), run together as one batch `count`
+ * times on every instance, through the same instance calls as inference, before the model takes
+ * requests: the same requests Triton's core builds from `model_warmup`. The Triton-core engine
+ * runs them here too, before it loads the model into the core, and never hands the core a
+ * `model_warmup`: the core's own warm-up faults now and then when a sample fails (see
+ * `ffi/README.md`, "Known limits").
  *
  * @module
  */
@@ -9,6 +13,8 @@
 import type { InferRequest, ModelInfo } from "../callable/types.ts";
 import type { ModelWarmup, WarmupInput } from "../config/model_config.ts";
 import { TritonBadParameterError } from "../errors.ts";
+import type { ModelInstance } from "../instances/instance.ts";
+import type { Logger } from "../log.ts";
 import { arrayConstructorOf, type DType, toDType } from "../tensor/dtype.ts";
 import { fromRawBytes, type NDArray, shapeSize } from "../tensor/ndarray.ts";
 
@@ -201,4 +207,72 @@ export async function warmupRequests(
     });
   }
   return requests;
+}
+
+/**
+ * Runs every warm-up stage of a model `count` times on every instance, through the same instance
+ * calls as inference (a decoupled model's streams are read to their end). A stage that fails is
+ * logged and skipped, unless the model is strict.
+ *
+ * @param model The model.
+ * @param instances Its started instances.
+ * @param logger Where failures (and, at verbose level 1, finished stages) are logged.
+ * @throws {Error} For a strict model, the first stage that fails:
+ *   `Warm-up '<stage>' of model '<name>' failed: <reason>`.
+ *
+ * @example A failing stage of a lax model is skipped
+ * ```ts
+ * import { warmUp } from "./warmup.ts";
+ * import { resolveModelConfig } from "../config/model_config.ts";
+ * import { MainThreadInstances } from "../instances/main_thread.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = {
+ *   name: "m", version: 1, strict: false,
+ *   inputs: [{ name: "x", dtype: "int32" as const, shape: [-1], optional: false }],
+ *   outputs: [],
+ *   config: resolveModelConfig({
+ *     warmup: [{ name: "w", batchSize: 1, inputs: { x: { dtype: "int32", shape: [2], zeroData: true } } }],
+ *   }),
+ * };
+ * let calls = 0;
+ * const instances = await new MainThreadInstances([() => {
+ *   calls++;
+ *   throw new Error("not now");
+ * }]).start(model);
+ * await warmUp(model, instances);
+ * assert.equal(calls, 1);
+ * await assert.rejects(
+ *   warmUp({ ...model, strict: true }, instances),
+ *   { message: "Warm-up 'w' of model 'm' failed: not now" },
+ * );
+ * ```
+ */
+export async function warmUp(
+  model: ModelInfo,
+  instances: readonly ModelInstance[],
+  logger?: Logger,
+): Promise<void> {
+  const signal = new AbortController().signal;
+  for (const stage of model.config.warmup) {
+    try {
+      const requests = await warmupRequests(model, stage, signal);
+      await Promise.all(instances.map(async (instance) => {
+        for (let i = 0; i < (stage.count ?? 1); i++) {
+          if (model.config.decoupled) {
+            for await (const _ of instance.stream(requests)) { /* read to the end */ }
+          } else {
+            await instance.execute(requests);
+          }
+        }
+      }));
+      logger?.debug(1, () => `Warm-up '${stage.name}' of '${model.name}' done`);
+    } catch (error) {
+      const message = `Warm-up '${stage.name}' of model '${model.name}' failed: ${
+        error instanceof Error ? error.message : String(error)
+      }`;
+      if (model.strict) throw new Error(message, { cause: error });
+      logger?.warn(message);
+    }
+  }
 }

@@ -34,9 +34,8 @@ import { InferenceError } from "../errors.ts";
  * @returns An UNAVAILABLE `InferenceError`.
  */
 export function executionTimeoutError(model: ModelInfo, index: number): InferenceError {
-  return new InferenceError(
+  return InferenceError.unavailable(
     `Model '${model.name}' version ${model.version} did not finish within its execution timeout of ${model.config.executionTimeoutS} s (instance ${index})`,
-    { code: "UNAVAILABLE" },
   );
 }
 

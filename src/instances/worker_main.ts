@@ -34,6 +34,8 @@ let context: InferContext | undefined;
 const running = new Map<number, AbortController[]>();
 /** Decoupled batches whose consumer stopped reading. */
 const stopped = new Set<number>();
+/** Steps each running decoupled batch may still post, and how to wake it when it waits. */
+const credits = new Map<number, { left: number; wake?: (() => void) | undefined }>();
 /** Held for the Worker's whole life: its other end reports when this thread ends. */
 let _watch: unknown;
 
@@ -116,10 +118,20 @@ function postResults(id: number, results: InferResult[]): void {
   post({ type: "results", id, results: wire, counts }, transfer);
 }
 
+/** Waits until the consumer of a decoupled batch has room for another step, or stopped it. */
+async function untilCredit(id: number): Promise<void> {
+  const credit = credits.get(id)!;
+  while (credit.left <= 0 && !stopped.has(id)) {
+    await new Promise<void>((resolve) => credit.wake = resolve);
+  }
+  credit.wake = undefined;
+}
+
 async function runBatch(
   id: number,
   decoupled: boolean,
   wire: readonly WireRequest[],
+  credit: number,
 ): Promise<void> {
   try {
     if (callable === undefined || context === undefined) {
@@ -127,8 +139,12 @@ async function runBatch(
     }
     const requests = toRequests(id, wire);
     if (decoupled) {
+      credits.set(id, { left: credit });
       for await (const step of runDecoupled(callable, requests, context)) {
         postResults(id, validateResults(step, requests, context.model));
+        credits.get(id)!.left--;
+        // A slow consumer pauses the generator here: its next step is pulled once there is room.
+        await untilCredit(id);
         if (stopped.has(id)) break;
       }
       post({ type: "done", id });
@@ -141,6 +157,7 @@ async function runBatch(
   } finally {
     running.delete(id);
     stopped.delete(id);
+    credits.delete(id);
   }
 }
 
@@ -152,8 +169,15 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       void init(message.module, message.context, message.cudaDriver);
       break;
     case "batch":
-      void runBatch(message.id, message.decoupled, message.requests);
+      void runBatch(message.id, message.decoupled, message.requests, message.credit);
       break;
+    case "credit": {
+      const credit = credits.get(message.id);
+      if (credit === undefined) break;
+      credit.left += message.steps;
+      credit.wake?.();
+      break;
+    }
     case "cancel":
       running.get(message.id)?.[message.request]?.abort();
       break;
@@ -161,6 +185,7 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       if (!running.has(message.id)) break;
       stopped.add(message.id);
       for (const controller of running.get(message.id)!) controller.abort();
+      credits.get(message.id)?.wake?.();
       break;
     case "exit":
       self.close();

@@ -117,7 +117,14 @@ export type ToWorker =
     readonly id: number;
     readonly decoupled: boolean;
     readonly requests: readonly WireRequest[];
+    /**
+     * How many steps of a decoupled batch the Worker may post before it waits for a "credit"
+     * message: its consumer's room, so that a slow consumer pauses the generator.
+     */
+    readonly credit: number;
   }
+  /** The consumer of a decoupled batch made room for `steps` more steps. */
+  | { readonly type: "credit"; readonly id: number; readonly steps: number }
   | { readonly type: "cancel"; readonly id: number; readonly request: number }
   /** Ends a decoupled batch after its current step (the consumer stopped reading). */
   | { readonly type: "stop"; readonly id: number }

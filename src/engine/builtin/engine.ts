@@ -1,33 +1,27 @@
 /**
  * The built-in engine: a pure-TypeScript implementation of the {@linkcode Engine} contract with
- * Triton's model registry semantics, request validation, dynamic batching, statistics, metrics
- * and response cache.
+ * Triton's model registry semantics (`registry.ts`), request validation
+ * (`request_validation.ts`), dynamic batching (`scheduler.ts`), statistics, metrics and response
+ * cache. It stays a little over 500 lines: each method of the engine contract, documented.
  *
  * @module
  */
 
-import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
+import type { InferResult } from "../../callable/types.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
-import {
-  InferenceError,
-  type TritonUnrecoverableError,
-  TritonValidationError,
-} from "../../errors.ts";
-import { describeGpus, type GpuInventory, parseDevice, planPlacement } from "../../gpu/devices.ts";
+import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
 import { discoverGpus } from "../../gpu/cuda.ts";
-import type { ModelInstance } from "../../instances/instance.ts";
+import { describeGpus, type GpuInventory, parseDevice, planPlacement } from "../../gpu/devices.ts";
 import type { Logger } from "../../log.ts";
 import { BoundedQueue } from "../../streams/bounded_queue.ts";
-import { kserveName } from "../../tensor/dtype.ts";
-import type { NDArray } from "../../tensor/ndarray.ts";
 import {
-  type CacheConfig,
   type Engine,
   ENGINE_EXTENSIONS,
   type EngineKind,
   type InferenceRequest,
   type InferenceResponse,
   type ModelDefinition,
+  type ModelHandle,
   type ModelMetadata,
   type ModelStatistics,
   type RepositoryIndexEntry,
@@ -35,152 +29,22 @@ import {
   type StreamResponse,
   type TritonModelConfigJson,
 } from "../engine.ts";
+import { modelMetadataOf } from "../model_handle.ts";
+import { warmUp } from "../warmup.ts";
 import { CpuMetrics } from "./cpu_metrics.ts";
 import { renderMetrics } from "./metrics.ts";
+import { type BuiltinEngineOptions, builtinSettings } from "./options.ts";
+import { type ModelEntry, ModelRegistry } from "./registry.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
-import { ModelStatsRecorder, nsBetween } from "./statistics.ts";
-import { warmupRequests } from "../warmup.ts";
+import { nsBetween } from "./statistics.ts";
+import { outputsOf, responseOf, submit } from "./submit.ts";
+
+export type { BuiltinEngineOptions } from "./options.ts";
 
 /** Triton's version, reported in server metadata. */
 export const SERVER_VERSION = "2.51.0";
-
-/** Options of {@linkcode BuiltinEngine}. */
-export interface BuiltinEngineOptions {
-  /**
-   * Server id, the `name` of the server metadata.
-   *
-   * @default {"triton"}
-   */
-  id?: string;
-  /**
-   * Whether `isReady()` is false while any loaded model is not ready.
-   *
-   * @default {true}
-   */
-  strictReadiness?: boolean;
-  /**
-   * How long `stop()` waits for in-flight requests, in seconds.
-   *
-   * @default {30}
-   */
-  exitTimeoutSecs?: number;
-  /**
-   * Logger for load/unload and failures.
-   *
-   * @default {undefined}
-   */
-  logger?: Logger;
-  /**
-   * Response cache size in bytes; 0 disables the cache (models with `responseCache` need > 0).
-   *
-   * @default {0}
-   */
-  responseCacheByteSize?: number;
-  /**
-   * The response cache as Triton's `--cache-config` names it; overrides
-   * `responseCacheByteSize`. The built-in engine has only the `local` cache and its `size`
-   * setting: anything else is refused.
-   *
-   * @default {undefined}
-   */
-  cacheConfig?: CacheConfig;
-  /**
-   * Report CPU utilization and memory (`nv_cpu_*`, read from `/proc` like the Triton core).
-   *
-   * @default {false}
-   */
-  cpuMetrics?: boolean;
-  /**
-   * Report GPU metrics. The built-in engine has none, so `true` is refused.
-   *
-   * @default {false}
-   */
-  gpuMetrics?: boolean;
-  /**
-   * The core's pinned memory pool. The built-in engine copies nothing to GPUs, so a size above
-   * 0 is refused.
-   *
-   * @default {0}
-   */
-  pinnedMemoryPoolByteSize?: number;
-  /**
-   * The GPUs to place instances pinned to `cuda:N` on (see `placeInstances`).
-   *
-   * @default {discoverGpus(), when a model pinned to a GPU loads}
-   */
-  gpus?: GpuInventory;
-  /**
-   * How old the CPU metrics may get before a scrape reads them again, in milliseconds.
-   *
-   * @default {2000}
-   */
-  metricsIntervalMs?: number;
-  /**
-   * Triton `--metrics-config` entries. The built-in engine reports latency counters only:
-   * `counter_latencies=<bool>` is honoured, `histogram_latencies=false` and
-   * `summary_latencies=false` change nothing, and the rest is refused.
-   *
-   * @default {[]}
-   */
-  metricsConfig?: readonly string[];
-  /**
-   * Called when a callable throws a `TritonUnrecoverableError` (after its batch failed).
-   *
-   * @default {undefined}
-   */
-  onUnrecoverable?: (error: TritonUnrecoverableError) => void;
-}
-
-/** The metrics-config entries the built-in engine accepts: they match what it reports. */
-const BUILTIN_METRICS_SETTINGS = new Set([
-  "counter_latencies=true",
-  "counter_latencies=false",
-  "histogram_latencies=false",
-  "summary_latencies=false",
-]);
-
-function refuse(what: string, reason: string): TritonValidationError {
-  return new TritonValidationError(
-    `Cannot start the built-in engine: ${what} is not supported: ${reason}`,
-  );
-}
-
-/** The local cache size the options ask for, refusing what the built-in engine cannot do. */
-function builtinCacheSize(options: BuiltinEngineOptions): number {
-  const cache = options.cacheConfig;
-  if (cache === undefined) return options.responseCacheByteSize ?? 0;
-  if (cache.name !== "local") {
-    throw refuse(
-      `cacheConfig cache '${cache.name}'`,
-      "the built-in engine has only the local cache",
-    );
-  }
-  const others = Object.keys(cache.config).filter((key) => key !== "size");
-  if (others.length > 0) {
-    throw refuse(
-      `cacheConfig setting local,${others[0]}`,
-      "the local cache has only a size",
-    );
-  }
-  const size = Number(cache.config.size ?? 0);
-  if (!Number.isSafeInteger(size) || size < 0) {
-    throw refuse(`cacheConfig local,size=${cache.config.size}`, "the size must be an integer >= 0");
-  }
-  return size;
-}
-
-type ModelState = "LOADING" | "READY" | "UNLOADING" | "UNAVAILABLE";
-
-interface ModelEntry {
-  readonly definition: ModelDefinition;
-  state: ModelState;
-  reason: string;
-  instances: ModelInstance[];
-  scheduler: ModelScheduler | undefined;
-  stats: ModelStatsRecorder;
-}
 
 /**
  * The pure-TypeScript engine.
@@ -226,7 +90,9 @@ export class BuiltinEngine implements Engine {
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
   /** The GPUs, found when a model pinned to one first loads. */
   #gpus: GpuInventory | undefined;
-  #models = new Map<string, Map<number, ModelEntry>>();
+  #registry = new ModelRegistry();
+  /** The entry behind each handle this engine gave out. */
+  #entries = new WeakMap<ModelHandle, ModelEntry>();
   #stopping: Promise<void> | undefined;
   #stopped = false;
 
@@ -243,27 +109,10 @@ export class BuiltinEngine implements Engine {
     this.#strictReadiness = options.strictReadiness ?? true;
     this.#exitTimeoutMs = (options.exitTimeoutSecs ?? 30) * 1000;
     this.#logger = options.logger;
-    if (options.gpuMetrics === true) {
-      throw refuse("allowGpuMetrics", "the built-in engine has no GPU metrics");
-    }
-    if ((options.pinnedMemoryPoolByteSize ?? 0) > 0) {
-      throw refuse(
-        "pinnedMemoryPoolByteSize",
-        "the built-in engine copies no tensors to or from GPUs (set 0 or leave it unset)",
-      );
-    }
+    const settings = builtinSettings(options);
     this.#gpus = options.gpus;
-    for (const entry of options.metricsConfig ?? []) {
-      if (!BUILTIN_METRICS_SETTINGS.has(entry)) {
-        throw refuse(
-          `metricsConfig entry '${entry}'`,
-          "the built-in engine reports latency counters only (counter_latencies=<bool>)",
-        );
-      }
-    }
-    this.#latencyCounters = !(options.metricsConfig ?? []).includes("counter_latencies=false");
-    const cacheSize = builtinCacheSize(options);
-    this.#cache = cacheSize > 0 ? new ResponseCache(cacheSize) : undefined;
+    this.#latencyCounters = settings.latencyCounters;
+    this.#cache = settings.cacheBytes > 0 ? new ResponseCache(settings.cacheBytes) : undefined;
     if (options.cpuMetrics === true) {
       this.#cpuMetrics = new CpuMetrics({ intervalMs: options.metricsIntervalMs ?? 2000 });
     }
@@ -285,20 +134,9 @@ export class BuiltinEngine implements Engine {
    *
    * @returns With strict readiness, false while any loaded model is not ready.
    */
-  isReady(): Promise<boolean> {
-    if (this.#stopping !== undefined) return Promise.resolve(false);
-    if (!this.#strictReadiness) return Promise.resolve(true);
-    for (const versions of this.#models.values()) {
-      for (const entry of versions.values()) {
-        if (entry.state === "LOADING" || entry.state === "UNLOADING") {
-          return Promise.resolve(false);
-        }
-        if (entry.state === "UNAVAILABLE" && entry.reason !== "unloaded") {
-          return Promise.resolve(false);
-        }
-      }
-    }
-    return Promise.resolve(true);
+  isReady(): boolean {
+    if (this.#stopping !== undefined) return false;
+    return !this.#strictReadiness || this.#registry.allReady();
   }
 
   /**
@@ -324,102 +162,45 @@ export class BuiltinEngine implements Engine {
   }
 
   /**
-   * Loads a model version and starts its instances.
+   * Loads a model version, starts its instances and warms them up.
    *
    * @param model The model.
    * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version, UNAVAILABLE when
-   *   stopping, INTERNAL when an instance fails to start.
+   *   stopping, INTERNAL when an instance fails to start or a strict model's warm-up fails.
    */
   async loadModel(model: ModelDefinition): Promise<void> {
     if (this.#stopping !== undefined) {
-      throw new InferenceError(`Cannot load model '${model.name}': the server is stopping`, {
-        code: "UNAVAILABLE",
-      });
+      throw InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
     }
     const gpus = this.#gpusFor(model);
     planPlacement(model.name, model.instances.devices, gpus, this.#logger);
-    let versions = this.#models.get(model.name);
-    if (versions === undefined) {
-      versions = new Map();
-      this.#models.set(model.name, versions);
-    }
-    const existing = versions.get(model.version);
-    if (existing !== undefined && existing.state !== "UNAVAILABLE") {
-      throw new InferenceError(
-        `Cannot load model '${model.name}': version ${model.version} is loaded already`,
-        { code: "ALREADY_EXISTS" },
-      );
-    }
-    const entry: ModelEntry = {
-      definition: model,
-      state: "LOADING",
-      reason: "",
-      instances: [],
-      scheduler: undefined,
-      stats: new ModelStatsRecorder(model.name, model.version),
-    };
-    versions.set(model.version, entry);
+    const entry = this.#registry.begin(model);
     try {
       entry.instances = await model.instances.start(model, { gpus });
     } catch (error) {
-      // Like the Triton engine, where such a model never reaches the core's repository: no
-      // trace is left (readiness and the repository index are as before the attempt).
-      if (existing === undefined) versions.delete(model.version);
-      else versions.set(model.version, existing);
-      if (versions.size === 0) this.#models.delete(model.name);
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new InferenceError(
-        `Failed to load model '${model.name}' version ${model.version}: ${reason}`,
-        { code: "INTERNAL", cause: error },
+      this.#registry.forget(entry);
+      throw InferenceError.internal(
+        `Failed to load model '${model.name}' version ${model.version}: ${messageOf(error)}`,
+        { cause: error },
       );
     }
     try {
-      await this.#warmUp(model, entry.instances);
+      await warmUp(model, entry.instances, this.#logger);
     } catch (error) {
       entry.state = "UNAVAILABLE";
-      entry.reason = error instanceof Error ? error.message : String(error);
-      await Promise.all(
-        entry.instances.map((i) => Promise.resolve(i[Symbol.asyncDispose]()).catch(() => {})),
-      );
-      throw new InferenceError(
+      entry.reason = messageOf(error);
+      await this.#dispose(entry);
+      throw InferenceError.internal(
         `Failed to load model '${model.name}' version ${model.version}: ${entry.reason}`,
-        { code: "INTERNAL", cause: error },
+        { cause: error },
       );
     }
     entry.scheduler = new ModelScheduler(model, entry.instances, entry.stats, {
       onUnrecoverable: (error) => this.#unrecoverable(error),
     });
+    this.#entries.set(entry.handle, entry);
     entry.state = "READY";
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
-  }
-
-  /**
-   * Runs every warm-up stage `count` times on every instance, through the same instance calls
-   * as inference. A failure is logged and ignored unless the model is strict.
-   */
-  async #warmUp(model: ModelDefinition, instances: readonly ModelInstance[]): Promise<void> {
-    const signal = new AbortController().signal;
-    for (const stage of model.config.warmup) {
-      try {
-        const requests = await warmupRequests(model, stage, signal);
-        await Promise.all(instances.map(async (instance) => {
-          for (let i = 0; i < (stage.count ?? 1); i++) {
-            if (model.config.decoupled) {
-              for await (const _ of instance.stream(requests)) { /* drain */ }
-            } else {
-              await instance.execute(requests);
-            }
-          }
-        }));
-        this.#logger?.debug(1, () => `Warm-up '${stage.name}' of '${model.name}' done`);
-      } catch (error) {
-        const message = `Warm-up '${stage.name}' of model '${model.name}' failed: ${
-          error instanceof Error ? error.message : String(error)
-        }`;
-        if (model.strict) throw new Error(message, { cause: error });
-        this.#logger?.warn(message);
-      }
-    }
   }
 
   #unrecoverable(error: Error): void {
@@ -433,28 +214,13 @@ export class BuiltinEngine implements Engine {
    *
    * @param name Model name.
    * @param version Model version.
+   * @throws {InferenceError} NOT_FOUND for an unknown model or version.
    */
   async unloadModel(name: string, version?: number): Promise<void> {
-    const versions = this.#models.get(name);
-    if (versions === undefined) {
-      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
-    }
-    let entries: ModelEntry[];
-    if (version === undefined) {
-      entries = [...versions.values()];
-    } else {
-      const entry = versions.get(version);
-      if (entry === undefined) {
-        throw InferenceError.notFound(
-          `Request for unknown model: '${name}' version ${version} is not found`,
-        );
-      }
-      entries = [entry];
-    }
-    await Promise.all(entries.map((entry) => this.#unloadEntry(entry)));
+    await Promise.all(this.#registry.named(name, version).map((entry) => this.#unload(entry)));
   }
 
-  async #unloadEntry(entry: ModelEntry): Promise<void> {
+  async #unload(entry: ModelEntry): Promise<void> {
     if (entry.state !== "READY") return;
     entry.state = "UNLOADING";
     const scheduler = entry.scheduler!;
@@ -462,9 +228,9 @@ export class BuiltinEngine implements Engine {
     await this.#drainWithin([scheduler]);
     const { name, version } = entry.definition;
     scheduler.abort(
-      new InferenceError(`Model '${name}' version ${version} was unloaded before responding`, {
-        code: "UNAVAILABLE",
-      }),
+      InferenceError.unavailable(
+        `Model '${name}' version ${version} was unloaded before responding`,
+      ),
     );
     await this.#dispose(entry);
     entry.state = "UNAVAILABLE";
@@ -494,7 +260,7 @@ export class BuiltinEngine implements Engine {
       } catch (error) {
         this.#logger?.warn(
           `Failed to stop instance ${instance.index} of '${entry.definition.name}': ${
-            error instanceof Error ? error.message : String(error)
+            messageOf(error)
           }`,
         );
       }
@@ -502,42 +268,15 @@ export class BuiltinEngine implements Engine {
   }
 
   /**
-   * Finds a ready model version.
+   * Resolves a ready model version: the one lookup of a request.
    *
+   * @param name Model name.
+   * @param version Model version; the latest ready one when undefined.
+   * @returns Its handle.
    * @throws {InferenceError} NOT_FOUND / UNAVAILABLE with Triton's messages.
    */
-  #lookup(name: string, version?: number): ModelEntry {
-    const versions = this.#models.get(name);
-    if (versions === undefined) {
-      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
-    }
-    if (version === undefined || version === -1) {
-      let best: ModelEntry | undefined;
-      for (const [number, entry] of versions) {
-        if (entry.state === "READY" && (best === undefined || number > best.definition.version)) {
-          best = entry;
-        }
-      }
-      if (best === undefined) {
-        throw new InferenceError(`Request for unknown model: '${name}' has no available versions`, {
-          code: "UNAVAILABLE",
-        });
-      }
-      return best;
-    }
-    const entry = versions.get(version);
-    if (entry === undefined) {
-      throw InferenceError.notFound(
-        `Request for unknown model: '${name}' version ${version} is not found`,
-      );
-    }
-    if (entry.state !== "READY") {
-      throw new InferenceError(
-        `Request for unknown model: '${name}' version ${version} is not at ready state`,
-        { code: "UNAVAILABLE" },
-      );
-    }
-    return entry;
+  model(name: string, version?: number): ModelHandle {
+    return this.#registry.lookup(name, version).handle;
   }
 
   /**
@@ -547,13 +286,13 @@ export class BuiltinEngine implements Engine {
    * @param version Model version; the latest when undefined.
    * @returns False for unknown or unloaded models.
    */
-  modelReady(name: string, version?: number): Promise<boolean> {
+  modelReady(name: string, version?: number): boolean {
     try {
-      const entry = this.#lookup(name, version);
+      const entry = this.#registry.lookup(name, version);
       // Not ready while every instance is down (a crashed Worker restarting or given up).
-      return Promise.resolve(entry.instances.some((instance) => instance.alive));
+      return entry.instances.some((instance) => instance.alive);
     } catch {
-      return Promise.resolve(false);
+      return false;
     }
   }
 
@@ -563,33 +302,14 @@ export class BuiltinEngine implements Engine {
    * @param name Model name.
    * @param version Model version; every ready version when undefined.
    * @returns `{name, versions, platform, inputs, outputs}`.
+   * @throws {InferenceError} NOT_FOUND / UNAVAILABLE for unknown or unavailable models.
    */
-  modelMetadata(name: string, version?: number): Promise<ModelMetadata> {
-    try {
-      const entry = this.#lookup(name, version);
-      const model = entry.definition;
-      const versions = version === undefined
-        ? [...this.#models.get(name)!.values()]
-          .filter((e) => e.state === "READY")
-          .map((e) => e.definition.version)
-          .sort((a, b) => a - b)
-        : [version];
-      const batching = model.config.maxBatchSize > 0;
-      const tensor = (spec: ModelInfo["inputs"][number]) => ({
-        name: spec.name,
-        datatype: kserveName(spec.dtype),
-        shape: batching ? [-1, ...spec.shape] : [...spec.shape],
-      });
-      return Promise.resolve({
-        name: model.name,
-        versions: versions.map(String),
-        platform: "denotriton",
-        inputs: model.inputs.map(tensor),
-        outputs: model.outputs.map(tensor),
-      });
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  modelMetadata(name: string, version?: number): ModelMetadata {
+    const model = this.#registry.lookup(name, version).definition;
+    return modelMetadataOf(
+      model,
+      version === undefined ? this.#registry.readyVersions(name) : [version],
+    );
   }
 
   /**
@@ -598,20 +318,15 @@ export class BuiltinEngine implements Engine {
    * @param name Model name.
    * @param version Model version.
    * @returns The config JSON.
+   * @throws {InferenceError} NOT_FOUND / UNAVAILABLE for unknown or unavailable models.
    */
-  modelConfig(name: string, version?: number): Promise<TritonModelConfigJson> {
-    try {
-      const model = this.#lookup(name, version).definition;
-      return Promise.resolve(
-        toTritonModelConfig(model, {
-          normalized: true,
-          devices: model.instances.devices,
-          gpuCount: this.#gpusFor(model).devices.length,
-        }),
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  modelConfig(name: string, version?: number): TritonModelConfigJson {
+    const model = this.#registry.lookup(name, version).definition;
+    return toTritonModelConfig(model, {
+      normalized: true,
+      devices: model.instances.devices,
+      gpuCount: this.#gpusFor(model).devices.length,
+    });
   }
 
   /**
@@ -620,46 +335,26 @@ export class BuiltinEngine implements Engine {
    * @param name Model name; all models when undefined.
    * @param version Model version.
    * @returns `{model_stats: [...]}`.
+   * @throws {InferenceError} INVALID_ARG for a model or version not loaded (Triton's words).
    */
-  modelStatistics(name?: string, version?: number): Promise<{ model_stats: ModelStatistics[] }> {
-    try {
-      let entries: ModelEntry[];
-      if (name === undefined || name === "") {
-        entries = this.#loadedEntries();
-      } else {
-        // Triton answers INVALID_ARG here (not NOT_FOUND as for metadata), with its own wording.
-        entries = this.#loadedEntries().filter((entry) => entry.definition.name === name);
+  modelStatistics(name?: string, version?: number): { model_stats: ModelStatistics[] } {
+    let entries = this.#registry.loaded();
+    if (name !== undefined && name !== "") {
+      // Triton answers INVALID_ARG here (not NOT_FOUND as for metadata), with its own wording.
+      entries = entries.filter((entry) => entry.definition.name === name);
+      if (entries.length === 0) {
+        throw InferenceError.invalidArg(`requested model '${name}' is not available`);
+      }
+      if (version !== undefined && version !== -1) {
+        entries = entries.filter((entry) => entry.definition.version === version);
         if (entries.length === 0) {
-          throw new InferenceError(`requested model '${name}' is not available`, {
-            code: "INVALID_ARG",
-          });
-        }
-        if (version !== undefined && version !== -1) {
-          entries = entries.filter((entry) => entry.definition.version === version);
-          if (entries.length === 0) {
-            throw new InferenceError(
-              `requested model version is not available for model '${name}'`,
-              { code: "INVALID_ARG" },
-            );
-          }
+          throw InferenceError.invalidArg(
+            `requested model version is not available for model '${name}'`,
+          );
         }
       }
-      return Promise.resolve({ model_stats: entries.map((entry) => entry.stats.snapshot()) });
-    } catch (error) {
-      return Promise.reject(error);
     }
-  }
-
-  #loadedEntries(): ModelEntry[] {
-    const entries: ModelEntry[] = [];
-    for (const name of [...this.#models.keys()].sort()) {
-      const versions = this.#models.get(name)!;
-      for (const number of [...versions.keys()].sort((a, b) => a - b)) {
-        const entry = versions.get(number)!;
-        if (entry.state === "READY" || entry.state === "UNLOADING") entries.push(entry);
-      }
-    }
-    return entries;
+    return { model_stats: entries.map((entry) => entry.stats.snapshot()) };
   }
 
   /**
@@ -668,159 +363,73 @@ export class BuiltinEngine implements Engine {
    * @param readyOnly Only ready versions.
    * @returns One entry per known model version.
    */
-  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
-    const index: RepositoryIndexEntry[] = [];
-    for (const name of [...this.#models.keys()].sort()) {
-      const versions = this.#models.get(name)!;
-      for (const number of [...versions.keys()].sort((a, b) => a - b)) {
-        const entry = versions.get(number)!;
-        if (readyOnly && entry.state !== "READY") continue;
-        index.push({
-          name,
-          version: String(number),
-          state: entry.state,
-          ...(entry.reason === "" ? {} : { reason: entry.reason }),
-        });
-      }
-    }
-    return Promise.resolve(index);
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[] {
+    return this.#registry.index(readyOnly);
   }
 
   /**
-   * Whether a model is decoupled.
-   *
-   * @param name Model name.
-   * @param version Model version.
-   * @returns Its `decoupled` setting.
+   * The entry a request runs on: its handle's (looked up when the caller passed none), checked
+   * once for a running engine and a live instance.
    */
-  isDecoupled(name: string, version?: number): Promise<boolean> {
-    try {
-      return Promise.resolve(this.#lookup(name, version).definition.config.decoupled);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  #checkRunning(name: string): void {
+  #entryOf(request: InferenceRequest, handle: ModelHandle | undefined): ModelEntry {
     if (this.#stopping !== undefined) {
-      throw new InferenceError(`Cannot infer with model '${name}': the server is stopping`, {
-        code: "UNAVAILABLE",
-      });
-    }
-  }
-
-  /** Looks the model up and validates the request, counting validation failures. */
-  #prepare(
-    request: InferenceRequest,
-    arrival: number,
-  ): { entry: ModelEntry; validated: ValidatedRequest } {
-    this.#checkRunning(request.modelName);
-    const entry = this.#lookup(request.modelName, request.modelVersion);
-    if (entry.instances.every(isDown)) {
-      // Queued requests wait for a restarting instance, never for one that gave up.
-      throw new InferenceError(
-        `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
-        { code: "UNAVAILABLE" },
+      throw InferenceError.unavailable(
+        `Cannot infer with model '${request.modelName}': the server is stopping`,
       );
     }
+    handle ??= this.model(request.modelName, request.modelVersion);
+    let entry = this.#entries.get(handle);
+    // A handle outlives its version's unload (the front end read a body meanwhile): the lookup
+    // finds a version loaded since, or fails with Triton's words.
+    if (entry === undefined || entry.state !== "READY") {
+      entry = this.#registry.lookup(handle.name, request.modelVersion);
+    }
+    if (entry.instances.every(isDown)) {
+      // Queued requests wait for a restarting instance, never for one that gave up.
+      throw InferenceError.unavailable(
+        `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
+      );
+    }
+    return entry;
+  }
+
+  /** Validates a request against its model, counting a failure in its statistics. */
+  #validate(entry: ModelEntry, request: InferenceRequest, arrival: number): ValidatedRequest {
     try {
-      return { entry, validated: validateInferenceRequest(entry.definition, request) };
+      return validateInferenceRequest(entry.definition, request);
     } catch (error) {
       entry.stats.recordFailure(nsBetween(arrival, performance.now()));
       throw error;
     }
   }
 
-  #response(
-    entry: ModelEntry,
-    request: InferenceRequest,
-    outputs: ReadonlyMap<string, NDArray>,
-  ): InferenceResponse {
-    return {
-      modelName: entry.definition.name,
-      modelVersion: String(entry.definition.version),
-      ...(request.id === undefined || request.id === "" ? {} : { id: request.id }),
-      outputs,
-    };
-  }
-
-  #outputsOf(result: InferResult, validated: ValidatedRequest): Map<string, NDArray> {
-    const outputs = new Map<string, NDArray>();
-    for (const name of validated.outputs) {
-      const array = result[name];
-      if (array !== undefined) outputs.set(name, array);
-    }
-    return outputs;
-  }
-
-  /**
-   * Queues a validated request on its model's scheduler and returns the controller that aborts
-   * the signal its callable sees.
-   */
-  #submit(
-    entry: ModelEntry,
-    request: InferenceRequest,
-    validated: ValidatedRequest,
-    arrival: number,
-    sink: SchedulerSink,
-  ): AbortController {
-    const controller = new AbortController();
-    entry.scheduler!.submit({
-      request: this.#coreRequest(request, validated, controller),
-      controller,
-      batchSize: validated.batchSize,
-      shapeKey: validated.shapeKey,
-      arrival,
-      sink,
-      ...(request.priority === undefined ? {} : { priority: request.priority }),
-      ...(request.timeoutMicroseconds === undefined
-        ? {}
-        : { timeoutMicroseconds: request.timeoutMicroseconds }),
-      ...(request.signal === undefined ? {} : { signal: request.signal }),
-    });
-    return controller;
-  }
-
-  #coreRequest(
-    request: InferenceRequest,
-    validated: ValidatedRequest,
-    controller: AbortController,
-  ): InferRequest {
-    return {
-      data: Object.fromEntries(request.inputs),
-      parameters: { ...request.parameters },
-      requestedOutputNames: validated.outputs,
-      signal: controller.signal,
-    };
-  }
-
   /**
    * Runs one request of a coupled model.
    *
    * @param request The request.
+   * @param model Its model, as {@linkcode BuiltinEngine.model} resolved it; looked up when
+   *   omitted.
    * @returns Its response: requested outputs in declared order.
    * @throws {InferenceError} NOT_FOUND, INVALID_ARG, UNSUPPORTED (decoupled model), UNAVAILABLE,
    *   CANCELLED or INTERNAL (the callable failed).
    */
-  infer(request: InferenceRequest): Promise<InferenceResponse> {
+  infer(request: InferenceRequest, model?: ModelHandle): Promise<InferenceResponse> {
     // Everything up to submit runs synchronously so concurrent callers share a batch.
     const arrival = performance.now();
     try {
-      this.#checkRunning(request.modelName);
-      const found = this.#lookup(request.modelName, request.modelVersion);
-      if (found.definition.config.decoupled) {
-        throw new InferenceError(
+      const entry = this.#entryOf(request, model);
+      const definition = entry.definition;
+      if (definition.config.decoupled) {
+        throw InferenceError.unsupported(
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
-          { code: "UNSUPPORTED" },
         );
       }
-      const { entry, validated } = this.#prepare(request, arrival);
-      const model = entry.definition;
+      const validated = this.#validate(entry, request, arrival);
       let key: ReturnType<typeof cacheKey> | undefined;
-      const cache = model.config.responseCache ? this.#cache : undefined;
+      const cache = definition.config.responseCache ? this.#cache : undefined;
       if (cache !== undefined) {
         const lookupStart = performance.now();
-        key = cacheKey(model.name, model.version, request.inputs, validated.outputs);
+        key = cacheKey(definition.name, definition.version, request.inputs, validated.outputs);
         const hit = cache.lookup(key);
         const lookupEnd = performance.now();
         if (hit !== undefined) {
@@ -828,21 +437,21 @@ export class BuiltinEngine implements Engine {
             nsBetween(lookupStart, lookupEnd),
             nsBetween(arrival, lookupEnd),
           );
-          return Promise.resolve(this.#response(entry, request, hit));
+          return Promise.resolve(responseOf(entry, request, hit));
         }
         entry.stats.recordCacheMiss(nsBetween(lookupStart, lookupEnd));
       }
       return new Promise<InferenceResponse>((resolve, reject) => {
         const sink: SchedulerSink = {
           result: (result) => {
-            const outputs = this.#outputsOf(result, validated);
+            const outputs = outputsOf(result, validated);
             if (cache !== undefined && key !== undefined) cache.insert(key, outputs);
-            resolve(this.#response(entry, request, outputs));
+            resolve(responseOf(entry, request, outputs));
           },
           end: () => {},
           error: reject,
         };
-        this.#submit(entry, request, validated, arrival, sink);
+        submit(entry, request, validated, arrival, sink);
       });
     } catch (error) {
       return Promise.reject(error);
@@ -856,19 +465,22 @@ export class BuiltinEngine implements Engine {
    * final responses). A failure after some responses is thrown after them.
    *
    * @param request The request.
+   * @param model Its model, as {@linkcode BuiltinEngine.model} resolved it; looked up when
+   *   omitted.
    * @returns The responses.
    */
-  async *inferStream(request: InferenceRequest): AsyncGenerator<StreamResponse, void, undefined> {
+  async *inferStream(
+    request: InferenceRequest,
+    model?: ModelHandle,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     const arrival = performance.now();
-    this.#checkRunning(request.modelName);
-    const found = this.#lookup(request.modelName, request.modelVersion);
-    if (!found.definition.config.decoupled) {
-      throw new InferenceError(
+    const entry = this.#entryOf(request, model);
+    if (!entry.definition.config.decoupled) {
+      throw InferenceError.unsupported(
         `Cannot stream with model '${request.modelName}': streaming needs a model with decoupled transaction policy`,
-        { code: "UNSUPPORTED" },
       );
     }
-    const { entry, validated } = this.#prepare(request, arrival);
+    const validated = this.#validate(entry, request, arrival);
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.
@@ -878,16 +490,16 @@ export class BuiltinEngine implements Engine {
           InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`),
         ),
     });
-    const controller = this.#submit(entry, request, validated, arrival, {
+    const controller = submit(entry, request, validated, arrival, {
       result: (result) => queue.push(result),
       end: () => queue.end(),
       error: (error) => queue.fail(error),
     });
     const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
-      ...this.#response(
+      ...responseOf(
         entry,
         request,
-        result === undefined ? new Map() : this.#outputsOf(result, validated),
+        result === undefined ? new Map() : outputsOf(result, validated),
       ),
       final,
     });
@@ -901,16 +513,16 @@ export class BuiltinEngine implements Engine {
    *
    * @returns The text exposition.
    */
-  metrics(): Promise<string> {
+  metrics(): string {
     const models = renderMetrics(
-      this.#loadedEntries().map((entry) => ({
+      this.#registry.loaded().map((entry) => ({
         stats: entry.stats.snapshot(),
         pending: entry.scheduler?.queued ?? 0,
         cached: entry.definition.config.responseCache && this.#cache !== undefined,
       })),
       { latencyCounters: this.#latencyCounters },
     );
-    return Promise.resolve(models + (this.#cpuMetrics?.render() ?? ""));
+    return models + (this.#cpuMetrics?.render() ?? "");
   }
 
   /**
@@ -923,13 +535,11 @@ export class BuiltinEngine implements Engine {
   }
 
   async #stop(): Promise<void> {
-    const entries = this.#loadedEntries();
+    const entries = this.#registry.loaded();
     const schedulers = entries.flatMap((entry) => entry.scheduler ? [entry.scheduler] : []);
     for (const scheduler of schedulers) scheduler.close();
     await this.#drainWithin(schedulers);
-    const error = new InferenceError("Server stopped before the request completed", {
-      code: "UNAVAILABLE",
-    });
+    const error = InferenceError.unavailable("Server stopped before the request completed");
     for (const scheduler of schedulers) scheduler.abort(error);
     await Promise.all(entries.map(async (entry) => {
       entry.state = "UNLOADING";
@@ -945,4 +555,8 @@ export class BuiltinEngine implements Engine {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -57,7 +57,7 @@ Deno.test("BuiltinEngine answers server and model metadata like Triton", async (
   const response = await engine.infer(requestOf([5]));
   assert.equal(response.modelVersion, "2");
   assert.equal(response.id, undefined);
-  assert.equal(await engine.isDecoupled("m"), false);
+  assert.equal(engine.model("m").decoupled, false);
 });
 
 Deno.test("BuiltinEngine metadata of a non-batching model has no batch dimension", async () => {
@@ -81,19 +81,19 @@ Deno.test("BuiltinEngine reports unknown models and versions with Triton's messa
     engine.infer(requestOf([1], undefined, { modelVersion: 3 })),
     isError("NOT_FOUND", "Request for unknown model: 'm' version 3 is not found"),
   );
-  await assert.rejects(engine.modelMetadata("nope"), isError("NOT_FOUND", /'nope' is not found/));
-  await assert.rejects(engine.modelConfig("m", 3), isError("NOT_FOUND", /version 3/));
-  await assert.rejects(
-    engine.modelStatistics("nope"),
+  assert.throws(() => engine.modelMetadata("nope"), isError("NOT_FOUND", /'nope' is not found/));
+  assert.throws(() => engine.modelConfig("m", 3), isError("NOT_FOUND", /version 3/));
+  assert.throws(
+    () => engine.modelStatistics("nope"),
     isError("INVALID_ARG", "requested model 'nope' is not available"),
   );
-  await assert.rejects(
-    engine.modelStatistics("m", 3),
+  assert.throws(
+    () => engine.modelStatistics("m", 3),
     isError("INVALID_ARG", "requested model version is not available for model 'm'"),
   );
-  await assert.rejects(engine.isDecoupled("nope"), isError("NOT_FOUND", /'nope'/));
-  assert.equal(await engine.modelReady("nope"), false);
-  assert.equal(await engine.modelReady("m", 2), false);
+  assert.throws(() => engine.model("nope"), isError("NOT_FOUND", /'nope'/));
+  assert.equal(engine.modelReady("nope"), false);
+  assert.equal(engine.modelReady("m", 2), false);
   assert.equal(await engine.modelReady("m", 1), true);
 });
 
@@ -439,7 +439,7 @@ Deno.test("BuiltinEngine streams a decoupled model's steps, the last one final",
     seen.push([y === undefined ? [] : values(y), response.final]);
   }
   assert.deepEqual(seen, [[[1], false], [[2], false], [[3], false], [[], true]]);
-  assert.equal(await engine.isDecoupled("m"), true);
+  assert.equal(engine.model("m").decoupled, true);
   await assert.rejects(
     engine.infer(requestOf([0])),
     isError(

@@ -4,6 +4,10 @@
  * the preferred sizes, waiting up to the queue delay), one batch per idle instance, optional
  * in-order delivery, cancellation and draining.
  *
+ * Over 500 lines for a reason: the queues, the batch former and the dispatcher share one state
+ * (what is queued, delayed, running and held for ordering), and every change to it must
+ * re-run the same pump; split up, each part would reach into the others' state.
+ *
  * @module
  */
 
@@ -241,9 +245,9 @@ export class ModelScheduler {
   submit(item: ScheduledRequest): void {
     const name = this.#model.name;
     if (this.#closed) {
-      throw new InferenceError(`Cannot infer with model '${name}': the model is being unloaded`, {
-        code: "UNAVAILABLE",
-      });
+      throw InferenceError.unavailable(
+        `Cannot infer with model '${name}': the model is being unloaded`,
+      );
     }
     if (item.signal?.aborted) throw this.#cancelled();
     const priority = item.priority ?? 0;
@@ -321,9 +325,8 @@ export class ModelScheduler {
   /** Every instance gave up: nothing queued will ever run. */
   #failQueued(): void {
     const { name, version } = this.#model;
-    const error = new InferenceError(
+    const error = InferenceError.unavailable(
       `Model '${name}' version ${version} is not ready: no instance is alive`,
-      { code: "UNAVAILABLE" },
     );
     for (const entry of [...this.#queuedInOrder()]) {
       this.#dequeue(entry);
@@ -333,9 +336,7 @@ export class ModelScheduler {
   }
 
   #cancelled(): InferenceError {
-    return new InferenceError(`Request for model '${this.#model.name}' was cancelled`, {
-      code: "CANCELLED",
-    });
+    return InferenceError.cancelled(`Request for model '${this.#model.name}' was cancelled`);
   }
 
   #cancel(entry: Entry): void {
@@ -363,7 +364,7 @@ export class ModelScheduler {
     }
     this.#dequeue(entry);
     this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
-    const error = new InferenceError("Request timeout expired", { code: "UNAVAILABLE" });
+    const error = InferenceError.unavailable("Request timeout expired");
     this.#finish(entry, false, () => entry.item.sink.error(error));
     this.#schedulePump();
   }

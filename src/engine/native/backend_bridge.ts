@@ -26,6 +26,7 @@ import type { Logger } from "../../log.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { type DescribedParameter, type DescribedTensor, parameterValues } from "./response.ts";
+import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { cString, errorCodeName, errorCodeValue, readCString } from "./status.ts";
 import { dtypeOfTriton, tensorInPlace, tritonDataType, viewAt } from "./tensors.ts";
 
@@ -58,6 +59,11 @@ export interface ConsumeOptions {
    * requests fail with UNAVAILABLE at once, and the batch is released as soon as that is safe.
    */
   stopping?: AbortSignal;
+  /**
+   * The stream of a decoupled request, by the number in its {@linkcode STREAM_PARAMETER}: its
+   * consumer's room decides when the callable's next step is pulled.
+   */
+  streamOf?: (token: number) => ResponseStream | undefined;
 }
 
 const WAIT_MS = 1000;
@@ -89,8 +95,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
       // A fault of the bridge or of this code, not of the callable: its message says enough.
       failure = error instanceof InferenceError
         ? error
-        : new InferenceError(error instanceof Error ? error.message : String(error), {
-          code: "INTERNAL",
+        : InferenceError.internal(error instanceof Error ? error.message : String(error), {
           cause: error,
         });
       options.logger?.error(
@@ -112,9 +117,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
 
 /** The built-in engine's words for the same. */
 function stopped(): InferenceError {
-  return new InferenceError("Server stopped before the request completed", {
-    code: "UNAVAILABLE",
-  });
+  return InferenceError.unavailable("Server stopped before the request completed");
 }
 
 /** Settles like `work`, or rejects with {@linkcode stopped} once `signal` aborts. */
@@ -238,6 +241,8 @@ async function runBatch(
   const requests: InferRequest[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
+  // The streams of decoupled requests, whose consumers' room paces the callable.
+  const streams: ResponseStream[] = [];
   // Addresses too, so instances in Workers can read the inputs in place.
   const native: Record<string, NativeTensorLocation>[] = [];
   // Every view of the core's memory, to revoke if the server gives up on the batch.
@@ -255,9 +260,12 @@ async function runBatch(
       }
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
+      const { [STREAM_PARAMETER]: token, ...parameters } = entry.parameters;
+      const stream = token?.t === "i" ? options.streamOf?.(Number(token.v)) : undefined;
+      if (stream !== undefined) streams.push(stream);
       requests.push({
         data,
-        parameters: parameterValues(entry.parameters),
+        parameters: parameterValues(parameters),
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
       });
@@ -279,9 +287,7 @@ async function runBatch(
       const controller = controllers[i]!;
       if (!controller.signal.aborted && isCancelled?.(channel, slot, index) === 1) {
         controller.abort(
-          new InferenceError(`Request for model '${model.name}' was cancelled`, {
-            code: "CANCELLED",
-          }),
+          InferenceError.cancelled(`Request for model '${model.name}' was cancelled`),
         );
       }
       if (!controller.signal.aborted) live++;
@@ -310,6 +316,11 @@ async function runBatch(
               false,
             )
           );
+          for (const stream of streams) stream.sent();
+          if (allCancelled()) break;
+          // The next step waits until every consumer of this batch has room for it.
+          const rooms = streams.flatMap((stream) => stream.room() ?? []);
+          if (rooms.length > 0) await unlessStopped(Promise.all(rooms), stopping);
           if (allCancelled()) break;
         }
       } finally {

@@ -1,8 +1,9 @@
 /**
- * The client-side completion queue. The C bridge's response-complete and request-release
+ * The client-side completion pump. The C bridge's response-complete and request-release
  * callbacks (which run on Triton threads, or inside `ServerInferAsync` on a cache hit) push
- * `(tag, kind, flags, pointer)` events; this pump drains them with a nonblocking FFI wait and
- * dispatches them to the request that owns the tag. It runs only while requests are pending,
+ * `(tag, kind, flags, pointer)` events onto the engine's queue in C (`ffi/dt_client.c`); this
+ * pump drains them with a nonblocking FFI wait and dispatches them to the request that owns the
+ * tag (it holds no queue of its own). It runs only while requests are pending,
  * so an idle engine leaves no wait in flight.
  *
  * @module
@@ -26,10 +27,10 @@ const BATCH = 64;
 const QUEUE_SHIFT = 48n;
 
 /**
- * Dispatches bridge events to pending requests, pumping only while any are pending. Each queue
+ * Dispatches bridge events to pending requests, pumping only while any are pending. Each pump
  * has its own C-side queue, so engines sharing a process never see each other's events.
  */
-export class CompletionQueue implements Disposable {
+export class CompletionPump implements Disposable {
   #bridge: BridgeLibrary;
   #id: bigint;
   #handlers = new Map<bigint, CompletionHandlers>();
@@ -50,7 +51,7 @@ export class CompletionQueue implements Disposable {
     this.#nextTag = (this.#id << QUEUE_SHIFT) | 1n;
   }
 
-  /** Closes the C-side queue; call once the pump is idle (see {@linkcode CompletionQueue.idle}). */
+  /** Closes the C-side queue; call once the pump is idle (see {@linkcode CompletionPump.idle}). */
   [Symbol.dispose](): void {
     if (this.#closed) return;
     this.#closed = true;

@@ -96,7 +96,7 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerInferAsync: { parameters: [P, P, P], result: P },
 } as const;
 
-/** DenoTriton's bridge symbols (`ffi/denotriton_backend.c`). */
+/** DenoTriton's bridge symbols (`ffi/dt_backend.c`, `ffi/dt_client.c`). */
 export const BRIDGE_SYMBOLS = {
   dt_bridge_version: { parameters: [], result: "u32" },
   dt_channel_open: { parameters: ["u32", "i32"], result: "u64" },

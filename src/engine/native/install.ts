@@ -7,7 +7,7 @@
  * <home>/install.json
  * <home>/nvidia_pytriton.libs/libtritonserver-<hash>.so (+ its bundled dependencies)
  * <home>/pytriton/tritonserver/caches/local/libtritoncache_local.so
- * <home>/backends/denotriton/libtriton_denotriton.so   (compiled from ffi/denotriton_backend.c)
+ * <home>/backends/denotriton/libtriton_denotriton.so   (compiled from ffi/dt_*.c)
  * ```
  *
  * @module

@@ -10,7 +10,7 @@
 import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
-import type { CompletionQueue } from "./events.ts";
+import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { check, cString, pointerOf, takeError } from "./status.ts";
 import { tritonDataType } from "./tensors.ts";
@@ -40,16 +40,14 @@ export interface SubmitHandlers {
  */
 export function submitRequest(
   libraries: NativeLibraries,
-  queue: CompletionQueue,
+  queue: CompletionPump,
   server: Deno.PointerValue,
   request: InferenceRequest,
   handlers: SubmitHandlers,
 ): void {
   const { core, bridge } = libraries;
   if (request.signal?.aborted) {
-    throw new InferenceError(`Request for model '${request.modelName}' was cancelled`, {
-      code: "CANCELLED",
-    });
+    throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
   const slot = new BigUint64Array(1);
   check(

@@ -102,9 +102,7 @@ export function readResponse(
   const byName = new Map<string, NDArray>();
   for (const output of described.outputs) {
     if (output.gpu) {
-      throw new InferenceError(`Cannot read output '${output.name}': it is in GPU memory`, {
-        code: "INTERNAL",
-      });
+      throw InferenceError.internal(`Cannot read output '${output.name}': it is in GPU memory`);
     }
     byName.set(
       output.name,

@@ -17,7 +17,7 @@
  *    `$DENOTRITON_PYPI_INDEX_URL` or `$PIP_INDEX_URL`;
  * 2. extract only the core, its bundled dependency closure (read from the ELF `DT_NEEDED`
  *    entries) and the local response-cache library into the versioned home directory;
- * 3. compile `ffi/denotriton_backend.c` with the system C compiler (`$CC`, default `cc`),
+ * 3. compile the backend's C sources (`ffi/dt_*.c`) with the system C compiler (`$CC`, default `cc`),
  *    linked to the hashed core file so its `DT_NEEDED` binds to the already loaded core;
  * 4. write `install.json`.
  *
@@ -84,18 +84,35 @@ export interface SetupTritonOptions {
 const LIBS = "nvidia_pytriton.libs/";
 const CACHE_LIBRARY = "pytriton/tritonserver/caches/local/libtritoncache_local.so";
 
-/** The C source of the backend, next to this module in the package. */
-const BACKEND_SOURCE = new URL("../../../ffi/denotriton_backend.c", import.meta.url);
+/**
+ * The C sources of the backend, next to this module in the package: the ABI header, then the
+ * files compiled together (see `ffi/README.md`).
+ */
+const BACKEND_SOURCES: readonly string[] = ["dt_abi.h", "dt_json.c", "dt_backend.c", "dt_client.c"];
 
-async function readBackendSource(): Promise<string> {
-  if (BACKEND_SOURCE.protocol === "file:") return await Deno.readTextFile(BACKEND_SOURCE);
-  const response = await fetch(BACKEND_SOURCE);
-  if (!response.ok) {
-    throw new TritonError(
-      `Cannot read the backend source ${BACKEND_SOURCE}: HTTP ${response.status}`,
-    );
+/** The backend's sources by file name, in {@linkcode BACKEND_SOURCES} order. */
+type BackendSources = ReadonlyMap<string, string>;
+
+async function readBackendSources(): Promise<BackendSources> {
+  const sources = new Map<string, string>();
+  for (const name of BACKEND_SOURCES) {
+    const url = new URL(`../../../ffi/${name}`, import.meta.url);
+    if (url.protocol === "file:") {
+      sources.set(name, await Deno.readTextFile(url));
+      continue;
+    }
+    const response = await fetch(url);
+    if (!response.ok) {
+      throw new TritonError(`Cannot read the backend source ${url}: HTTP ${response.status}`);
+    }
+    sources.set(name, await response.text());
   }
-  return await response.text();
+  return sources;
+}
+
+/** What the built backend depends on: its sources and the core it links. */
+function backendFingerprint(sources: BackendSources, core: string): string {
+  return [...sources].map(([name, text]) => `${name}\0${text}`).join("\0") + "\0" + core;
 }
 
 async function sha256Hex(data: string | Uint8Array): Promise<string> {
@@ -345,7 +362,7 @@ function listZipNames(zip: Uint8Array): string[] {
 async function compileBackend(
   home: string,
   core: string,
-  source: string,
+  sources: BackendSources,
   compiler: string,
   log: (line: string) => void,
 ): Promise<void> {
@@ -357,8 +374,12 @@ async function compileBackend(
   const libDirectory = join(home, "nvidia_pytriton.libs");
   const output = join(home, "backends", BACKEND_NAME, `libtriton_${BACKEND_NAME}.so`);
   await Deno.mkdir(dirname(output), { recursive: true });
-  const sourcePath = join(dirname(output), "denotriton_backend.c");
-  await Deno.writeTextFile(sourcePath, source);
+  const sourcePaths: string[] = [];
+  for (const [name, text] of sources) {
+    const path = join(dirname(output), name);
+    await Deno.writeTextFile(path, text);
+    if (name.endsWith(".c")) sourcePaths.push(path);
+  }
   log(`Compiling ${output}`);
   const { success, stderr } = await new Deno.Command(compiler, {
     args: [
@@ -370,7 +391,7 @@ async function compileBackend(
       "-Wall",
       "-o",
       `${output}.tmp`,
-      sourcePath,
+      ...sourcePaths,
       `-L${libDirectory}`,
       `-l:${core}`,
       `-Wl,-rpath,${libDirectory}`,
@@ -409,10 +430,10 @@ export async function setupTriton(options: SetupTritonOptions = {}): Promise<Tri
   const home = options.home ?? defaultTritonHome();
   const log = options.log ?? ((line: string) => console.error(line));
   const compiler = options.compiler ?? Deno.env.get("CC") ?? "cc";
-  const source = await readBackendSource();
+  const sources = await readBackendSources();
   const existing = await findTritonInstall({ home, requireBackend: false });
   const coreName = existing?.coreLibrary.split("/").pop();
-  const wantedHash = coreName ? await sha256Hex(source + "\0" + coreName) : undefined;
+  const wantedHash = coreName ? await sha256Hex(backendFingerprint(sources, coreName)) : undefined;
   if (
     existing && !options.force && existing.backendSourceHash === wantedHash &&
     await findTritonInstall({ home })
@@ -442,12 +463,12 @@ export async function setupTriton(options: SetupTritonOptions = {}): Promise<Tri
       backendSourceHash: "",
     });
   }
-  await compileBackend(home, core, source, compiler, log);
+  await compileBackend(home, core, sources, compiler, log);
   const install = await writeManifest(home, {
     version: TRITON_VERSION,
     coreLibrary: core,
     preload,
-    backendSourceHash: await sha256Hex(source + "\0" + core),
+    backendSourceHash: await sha256Hex(backendFingerprint(sources, core)),
   });
   log(`Triton ${TRITON_VERSION} is ready in ${home}`);
   return install;

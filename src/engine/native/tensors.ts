@@ -67,7 +67,7 @@ export function tritonDataType(dtype: DType): number {
 export function dtypeOfTriton(value: number): DType {
   const dtype = BY_VALUE.get(value);
   if (dtype === undefined) {
-    throw new InferenceError(`Unsupported Triton data type: ${value}`, { code: "INVALID_ARG" });
+    throw InferenceError.invalidArg(`Unsupported Triton data type: ${value}`);
   }
   return dtype;
 }

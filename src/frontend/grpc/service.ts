@@ -151,12 +151,13 @@ export function createServices(
     return inferenceError;
   };
 
+  // A handler may answer at once or later; what it throws either way becomes the call's status.
   const unary = <Res>(
     rpc: string,
-    handler: (bytes: Uint8Array, call: grpc.ServerUnaryCall<Raw, Res>) => Promise<Res>,
+    handler: (bytes: Uint8Array, call: grpc.ServerUnaryCall<Raw, Res>) => Res | Promise<Res>,
   ): grpc.handleUnaryCall<Raw, Res> =>
   (call, callback): void => {
-    handler(call.request, call).then(
+    Promise.try(() => handler(call.request, call)).then(
       (response) => callback(null, response),
       (error) => callback(statusError(fail(error, rpc))),
     );
@@ -167,8 +168,7 @@ export function createServices(
     return { name: ref.name ?? "", version: parseModelVersion(ref.version) };
   };
 
-  const repositoryRequest = async (bytes: Uint8Array, action: string): Promise<never> => {
-    await Promise.resolve();
+  const repositoryRequest = (bytes: Uint8Array, action: string): never => {
     const request: RepositoryModelRequest = decode(
       codecs.RepositoryModelRequest,
       `repository ${action} request`,
@@ -182,8 +182,7 @@ export function createServices(
     );
   };
 
-  const notSupported = (message: string) => async (): Promise<never> => {
-    await Promise.resolve();
+  const notSupported = (message: string) => (): never => {
     throw InferenceError.unsupported(message);
   };
 
@@ -206,10 +205,10 @@ export function createServices(
       const controller = new AbortController();
       call.on("cancelled", () => controller.abort(InferenceError.cancelled(CLIENT_CANCELLED)));
       const { request } = decodeInfer(bytes, call.metadata, controller.signal);
-      if (await engine.isDecoupled(request.modelName, request.modelVersion)) {
-        throw InferenceError.unsupported(DECOUPLED_MESSAGE);
-      }
-      return toInferResponseMessage(await engine.infer(request));
+      // The request's one lookup: the engine takes the handle as it is.
+      const model = engine.model(request.modelName, request.modelVersion);
+      if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
+      return toInferResponseMessage(await engine.infer(request, model));
     },
   );
 
@@ -268,9 +267,10 @@ export function createServices(
         modelName = request.modelName;
         modelVersion = request.modelVersion === undefined ? "" : String(request.modelVersion);
         id = request.id ?? "";
-        if (await engine.isDecoupled(request.modelName, request.modelVersion)) {
+        const model = engine.model(request.modelName, request.modelVersion);
+        if (model.decoupled) {
           let sentFinal = false;
-          for await (const step of engine.inferStream(request)) {
+          for await (const step of engine.inferStream(request, model)) {
             // A final step without outputs is Triton's flags-only final response.
             if (step.final && step.outputs.size === 0) break;
             await write({
@@ -296,7 +296,7 @@ export function createServices(
             });
           }
         } else {
-          const response = await engine.infer(request);
+          const response = await engine.infer(request, model);
           await write({
             infer_response: toInferResponseMessage(response, { [FINAL_RESPONSE_PARAMETER]: true }),
           });
@@ -340,40 +340,36 @@ export function createServices(
   };
 
   const implementation: grpc.UntypedServiceImplementation = {
-    ServerLive: unary("ServerLive", async () => {
-      await Promise.resolve();
-      return { live: engine.isLive() };
-    }),
-    ServerReady: unary("ServerReady", async () => ({ ready: await engine.isReady() })),
-    ModelReady: unary("ModelReady", async (bytes) => {
+    ServerLive: unary("ServerLive", () => ({ live: engine.isLive() })),
+    ServerReady: unary("ServerReady", () => ({ ready: engine.isReady() })),
+    ModelReady: unary("ModelReady", (bytes) => {
       const { name, version } = modelRef(bytes);
-      return { ready: await engine.modelReady(name, version) };
+      return { ready: engine.modelReady(name, version) };
     }),
-    ServerMetadata: unary("ServerMetadata", async () => {
-      await Promise.resolve();
+    ServerMetadata: unary("ServerMetadata", () => {
       const metadata = engine.serverMetadata();
       return { ...metadata, extensions: [...metadata.extensions] };
     }),
-    ModelMetadata: unary("ModelMetadata", async (bytes) => {
+    ModelMetadata: unary("ModelMetadata", (bytes) => {
       const { name, version } = modelRef(bytes);
-      return await engine.modelMetadata(name, version);
+      return engine.modelMetadata(name, version);
     }),
     ModelInfer: modelInfer,
     ModelStreamInfer: modelStreamInfer,
-    ModelConfig: unary("ModelConfig", async (bytes) => {
+    ModelConfig: unary("ModelConfig", (bytes) => {
       const { name, version } = modelRef(bytes);
-      return { config: modelConfigToMessage(await engine.modelConfig(name, version)) };
+      return { config: modelConfigToMessage(engine.modelConfig(name, version)) };
     }),
-    ModelStatistics: unary("ModelStatistics", async (bytes) => {
+    ModelStatistics: unary("ModelStatistics", (bytes) => {
       const { name, version } = modelRef(bytes);
-      return await engine.modelStatistics(name || undefined, version);
+      return engine.modelStatistics(name || undefined, version);
     }),
-    RepositoryIndex: unary("RepositoryIndex", async (bytes) => {
+    RepositoryIndex: unary("RepositoryIndex", (bytes) => {
       const request = decode(codecs.RepositoryIndexRequest, "repository index request", bytes);
       if (request.repository_name) {
         throw InferenceError.unsupported("'repository_name' specification is not supported");
       }
-      const models = await engine.repositoryIndex(request.ready ?? false);
+      const models = engine.repositoryIndex(request.ready ?? false);
       return { models };
     }),
     RepositoryModelLoad: unary("RepositoryModelLoad", (bytes) => repositoryRequest(bytes, "load")),
@@ -394,8 +390,7 @@ export function createServices(
       "TraceSetting",
       notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
     ),
-    LogSettings: unary("LogSettings", async (bytes) => {
-      await Promise.resolve();
+    LogSettings: unary("LogSettings", (bytes) => {
       const request = decode(codecs.LogSettings, "log settings request", bytes);
       const changes: Record<string, unknown> = {};
       for (const [name, value] of Object.entries(request.settings)) {
@@ -438,9 +433,9 @@ export function createServices(
       Check: method(HEALTH_SERVICE, "Check", codecs.HealthCheckResponse as MessageCodec<never>),
     },
     implementation: {
-      Check: unary("Health/Check", async (bytes) => {
+      Check: unary("Health/Check", (bytes) => {
         decode(codecs.HealthCheckRequest, "health check request", bytes);
-        return { status: (await engine.isReady()) ? "SERVING" : "NOT_SERVING" };
+        return { status: engine.isReady() ? "SERVING" : "NOT_SERVING" };
       }),
     },
   };

@@ -24,6 +24,7 @@ import type {
   Engine,
   InferenceRequest,
   InferenceResponse,
+  ModelHandle,
   ModelMetadata,
   StreamResponse,
 } from "../../engine/engine.ts";
@@ -257,13 +258,13 @@ function isFlagsOnly(step: StreamResponse): boolean {
 async function* responsesOf(
   engine: Engine,
   request: InferenceRequest,
-  decoupled: boolean,
+  model: ModelHandle,
 ): AsyncGenerator<InferenceResponse, void, undefined> {
-  if (!decoupled) {
-    yield await engine.infer(request);
+  if (!model.decoupled) {
+    yield await engine.infer(request, model);
     return;
   }
-  for await (const step of engine.inferStream(request)) {
+  for await (const step of engine.inferStream(request, model)) {
     if (!isFlagsOnly(step)) yield step;
     if (step.final) return;
   }
@@ -307,12 +308,12 @@ export async function handleGenerate(
   const modelVersion = context.params.version === undefined
     ? undefined
     : Number(context.params.version);
-  const metadata = await engine.modelMetadata(modelName, modelVersion);
-  const decoupled = await engine.isDecoupled(modelName, modelVersion);
+  // The request's one lookup: decoding reads the handle, and the engine takes it as it is.
+  const model = engine.model(modelName, modelVersion);
   const body = await readRequestBody(context.request, settings.maxRequestBytes);
   // Aborted when the SSE body is cancelled (the client went away after the headers were sent).
   const gone = new AbortController();
-  const request = decodeGenerateRequest(body, metadata, {
+  const request = decodeGenerateRequest(body, model.metadata, {
     ...(modelVersion === undefined ? {} : { modelVersion }),
     headers: context.request.headers,
     ...(settings.headerForwardPattern === undefined
@@ -320,7 +321,7 @@ export async function handleGenerate(
       : { headerForwardPattern: settings.headerForwardPattern }),
     signal: AbortSignal.any([context.signal, gone.signal]),
   });
-  const iterator = responsesOf(engine, request, decoupled);
+  const iterator = responsesOf(engine, request, model);
 
   if (!streaming) {
     const responses: InferenceResponse[] = [];

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { InferenceRequest, TritonModelConfigJson } from "../../engine/engine.ts";
+import type { InferenceRequest, ModelHandle } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import { jsonToNDArray, parseJsonBytes } from "../../protocol/json_tensor.ts";
 import {
@@ -15,7 +15,7 @@ import {
   type RequestParameters,
 } from "../../protocol/request_parameters.ts";
 import { deserializeBytes } from "../../tensor/bytes_codec.ts";
-import { type DType, elementSize, fromKServe, toDType } from "../../tensor/dtype.ts";
+import { type DType, elementSize, fromKServe } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 
 /** How one output is returned. */
@@ -389,20 +389,14 @@ function binaryToNDArray(
   return fromRawBytes(dtype, shape, bytes);
 }
 
-function configDims(value: unknown): number[] | undefined {
-  if (!Array.isArray(value)) return undefined;
-  const dims = value.map(Number);
-  return dims.every((dim) => Number.isInteger(dim) && dim >= -1) ? dims : undefined;
-}
-
 /**
  * Decodes a raw binary request (`Inference-Header-Content-Length: 0`): the whole body is the
- * only input of a one-input model. Its shape comes from the model config, with batch size 1
+ * only input of a one-input model. Its shape comes from the model's declared input, with batch size 1
  * for batching models and one `-1` dimension resolved from the byte size. All outputs are
  * returned binary.
  *
  * @param body The (decompressed) request body.
- * @param config Triton's model-config JSON of the target model.
+ * @param model The target model (its inputs and `maxBatchSize`), as `Engine.model` resolves it.
  * @param options Model name and version, headers to forward and the abort signal.
  * @returns The request.
  * @throws {InferenceError} (INVALID_ARG) For models without exactly one input, or sizes that do not fit.
@@ -412,39 +406,26 @@ function configDims(value: unknown): number[] | undefined {
  * import { decodeRawInferRequest } from "./infer_request.ts";
  * import assert from "node:assert/strict";
  *
- * const config = { max_batch_size: 8, input: [{ name: "x", data_type: "TYPE_FP32", dims: [-1] }] };
+ * const model = { maxBatchSize: 8, inputs: [{ name: "x", dtype: "float32", shape: [-1], optional: false }] } as const;
  * const body = new Uint8Array(new Float32Array([1, 2, 3]).buffer);
- * const { request, defaultBinary } = decodeRawInferRequest(body, config, { modelName: "m" });
+ * const { request, defaultBinary } = decodeRawInferRequest(body, model, { modelName: "m" });
  * assert.deepEqual(request.inputs.get("x")!.shape, [1, 3]);
  * assert.equal(defaultBinary, true);
  * ```
  */
 export function decodeRawInferRequest(
   body: Uint8Array,
-  config: TritonModelConfigJson,
+  model: Pick<ModelHandle, "inputs" | "maxBatchSize">,
   options: DecodeInferOptions,
 ): HttpInferRequest {
-  const configInputs = Array.isArray(config.input) ? config.input as unknown[] : [];
-  const input = configInputs[0];
-  if (configInputs.length !== 1 || !isObject(input) || typeof input.name !== "string") {
+  const input = model.inputs[0];
+  if (model.inputs.length !== 1 || input === undefined) {
     throw InferenceError.invalidArg(
-      `Raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input: model '${options.modelName}' has ${configInputs.length}`,
+      `Raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input: model '${options.modelName}' has ${model.inputs.length}`,
     );
   }
-  const name = input.name;
-  let dtype: DType;
-  try {
-    dtype = toDType(String(input.data_type));
-  } catch {
-    throw new InferenceError(
-      `Model '${options.modelName}' input '${name}' has an unknown data type`,
-    );
-  }
-  const dims = configDims(input.dims);
-  if (dims === undefined) {
-    throw new InferenceError(`Model '${options.modelName}' input '${name}' has invalid dims`);
-  }
-  const batching = Number(config.max_batch_size ?? 0) > 0;
+  const { name, dtype, shape: dims } = input;
+  const batching = model.maxBatchSize > 0;
   const shape = batching ? [1, ...dims] : [...dims];
   const dynamic = shape.filter((dim) => dim === -1).length;
   const known = shape.reduce((product, dim) => dim === -1 ? product : product * dim, 1);

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import type { ResolvedTensorSpec } from "../../config/tensor_spec.ts";
+import type { DType } from "../../tensor/dtype.ts";
 import { decodeInferRequest, decodeRawInferRequest, parseHeaderLength } from "./infer_request.ts";
 
 const encoder = new TextEncoder();
@@ -230,13 +232,16 @@ Deno.test("parseHeaderLength() accepts 0..body length only", () => {
 });
 
 Deno.test("decodeRawInferRequest() makes the body the single input", () => {
-  const config = {
-    max_batch_size: 4,
-    input: [{ name: "x", data_type: "TYPE_INT16", dims: [2, -1] }],
-  };
+  const spec = (name: string, dtype: DType, shape: number[]): ResolvedTensorSpec => ({
+    name,
+    dtype,
+    shape,
+    optional: false,
+  });
+  const model = { maxBatchSize: 4, inputs: [spec("x", "int16", [2, -1])] };
   const { request, outputFormats, defaultBinary } = decodeRawInferRequest(
     new Uint8Array([1, 0, 2, 0, 3, 0, 4, 0]),
-    config,
+    model,
     { modelName: "m" },
   );
   assert.deepEqual(request.inputs.get("x")!.shape, [1, 2, 2]);
@@ -246,31 +251,33 @@ Deno.test("decodeRawInferRequest() makes the body the single input", () => {
 
   const bytes = decodeRawInferRequest(
     new Uint8Array([1, 0, 0, 0, 0x61, 0, 0, 0, 0]),
-    { max_batch_size: 0, input: [{ name: "s", data_type: "TYPE_STRING", dims: [-1] }] },
+    { maxBatchSize: 0, inputs: [spec("s", "bytes", [-1])] },
     { modelName: "m" },
   );
   assert.deepEqual(bytes.request.inputs.get("s")!.shape, [2]);
 
   expectError(
     () =>
-      decodeRawInferRequest(new Uint8Array(4), { input: [{ name: "a" }, { name: "b" }] }, {
-        modelName: "m",
-      }),
+      decodeRawInferRequest(
+        new Uint8Array(4),
+        { maxBatchSize: 0, inputs: [spec("a", "int8", [1]), spec("b", "int8", [1])] },
+        { modelName: "m" },
+      ),
     /exactly one input: model 'm' has 2/,
   );
   expectError(
-    () => decodeRawInferRequest(new Uint8Array(3), config, { modelName: "m" }),
+    () => decodeRawInferRequest(new Uint8Array(3), model, { modelName: "m" }),
     /3 bytes is not a multiple of the int16 element size 2/,
   );
   expectError(
-    () => decodeRawInferRequest(new Uint8Array(6), config, { modelName: "m" }),
+    () => decodeRawInferRequest(new Uint8Array(6), model, { modelName: "m" }),
     /3 elements do not fill shape \[1,2,-1\]/,
   );
   expectError(
     () =>
       decodeRawInferRequest(
         new Uint8Array(8),
-        { max_batch_size: 0, input: [{ name: "x", data_type: "TYPE_FP32", dims: [3] }] },
+        { maxBatchSize: 0, inputs: [spec("x", "float32", [3])] },
         { modelName: "m" },
       ),
     /shape \[3\] needs 3 elements, the body holds 2/,

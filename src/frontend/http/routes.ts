@@ -84,7 +84,9 @@ async function infer(
 ): Promise<Response> {
   const modelName = params.model!;
   const modelVersion = versionOf(params);
-  if (await engine.isDecoupled(modelName, modelVersion)) {
+  // The request's one lookup: decoding reads the handle, and the engine takes it as it is.
+  const model = engine.model(modelName, modelVersion);
+  if (model.decoupled) {
     throw InferenceError.unsupported(
       "HTTP end point doesn't support models with decoupled transaction policy",
     );
@@ -103,26 +105,14 @@ async function infer(
       : {}),
     signal,
   };
-  let decoded: HttpInferRequest;
-  if (headerLength === 0) {
-    decoded = decodeRawInferRequest(
-      body,
-      await engine.modelConfig(modelName, modelVersion),
-      options,
-    );
-  } else {
-    decoded = decodeInferRequest(body, headerLength, options);
-  }
-  let batching = false;
-  if ([...decoded.outputFormats.values()].some((format) => format.classification > 0)) {
-    const config = await engine.modelConfig(modelName, modelVersion);
-    batching = Number(config.max_batch_size ?? 0) > 0;
-  }
-  const result = await engine.infer(decoded.request);
+  const decoded: HttpInferRequest = headerLength === 0
+    ? decodeRawInferRequest(body, model, options)
+    : decodeInferRequest(body, headerLength, options);
+  const result = await engine.infer(decoded.request, model);
   const encoded = encodeInferResponse(result, {
     outputFormats: decoded.outputFormats,
     defaultBinary: decoded.defaultBinary,
-    batching,
+    batching: model.maxBatchSize > 0,
   });
   const encoding = responseEncoding(request.headers.get("accept-encoding"));
   if (encoding === undefined) return new Response(encoded.body, { headers: encoded.headers });
@@ -147,7 +137,7 @@ async function loadModel(
       `Cannot load model '${model}' with a new configuration: models are bound in code, not loaded from a repository`,
     );
   }
-  if (await engine.modelReady(model)) return empty(200);
+  if (engine.modelReady(model)) return empty(200);
   throw InferenceError.invalidArg(
     `Cannot load model '${model}': models are bound in code with Triton.bind(), not loaded from a repository`,
   );
@@ -234,7 +224,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       route("/v2/health/ready"),
       "health",
-      async () => empty(await engine.isReady() ? 200 : 400),
+      () => Promise.resolve(empty(engine.isReady() ? 200 : 400)),
     )
     .add(
       "GET",
@@ -246,30 +236,32 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       route("/v2/models/stats"),
       "statistics",
-      async () => jsonResponse(await engine.modelStatistics()),
+      () => Promise.resolve(jsonResponse(engine.modelStatistics())),
     )
     .add(
       "GET",
       route(MODEL),
       "metadata",
-      async ({ params }) =>
-        jsonResponse(await engine.modelMetadata(params.model!, versionOf(params))),
+      ({ params }) =>
+        Promise.resolve(jsonResponse(engine.modelMetadata(params.model!, versionOf(params)))),
     )
     .add(
       "GET",
       route(`${MODEL}/ready`),
       "health",
-      async ({ params }) =>
-        await engine.modelReady(params.model!, versionOf(params))
-          ? empty(200)
-          : errorResponse(400, "Model version not ready"),
+      ({ params }) =>
+        Promise.resolve(
+          engine.modelReady(params.model!, versionOf(params))
+            ? empty(200)
+            : errorResponse(400, "Model version not ready"),
+        ),
     )
     .add(
       "GET",
       route(`${MODEL}/config`),
       "model-config",
-      async ({ params }) =>
-        jsonResponse(await engine.modelConfig(params.model!, versionOf(params))),
+      ({ params }) =>
+        Promise.resolve(jsonResponse(engine.modelConfig(params.model!, versionOf(params)))),
     )
     .add(
       "POST",
@@ -293,8 +285,8 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       route(`${MODEL}/stats`),
       "statistics",
-      async ({ params }) =>
-        jsonResponse(await engine.modelStatistics(params.model!, versionOf(params))),
+      ({ params }) =>
+        Promise.resolve(jsonResponse(engine.modelStatistics(params.model!, versionOf(params)))),
     )
     .add(
       "GET",
@@ -324,7 +316,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     if (typeof ready !== "boolean") {
       throw InferenceError.invalidArg("Invalid 'ready' in the request: expected a boolean");
     }
-    return jsonResponse(await engine.repositoryIndex(ready));
+    return jsonResponse(engine.repositoryIndex(ready));
   };
   router
     .add("POST", route("/v2/repository/index"), "model-repository", index)

@@ -38,7 +38,7 @@ export interface MetricsFrontendOptions {
  * import type { Engine } from "../../engine/engine.ts";
  * import assert from "node:assert/strict";
  *
- * const engine = { metrics: () => Promise.resolve("# HELP x y\n") } as unknown as Engine;
+ * const engine = { metrics: () => "# HELP x y\n" } as unknown as Engine;
  * await using metrics = await MetricsFrontend.start(engine, { hostname: "127.0.0.1", port: 0 });
  * const response = await fetch(`${metrics.url}/metrics`);
  * assert.equal(await response.text(), "# HELP x y\n");
@@ -72,7 +72,7 @@ export class MetricsFrontend implements AsyncDisposable {
         options.logger?.error(`Metrics endpoint failed: ${error}`);
         return Response.json({ error: String(error) }, { status: 500 });
       },
-    }, async (request) => {
+    }, (request) => {
       const path = new URL(request.url).pathname;
       if (path !== "/metrics") return Response.json({ error: "Not Found" }, { status: 404 });
       if (request.method !== "GET") {
@@ -80,7 +80,7 @@ export class MetricsFrontend implements AsyncDisposable {
           status: 405,
         });
       }
-      return new Response(await engine.metrics(), {
+      return new Response(engine.metrics(), {
         headers: { "content-type": "text/plain; charset=utf-8" },
       });
     });

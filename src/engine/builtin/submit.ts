@@ -1,0 +1,91 @@
+/**
+ * From a validated {@linkcode InferenceRequest} to the scheduler and back: the request the
+ * callable sees (with its own abort signal), the scheduler entry, and the response built from a
+ * result (the requested outputs, in declared order).
+ *
+ * @module
+ */
+
+import type { InferRequest, InferResult } from "../../callable/types.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
+import type { InferenceRequest, InferenceResponse } from "../engine.ts";
+import type { ModelEntry } from "./registry.ts";
+import type { ValidatedRequest } from "./request_validation.ts";
+import type { SchedulerSink } from "./scheduler.ts";
+
+/**
+ * Queues a validated request on its model's scheduler.
+ *
+ * @param entry The ready model version.
+ * @param request The request.
+ * @param validated What validation learned of it.
+ * @param arrival `performance.now()` when it arrived.
+ * @param sink Receives its outcome.
+ * @returns The controller that aborts the signal its callable sees.
+ */
+export function submit(
+  entry: ModelEntry,
+  request: InferenceRequest,
+  validated: ValidatedRequest,
+  arrival: number,
+  sink: SchedulerSink,
+): AbortController {
+  const controller = new AbortController();
+  const callableRequest: InferRequest = {
+    data: Object.fromEntries(request.inputs),
+    parameters: { ...request.parameters },
+    requestedOutputNames: validated.outputs,
+    signal: controller.signal,
+  };
+  entry.scheduler!.submit({
+    request: callableRequest,
+    controller,
+    batchSize: validated.batchSize,
+    shapeKey: validated.shapeKey,
+    arrival,
+    sink,
+    ...(request.priority === undefined ? {} : { priority: request.priority }),
+    ...(request.timeoutMicroseconds === undefined
+      ? {}
+      : { timeoutMicroseconds: request.timeoutMicroseconds }),
+    ...(request.signal === undefined ? {} : { signal: request.signal }),
+  });
+  return controller;
+}
+
+/**
+ * The requested outputs of a result, in declared order.
+ *
+ * @param result What the callable returned for the request.
+ * @param validated What validation learned of the request.
+ * @returns The outputs by name.
+ */
+export function outputsOf(result: InferResult, validated: ValidatedRequest): Map<string, NDArray> {
+  const outputs = new Map<string, NDArray>();
+  for (const name of validated.outputs) {
+    const array = result[name];
+    if (array !== undefined) outputs.set(name, array);
+  }
+  return outputs;
+}
+
+/**
+ * A response to a request.
+ *
+ * @param entry The model version that ran it.
+ * @param request The request (its id is echoed).
+ * @param outputs The outputs.
+ * @returns The response.
+ */
+export function responseOf(
+  entry: ModelEntry,
+  request: InferenceRequest,
+  outputs: ReadonlyMap<string, NDArray>,
+): InferenceResponse {
+  return {
+    modelName: entry.definition.name,
+    modelVersion: String(entry.definition.version),
+    ...(request.id === undefined || request.id === "" ? {} : { id: request.id }),
+    outputs,
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * Loading a model into the Triton core and unloading it. A load starts the model's instances,
+ * warms them up (the shared rule of `../warmup.ts`: the core is never handed a `model_warmup`),
+ * opens a channel in the bridge with one consumer loop per instance, writes nothing but an empty
+ * version directory into the temporary repository, and loads the generated config into the core
+ * (one instance group per instance, so instance thread i feeds instance i). An unload lets the
+ * core finish in-flight batches, then closes the channel and stops the instances.
+ *
+ * @module
+ */
+
+import { type GpuInventory, planPlacement } from "../../gpu/devices.ts";
+import { toTritonModelConfig } from "../../config/triton_model_config.ts";
+import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
+import type { ModelInstance } from "../../instances/instance.ts";
+import type { Logger } from "../../log.ts";
+import type { ModelDefinition, ModelHandle } from "../engine.ts";
+import { modelHandle } from "../model_handle.ts";
+import { warmUp } from "../warmup.ts";
+import { consumeInstance } from "./backend_bridge.ts";
+import type { NativeLibraries } from "./ffi.ts";
+import { BACKEND_NAME } from "./install.ts";
+import { CHANNEL_PARAMETER } from "./queries.ts";
+import type { ResponseStream } from "./response_stream.ts";
+import { check, cString } from "./status.ts";
+
+const PARAMETER_STRING = 0;
+
+/** A model the core serves. */
+export interface LoadedModel {
+  /** What was bound. */
+  readonly definition: ModelDefinition;
+  /** The handle requests receive, built once. */
+  readonly handle: ModelHandle;
+  /** The bridge channel its instances are fed through. */
+  readonly channel: bigint;
+  /** Its started instances, by slot. */
+  readonly instances: readonly ModelInstance[];
+  /** Settles once every consumer loop has ended. */
+  readonly consumers: Promise<void>;
+  /** Output names in declared order (responses list them so). */
+  readonly order: readonly string[];
+}
+
+/** What loading needs from the engine. */
+export interface LoaderContext {
+  /** The opened libraries. */
+  readonly libraries: NativeLibraries;
+  /** The `TRITONSERVER_Server*`. */
+  readonly server: Deno.PointerValue;
+  /** The temporary model repository. */
+  readonly repository: string;
+  /** The host's GPUs: instances pinned to `cuda:N` become `KIND_GPU` groups on GPU N. */
+  readonly gpus: GpuInventory;
+  /** Where loads, unloads and failures are logged. */
+  readonly logger?: Logger;
+  /** Called after a batch failed with a `TritonUnrecoverableError`. */
+  readonly onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /** Aborted when the server gives up on running batches at stop. */
+  readonly stopping: AbortSignal;
+  /** The stream of a decoupled request, by its {@linkcode STREAM_PARAMETER} number. */
+  readonly streamOf: (token: number) => ResponseStream | undefined;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Stops instances, logging (not throwing) a failure to stop one.
+ *
+ * @param context The engine's context (for its logger).
+ * @param name The model's name, for the log.
+ * @param instances The instances.
+ */
+export async function disposeInstances(
+  context: LoaderContext,
+  name: string,
+  instances: readonly ModelInstance[],
+): Promise<void> {
+  await Promise.all(instances.map(async (instance) => {
+    try {
+      await instance[Symbol.asyncDispose]();
+    } catch (error) {
+      context.logger?.warn(
+        `Failed to stop instance ${instance.index} of '${name}': ${messageOf(error)}`,
+      );
+    }
+  }));
+}
+
+/** Opens a channel for the instances and starts one consumer loop per instance. */
+function attach(
+  context: LoaderContext,
+  model: ModelDefinition,
+  instances: readonly ModelInstance[],
+): { channel: bigint; consumers: Promise<void> } {
+  const { bridge } = context.libraries;
+  const channel = bridge.dt_channel_open(instances.length, model.config.decoupled ? 1 : 0);
+  const consumers = Promise.all(instances.map((instance, slot) =>
+    consumeInstance({
+      bridge,
+      channel,
+      slot,
+      instance,
+      model,
+      stopping: context.stopping,
+      streamOf: context.streamOf,
+      ...(context.logger ? { logger: context.logger } : {}),
+      ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
+    }).catch((error) => {
+      context.logger?.error(
+        `Instance ${slot} of '${model.name}' stopped serving: ${String(error)}`,
+      );
+    })
+  )).then(() => {});
+  return { channel, consumers };
+}
+
+/** Loads the model's generated config into the core, its instances fed through `channel`. */
+async function loadIntoCore(
+  context: LoaderContext,
+  model: ModelDefinition,
+  channel: bigint,
+  count: number,
+): Promise<void> {
+  const { core } = context.libraries;
+  await Deno.mkdir(`${context.repository}/${model.name}/${model.version}`, { recursive: true });
+  const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
+  // One group per instance: Triton initializes them in order, so instance thread i attaches
+  // to slot i and feeds our instance i (and its Worker).
+  const config = toTritonModelConfig(model, {
+    backend: BACKEND_NAME,
+    devices,
+    gpuCount: context.gpus.devices.length,
+    parameters: { [CHANNEL_PARAMETER]: String(channel) },
+  });
+  config.version_policy = { specific: { versions: [model.version] } };
+  // Warm-up ran before the load (see ../warmup.ts): the core must not run it again.
+  delete config.model_warmup;
+  const parameter = core.TRITONSERVER_ParameterNew(
+    cString("config"),
+    PARAMETER_STRING,
+    cString(JSON.stringify(config)),
+  );
+  if (parameter === null) {
+    throw InferenceError.internal(`Cannot load model '${model.name}': cannot create its config`);
+  }
+  try {
+    const list = new BigUint64Array([BigInt(Deno.UnsafePointer.value(parameter))]);
+    check(
+      core,
+      await core.TRITONSERVER_ServerLoadModelWithParameters(
+        context.server,
+        cString(model.name),
+        list,
+        1n,
+      ),
+      `Failed to load model '${model.name}' version ${model.version}`,
+    );
+  } finally {
+    core.TRITONSERVER_ParameterDelete(parameter);
+  }
+}
+
+/**
+ * Starts a model's instances, warms them up and loads the model into the core.
+ *
+ * @param context The engine's context.
+ * @param model The model.
+ * @returns The loaded model.
+ * @throws {InferenceError} INTERNAL when an instance fails to start or a strict model's warm-up
+ *   fails (the built-in engine's words), or the core's load error.
+ */
+export async function loadModel(
+  context: LoaderContext,
+  model: ModelDefinition,
+): Promise<LoadedModel> {
+  const failed = (error: unknown): InferenceError =>
+    InferenceError.internal(
+      `Failed to load model '${model.name}' version ${model.version}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  planPlacement(model.name, model.instances.devices, context.gpus, context.logger);
+  let instances: ModelInstance[];
+  try {
+    instances = await model.instances.start(model, { gpus: context.gpus });
+  } catch (error) {
+    throw failed(error);
+  }
+  try {
+    await warmUp(model, instances, context.logger);
+  } catch (error) {
+    await disposeInstances(context, model.name, instances);
+    throw failed(error);
+  }
+  const { channel, consumers } = attach(context, model, instances);
+  try {
+    await loadIntoCore(context, model, channel, instances.length);
+  } catch (error) {
+    context.libraries.bridge.dt_channel_close(channel);
+    await consumers;
+    await disposeInstances(context, model.name, instances);
+    throw error;
+  }
+  return {
+    definition: model,
+    handle: modelHandle(model),
+    channel,
+    instances,
+    consumers,
+    order: model.outputs.map((output) => output.name),
+  };
+}
+
+/**
+ * Unloads a model from the core, which waits for its in-flight batches, and closes its channel;
+ * its instances are stopped next ({@linkcode disposeInstances}).
+ *
+ * @param context The engine's context.
+ * @param loaded The loaded model.
+ * @throws {InferenceError} The core's unload error.
+ */
+export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel): Promise<void> {
+  const { core, bridge } = context.libraries;
+  const { name } = loaded.definition;
+  check(
+    core,
+    await core.TRITONSERVER_ServerUnloadModel(context.server, cString(name)),
+    `Failed to unload model '${name}'`,
+  );
+  // Triton finalizes the instances once in-flight batches are done; the consumers then end.
+  await loaded.consumers;
+  bridge.dt_channel_close(loaded.channel);
+}
