@@ -1,14 +1,19 @@
 /**
  * Engine benchmark (issue 3): DenoTriton serving `examples/add_sub` on the built-in engine and on
- * the Triton core, each driven over HTTP by the same closed-loop load generator in one run.
+ * the Triton core, each driven over HTTP by the same closed-loop load generator in one run, with
+ * a bare `Deno.serve` JSON echo of the same body as the ceiling (what one Deno thread serves
+ * when it only parses and writes the JSON).
  *
- * Each server runs in its own subprocess (`--serve <engine>`) so the load generator does not share
- * its event loop; each engine is measured at concurrency 1 and 8 for a fixed duration after a
- * warm-up. Prints requests/s and p50/p99 latency per engine and the core/builtin ratio, and writes
- * the table to `bench/results/engines-<date>.md`.
+ * Each server runs in its own subprocess (`--serve <server>`) so the load generator does not share
+ * its event loop; each is measured at concurrency 1 and 8 for a fixed duration after a warm-up,
+ * with two clients: `identity` sends `accept-encoding: identity` (as tritonclient and
+ * perf_analyzer do), `fetch` sends what a plain `fetch()` sends (`accept-encoding: gzip, deflate,
+ * br`, like browsers and Python requests). Prints requests/s and p50/p99 latency, the core/builtin
+ * ratio and each engine's share of the ceiling, and writes the tables to
+ * `bench/results/engines-<date>.md`.
  *
- * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8] [--engines builtin,triton]
- * [--rounds 2]`
+ * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
+ * [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2]`
  *
  * @module
  */
@@ -17,9 +22,22 @@ import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 
+/** What serves: an engine, or the bare `Deno.serve` echo (the ceiling). */
+type Server = EngineKind | "echo";
+
+/** How the client asks: `accept-encoding: identity`, or a plain `fetch()`'s default headers. */
+type ClientMode = "identity" | "fetch";
+
+const SERVER_NAMES: Record<Server, string> = {
+  echo: "Deno.serve echo (ceiling)",
+  builtin: "built-in",
+  triton: "Triton core",
+};
+
 /** One measured load level. */
 interface Measurement {
-  engine: EngineKind;
+  server: Server;
+  client: ClientMode;
   concurrency: number;
   requests: number;
   errors: number;
@@ -27,6 +45,8 @@ interface Measurement {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** Responses that came back with a `content-encoding`. */
+  compressed: number;
 }
 
 function flag(name: string, fallback: string): string {
@@ -34,9 +54,23 @@ function flag(name: string, fallback: string): string {
   return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
 }
 
-async function serve(engine: EngineKind): Promise<void> {
+async function serve(server: Server): Promise<void> {
+  if (server === "echo") {
+    // The ceiling: read the same body, parse it and answer it as JSON, nothing else.
+    const echo = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      async (request) =>
+        new Response(JSON.stringify(await request.json()), {
+          headers: { "content-type": "application/json" },
+        }),
+    );
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${echo.addr.port}`, engine: "echo" }));
+    for await (const _ of Deno.stdin.readable) { /* wait for EOF */ }
+    await echo.shutdown();
+    return;
+  }
   const triton = new Triton({
-    engine,
+    engine: server,
     config: {
       httpAddress: "127.0.0.1",
       httpPort: 0,
@@ -60,36 +94,51 @@ const BODY = JSON.stringify({
   ],
 });
 
-async function inferOnce(url: string): Promise<boolean> {
+interface Reply {
+  ok: boolean;
+  compressed: boolean;
+}
+
+async function inferOnce(url: string, server: Server, client: ClientMode): Promise<Reply> {
   const response = await fetch(`${url}/v2/models/AddSub/infer`, {
     method: "POST",
-    // Like tritonclient and perf_analyzer: no gzip (fetch() asks for it by default).
-    headers: { "content-type": "application/json", "accept-encoding": "identity" },
+    // identity: like tritonclient and perf_analyzer. fetch: fetch()'s own default headers, which
+    // ask for gzip, deflate and br (it decompresses what comes back).
+    headers: client === "identity"
+      ? { "content-type": "application/json", "accept-encoding": "identity" }
+      : { "content-type": "application/json" },
     body: BODY,
   });
   const text = await response.text();
-  return response.status === 200 && text.includes('"add"');
+  return {
+    ok: response.status === 200 && (server === "echo" || text.includes('"add"')),
+    compressed: response.headers.has("content-encoding"),
+  };
 }
 
 /** Closed loop: `concurrency` workers each send the next request when the last one answered. */
 async function drive(
   url: string,
+  server: Server,
+  client: ClientMode,
   concurrency: number,
   seconds: number,
-): Promise<{ latencies: number[]; errors: number; elapsed: number }> {
+): Promise<{ latencies: number[]; errors: number; compressed: number; elapsed: number }> {
   const latencies: number[] = [];
   let errors = 0;
+  let compressed = 0;
   const start = performance.now();
   const end = start + seconds * 1000;
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (performance.now() < end) {
       const sent = performance.now();
-      const ok = await inferOnce(url).catch(() => false);
-      if (ok) latencies.push(performance.now() - sent);
+      const reply = await inferOnce(url, server, client).catch(() => undefined);
+      if (reply?.ok) latencies.push(performance.now() - sent);
       else errors++;
+      if (reply?.compressed) compressed++;
     }
   }));
-  return { latencies, errors, elapsed: (performance.now() - start) / 1000 };
+  return { latencies, errors, compressed, elapsed: (performance.now() - start) / 1000 };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -97,14 +146,15 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
-async function measureEngine(
-  engine: EngineKind,
+async function measureServer(
+  server: Server,
+  clients: readonly ClientMode[],
   levels: readonly number[],
   seconds: number,
   warmup: number,
 ): Promise<Measurement[]> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", import.meta.filename!, "--serve", engine],
+    args: ["run", "-A", import.meta.filename!, "--serve", server],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -113,31 +163,44 @@ async function measureEngine(
   let buffered = "";
   while (!buffered.includes("\n")) {
     const { value, done } = await lines.read();
-    if (done) throw new Error(`The ${engine} server exited before it served`);
+    if (done) throw new Error(`The ${server} server exited before it served`);
     buffered += value;
   }
   const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
   const results: Measurement[] = [];
   try {
-    for (const concurrency of levels) {
-      await drive(url, concurrency, warmup);
-      const { latencies, errors, elapsed } = await drive(url, concurrency, seconds);
-      latencies.sort((a, b) => a - b);
-      const row: Measurement = {
-        engine,
-        concurrency,
-        requests: latencies.length,
-        errors,
-        seconds: elapsed,
-        rps: latencies.length / elapsed,
-        p50Ms: percentile(latencies, 0.5),
-        p99Ms: percentile(latencies, 0.99),
-      };
-      console.log(
-        `${engine.padEnd(8)} c=${concurrency}: ${row.rps.toFixed(0)} req/s, ` +
-          `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors`,
-      );
-      results.push(row);
+    for (const client of clients) {
+      for (const concurrency of levels) {
+        await drive(url, server, client, concurrency, warmup);
+        const { latencies, errors, compressed, elapsed } = await drive(
+          url,
+          server,
+          client,
+          concurrency,
+          seconds,
+        );
+        latencies.sort((a, b) => a - b);
+        const row: Measurement = {
+          server,
+          client,
+          concurrency,
+          requests: latencies.length,
+          errors,
+          seconds: elapsed,
+          rps: latencies.length / elapsed,
+          p50Ms: percentile(latencies, 0.5),
+          p99Ms: percentile(latencies, 0.99),
+          compressed,
+        };
+        console.log(
+          `${server.padEnd(8)} ${client.padEnd(8)} c=${concurrency}: ${
+            row.rps.toFixed(0)
+          } req/s, ` +
+            `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
+            `${compressed} compressed`,
+        );
+        results.push(row);
+      }
     }
   } finally {
     await child.stdin.close();
@@ -148,6 +211,10 @@ async function measureEngine(
   return results;
 }
 
+function ratio(a: number | undefined, b: number | undefined): string {
+  return a === undefined || b === undefined ? "—" : (a / b).toFixed(2);
+}
+
 function report(
   rows: readonly Measurement[],
   seconds: number,
@@ -156,31 +223,44 @@ function report(
 ): string {
   const date = new Date().toISOString();
   const out = [
-    `# DenoTriton engines over HTTP: built-in vs Triton core`,
+    `# DenoTriton engines over HTTP: built-in vs Triton core vs a bare Deno.serve`,
     "",
     `Run ${date} with \`deno task bench:engines\` (Deno ${Deno.version.deno}, ${Deno.build.os}/${Deno.build.arch}, ` +
     `${navigator.hardwareConcurrency} CPUs). Model: \`examples/add_sub\` (FP32 [1, 8] a and b, ` +
-    "dynamic batching up to 128, 100 µs queue delay). Each engine serves in its own subprocess; " +
-    `one closed-loop HTTP/JSON load generator, ${warmup} s warm-up then ${seconds} s measured per ` +
-    `concurrency level; best of ${rounds} alternating rounds. Latency is client-side, per request.`,
+    "dynamic batching up to 128, 100 µs queue delay). The ceiling is a bare `Deno.serve` that " +
+    "parses the same request JSON and answers it as JSON. Each server runs in its own " +
+    `subprocess; one closed-loop HTTP/JSON load generator, ${warmup} s warm-up then ${seconds} s ` +
+    `measured per client and concurrency level; best of ${rounds} alternating rounds. Clients: ` +
+    "`identity` sends `accept-encoding: identity` (as tritonclient and perf_analyzer do); `fetch` " +
+    "sends a plain `fetch()`'s default headers (`accept-encoding: gzip, deflate, br`). Latency is " +
+    "client-side, per request; `compressed` counts responses that came back compressed.",
     "",
-    "| engine | concurrency | requests | errors | req/s | p50 ms | p99 ms |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
-      `| ${r.engine} | ${r.concurrency} | ${r.requests} | ${r.errors} | ${r.rps.toFixed(0)} | ` +
-      `${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} |`
+      `| ${
+        SERVER_NAMES[r.server]
+      } | ${r.client} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
+      `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} |`
     ),
     "",
-    "| concurrency | req/s core/builtin | p50 core/builtin | p99 core/builtin |",
-    "| ---: | ---: | ---: | ---: |",
+    "| client | concurrency | req/s core/builtin | p50 core/builtin | p99 core/builtin | " +
+    "builtin/ceiling | core/ceiling |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
-  for (const concurrency of new Set(rows.map((r) => r.concurrency))) {
-    const builtin = rows.find((r) => r.engine === "builtin" && r.concurrency === concurrency);
-    const core = rows.find((r) => r.engine === "triton" && r.concurrency === concurrency);
-    if (!builtin || !core) continue;
+  const find = (server: Server, client: ClientMode, concurrency: number): Measurement | undefined =>
+    rows.find((r) => r.server === server && r.client === client && r.concurrency === concurrency);
+  const levels = [...new Set(rows.map((r) => `${r.client} ${r.concurrency}`))];
+  for (const level of levels) {
+    const [client, c] = level.split(" ") as [ClientMode, string];
+    const concurrency = Number(c);
+    const builtin = find("builtin", client, concurrency);
+    const core = find("triton", client, concurrency);
+    const echo = find("echo", client, concurrency);
     out.push(
-      `| ${concurrency} | ${(core.rps / builtin.rps).toFixed(2)} | ` +
-        `${(core.p50Ms / builtin.p50Ms).toFixed(2)} | ${(core.p99Ms / builtin.p99Ms).toFixed(2)} |`,
+      `| ${client} | ${concurrency} | ${ratio(core?.rps, builtin?.rps)} | ` +
+        `${ratio(core?.p50Ms, builtin?.p50Ms)} | ${ratio(core?.p99Ms, builtin?.p99Ms)} | ` +
+        `${ratio(builtin?.rps, echo?.rps)} | ${ratio(core?.rps, echo?.rps)} |`,
     );
   }
   return out.join("\n") + "\n";
@@ -189,21 +269,31 @@ function report(
 if (import.meta.main) {
   const served = flag("serve", "");
   if (served !== "") {
-    await serve(served as EngineKind);
+    await serve(served as Server);
   } else {
     const seconds = Number(flag("duration", "5"));
     const warmup = Number(flag("warmup", "1"));
     const levels = flag("concurrency", "1,8").split(",").map(Number);
     const rows: Measurement[] = [];
     const rounds = Number(flag("rounds", "2"));
-    const engines = flag("engines", "builtin,triton").split(",") as EngineKind[];
-    // The machine is shared and noisy: engines alternate over rounds and each (engine,
+    // `--engines` is the older name of `--servers`.
+    const servers = flag("servers", flag("engines", "echo,builtin,triton")).split(",") as Server[];
+    const clients = flag("clients", "identity,fetch").split(",") as ClientMode[];
+    for (const server of servers) {
+      if (!(server in SERVER_NAMES)) throw new Error(`Unknown server '${server}'`);
+    }
+    for (const client of clients) {
+      if (client !== "identity" && client !== "fetch") {
+        throw new Error(`Unknown client '${client}': expected identity or fetch`);
+      }
+    }
+    // The machine is shared and noisy: servers alternate over rounds and each (server, client,
     // concurrency) keeps its best round.
     for (let round = 0; round < rounds; round++) {
-      for (const engine of engines) {
-        for (const row of await measureEngine(engine, levels, seconds, warmup)) {
+      for (const server of servers) {
+        for (const row of await measureServer(server, clients, levels, seconds, warmup)) {
           const at = rows.findIndex((r) =>
-            r.engine === row.engine && r.concurrency === row.concurrency
+            r.server === row.server && r.client === row.client && r.concurrency === row.concurrency
           );
           if (at < 0) rows.push(row);
           else if (row.rps > rows[at]!.rps) rows[at] = row;
@@ -211,7 +301,8 @@ if (import.meta.main) {
       }
     }
     rows.sort((a, b) =>
-      engines.indexOf(a.engine) - engines.indexOf(b.engine) || a.concurrency - b.concurrency
+      clients.indexOf(a.client) - clients.indexOf(b.client) ||
+      servers.indexOf(a.server) - servers.indexOf(b.server) || a.concurrency - b.concurrency
     );
     const text = report(rows, seconds, warmup, rounds);
     console.log(`\n${text}`);

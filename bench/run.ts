@@ -8,13 +8,15 @@
  *     deno task bench --quick --servers builtin,triton --out /tmp/x --no-readme
  *
  * Setup it does itself: a venv in `bench/.venv` with `nvidia-pytriton==0.7.0` and
- * `tritonclient[http,grpc]==2.51.0` (perf_analyzer); `deno task setup:triton` when the Triton
- * core is missing.
+ * `tritonclient[http,grpc]==2.51.0` (perf_analyzer), unless `DENOTRITON_PYTRITON_PYTHON` names
+ * a Python that has them; `deno task setup:triton` when the Triton core is missing. When the
+ * venv cannot be made, PyTriton is skipped with one line (a failure if `--servers` names it).
  *
  * @module
  */
 
 import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
+import { ensureVenv, runCommand as run, type VenvResult } from "./venv.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { profileWhile, topFrames } from "./profile.ts";
 import {
@@ -43,7 +45,6 @@ const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const VENV = `${ROOT}/bench/.venv`;
 const WORK = `${ROOT}/bench/.work`;
 const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
-const decoder = new TextDecoder();
 
 function option(name: string): string | undefined {
   const index = Deno.args.indexOf(`--${name}`);
@@ -87,19 +88,6 @@ const WINDOW_MS = quick ? 300 : 1500;
 const WINDOWS = 3;
 const STARTS = quick ? 1 : 3;
 
-async function run(
-  command: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ ok: boolean; text: string }> {
-  const result = await new Deno.Command(command, { args, env, stdout: "piped", stderr: "piped" })
-    .output();
-  return {
-    ok: result.success,
-    text: (decoder.decode(result.stdout) + decoder.decode(result.stderr)).trim(),
-  };
-}
-
 async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);
@@ -109,19 +97,20 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** The venv with PyTriton and perf_analyzer, created when missing. */
-async function ensureVenv(): Promise<string> {
-  const python = `${VENV}/bin/python`;
-  const probe = await run(python, ["-c", "import pytriton, tritonclient.grpc"]);
-  if (probe.ok) return python;
-  console.log(`bench: creating ${VENV} with ${PACKAGES.join(" ")} ...`);
-  if (!await exists(python)) {
-    const made = await run("python3", ["-m", "venv", VENV]);
-    if (!made.ok) throw new Error(`Cannot create the venv: ${made.text}`);
+const PYTRITON_PROBE = "import pytriton, tritonclient.grpc";
+
+/**
+ * The Python with PyTriton and perf_analyzer: `DENOTRITON_PYTRITON_PYTHON` when it has both (as
+ * the tests use), else `bench/.venv`, created and filled when missing.
+ */
+async function pytritonPython(): Promise<VenvResult> {
+  const named = Deno.env.get("DENOTRITON_PYTRITON_PYTHON");
+  if (named !== undefined && named !== "") {
+    const probe = await run(named, ["-c", PYTRITON_PROBE]);
+    if (probe.ok) return { python: named };
+    console.log(`bench: DENOTRITON_PYTRITON_PYTHON=${named} lacks PyTriton, using ${VENV}`);
   }
-  const installed = await run(python, ["-m", "pip", "install", "-q", ...PACKAGES]);
-  if (!installed.ok) throw new Error(`Cannot install ${PACKAGES.join(" ")}: ${installed.text}`);
-  return python;
+  return await ensureVenv({ dir: VENV, packages: PACKAGES, probe: PYTRITON_PROBE });
 }
 
 async function ensureTritonCore(): Promise<void> {
@@ -136,7 +125,8 @@ async function ensureTritonCore(): Promise<void> {
 async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPeer> {
   const candidates = [];
   if (python !== undefined) {
-    candidates.push({ python, tritonclientVersion: "2.51.0", scriptDirs: [`${VENV}/bin`] });
+    const bin = python.slice(0, python.lastIndexOf("/"));
+    candidates.push({ python, tritonclientVersion: "2.51.0", scriptDirs: [bin] });
   }
   const { PYTHON } = await import("../tests/_peers.ts");
   candidates.push(PYTHON);
@@ -147,8 +137,10 @@ async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPee
     reason = found.missing;
   }
   if (python === undefined) {
-    // Last resort: the venv (without PyTriton's server, tritonclient brings perf_analyzer).
-    return perfAnalyzer(await ensureVenv());
+    // Last resort: the venv (tritonclient brings perf_analyzer).
+    const venv = await pytritonPython();
+    if ("python" in venv) return perfAnalyzer(venv.python);
+    reason += `; ${venv.missing}`;
   }
   throw new Error(`No runnable perf_analyzer: ${reason}`);
 }
@@ -271,12 +263,32 @@ async function machineFacts(
 async function main(): Promise<number> {
   await Deno.mkdir(WORK, { recursive: true });
   await Deno.mkdir(outDir, { recursive: true });
+  let python: string | undefined;
+  if (servers.includes("pytriton")) {
+    const venv = await pytritonPython();
+    if ("missing" in venv) {
+      // Named on the command line: a hard failure; by default: DenoTriton alone.
+      if (option("servers") !== undefined) {
+        console.error(`bench: cannot run PyTriton: ${venv.missing}`);
+        return 1;
+      }
+      console.log(`bench: skipping PyTriton (DenoTriton only): ${venv.missing}`);
+      servers.splice(servers.indexOf("pytriton"), 1);
+    } else {
+      python = venv.python;
+    }
+  } else if (await exists(`${VENV}/bin/python`)) {
+    python = `${VENV}/bin/python`;
+  }
   const wantPy = servers.includes("pytriton");
-  const python = wantPy || await exists(`${VENV}/bin/python`)
-    ? (wantPy ? await ensureVenv() : `${VENV}/bin/python`)
-    : undefined;
   if (servers.includes("triton")) await ensureTritonCore();
-  const pa = await perfAnalyzer(python);
+  let pa: PerfAnalyzerPeer;
+  try {
+    pa = await perfAnalyzer(python);
+  } catch (error) {
+    console.error(`bench: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
   const libDir = python === undefined ? undefined : await pythonLibDir(python);
   const facts = await machineFacts(pa, wantPy ? python : undefined);
   const began = performance.now();

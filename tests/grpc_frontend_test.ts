@@ -8,7 +8,12 @@ import { codecs, type ModelRef } from "../src/protocol/grpc_codec.ts";
 import { modelConfigToJson } from "../src/protocol/model_config_proto.ts";
 import { GrpcFrontend } from "../src/frontend/grpc/server.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
-import { ENGINES } from "./_helpers.ts";
+import { ENGINES, watchdog } from "./_helpers.ts";
+import http2 from "node:http2";
+import {
+  CONNECTION_WINDOW_BYTES,
+  STREAM_WINDOW_BYTES,
+} from "../src/frontend/grpc/connection_tuning.ts";
 import { startTestServer } from "./grpc_test_server.ts";
 
 for (const engine of ENGINES) {
@@ -281,4 +286,41 @@ Deno.test("GrpcFrontend fails clearly when the port is taken", async () => {
     GrpcFrontend.start(engine, { address: "127.0.0.1", port: first.port }),
     new RegExp(`Cannot start the gRPC front end on 127\\.0\\.0\\.1:${first.port}`),
   );
+});
+
+Deno.test("GrpcFrontend advertises large flow-control windows on each connection", async () => {
+  await using engine = new BuiltinEngine({});
+  await using frontend = await GrpcFrontend.start(engine, { address: "127.0.0.1", port: 0 });
+  const session = http2.connect(`http://127.0.0.1:${frontend.port}`);
+  try {
+    // The window travels in the server's second SETTINGS frame (after the default first one).
+    const settings = await watchdog(
+      new Promise<http2.Settings>((resolve) => {
+        session.on("remoteSettings", (remote: http2.Settings) => {
+          if (remote.initialWindowSize !== 65535) resolve(remote);
+        });
+      }),
+      "the server's SETTINGS",
+      10_000,
+    );
+    assert.equal(settings.initialWindowSize, STREAM_WINDOW_BYTES);
+    assert.equal(STREAM_WINDOW_BYTES, 16 * 1024 * 1024);
+    // The connection window grows by a WINDOW_UPDATE; a 16 MiB request goes out without waiting.
+    const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check" });
+    stream.on("error", () => {});
+    await watchdog(
+      new Promise<void>((resolve) => {
+        const poll = (): void => {
+          if ((session.state.remoteWindowSize ?? 0) >= CONNECTION_WINDOW_BYTES - 65535) resolve();
+          else setTimeout(poll, 10);
+        };
+        poll();
+      }),
+      "the connection window",
+      10_000,
+    );
+    stream.close();
+  } finally {
+    session.close();
+  }
 });

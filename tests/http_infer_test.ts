@@ -303,17 +303,25 @@ async function transform(
 }
 
 for (const engine of ENGINES) {
-  Deno.test(`HTTP /infer decompresses gzip/deflate requests and compresses responses [${engine}]`, async (t) => {
+  Deno.test(`HTTP /infer decompresses gzip/deflate requests and compresses large responses [${engine}]`, async (t) => {
     await using server = await startHttpServer(engine, [IDENTITY]);
+    // Two 1,000-byte elements of one repeated letter: 2,008 bytes that compress well.
+    const element = new Uint8Array(1000).fill(97);
+    const data = new Uint8Array(2 * (4 + 1000));
+    const view = new DataView(data.buffer);
+    view.setUint32(0, 1000, true);
+    data.set(element, 4);
+    view.setUint32(1004, 1000, true);
+    data.set(element, 1008);
     const { body, headers } = binaryBody({
       inputs: [{
         name: "in_bytes",
         datatype: "BYTES",
         shape: [1, 2],
-        parameters: { binary_data_size: 11 },
+        parameters: { binary_data_size: data.byteLength },
       }],
       outputs: [{ name: "out_bytes", parameters: { binary_data: true } }],
-    }, new Uint8Array([2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]));
+    }, data);
     for (const encoding of ["gzip", "deflate"] as const) {
       await t.step(encoding, async () => {
         const packed = await transform(body, new CompressionStream(encoding));
@@ -324,14 +332,53 @@ for (const engine of ENGINES) {
         });
         assert.equal(response.status, 200);
         assert.equal(response.headers["content-encoding"], encoding);
+        assert.ok(response.body.byteLength < 200, `${response.body.byteLength} bytes`);
         const bytes = await transform(response.body, new DecompressionStream(encoding));
         // The header length counts the uncompressed JSON.
         const jsonEnd = Number(response.headers["inference-header-content-length"]);
         const json = JSON.parse(decoder.decode(bytes.subarray(0, jsonEnd)));
-        assert.equal(json.outputs[0].parameters.binary_data_size, 11);
-        assert.deepEqual(Array.from(bytes.subarray(jsonEnd)), [2, 0, 0, 0, 0, 1, 1, 0, 0, 0, 9]);
+        assert.equal(json.outputs[0].parameters.binary_data_size, 2008);
+        assert.deepEqual(bytes.subarray(jsonEnd), data);
       });
     }
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer sends small and incompressible responses uncompressed, even to gzip clients [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const url = `${server.url}/v2/models/Identity/infer`;
+    const small = JSON.stringify({
+      inputs: [{ name: "in_int32", datatype: "INT32", shape: [1, 3], data: [1, 2, 3] }],
+    });
+    // What fetch(), browsers and Python requests advertise.
+    for (const accept of ["gzip", "deflate", "gzip, deflate, br"]) {
+      const response = await rawPost(url, encoder.encode(small), { "accept-encoding": accept });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers["content-encoding"], undefined, accept);
+      assert.deepEqual(JSON.parse(decoder.decode(response.body)).outputs, [
+        { name: "out_int32", datatype: "INT32", shape: [1, 3], data: [1, 2, 3] },
+      ]);
+    }
+    // 256 KiB of random bytes do not shrink: sent as they are.
+    const noise = new Uint8Array(256 * 1024);
+    for (let i = 0; i < noise.byteLength; i += 65536) {
+      crypto.getRandomValues(noise.subarray(i, i + 65536));
+    }
+    const { body, headers } = binaryBody({
+      inputs: [{
+        name: "in_uint8",
+        datatype: "UINT8",
+        shape: [1, noise.byteLength],
+        parameters: { binary_data_size: noise.byteLength },
+      }],
+      outputs: [{ name: "out_uint8", parameters: { binary_data: true } }],
+    }, noise);
+    const response = await rawPost(url, body, { ...headers, "accept-encoding": "gzip" });
+    assert.equal(response.status, 200);
+    assert.equal(response.headers["content-encoding"], undefined);
+    const jsonEnd = Number(response.headers["inference-header-content-length"]);
+    assert.deepEqual(response.body.subarray(jsonEnd), noise);
   });
 }
 

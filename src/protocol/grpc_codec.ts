@@ -386,6 +386,114 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
   };
 }
 
+// ---- Raw tensor contents ------------------------------------------------------------------
+
+/** A message being encoded as pieces of the wire bytes, in order, not yet joined. */
+interface Pieces {
+  readonly chunks: Uint8Array[];
+  size: number;
+}
+
+function varintSize(value: number): number {
+  let size = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80);
+    size++;
+  }
+  return size;
+}
+
+/** A length-delimited field's tag and length (wire type 2). */
+function fieldPrefix(field: number, length: number): Uint8Array {
+  const tag = field * 8 + 2;
+  const prefix = new Uint8Array(varintSize(tag) + varintSize(length));
+  let at = 0;
+  for (let value of [tag, length]) {
+    while (value >= 0x80) {
+      prefix[at++] = (value % 0x80) | 0x80;
+      value = Math.floor(value / 0x80);
+    }
+    prefix[at++] = value;
+  }
+  return prefix;
+}
+
+function push(pieces: Pieces, chunk: Uint8Array): void {
+  pieces.chunks.push(chunk);
+  pieces.size += chunk.byteLength;
+}
+
+/** Joins pieces into one buffer: the only copy of the raw contents. */
+function join(pieces: Pieces): Uint8Array {
+  if (pieces.chunks.length === 1) return pieces.chunks[0]!;
+  const out = new Uint8Array(pieces.size);
+  let at = 0;
+  for (const chunk of pieces.chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The codec of a message whose last field is `repeated bytes` raw tensor contents
+ * (`raw_input_contents`, `raw_output_contents`): protobufjs encodes the other fields, and each
+ * raw entry is written after them as a length-delimited field around the caller's bytes, so the
+ * tensor data is copied once, into the wire buffer (the bytes protobufjs would produce: fields
+ * in number order). Decoding is protobufjs's, whose `bytes` are views of the input.
+ */
+function rawContentsCodec<T>(
+  name: string,
+  rawField: keyof T & string,
+  fieldNumber: number,
+): MessageCodec<T> & { pieces(value: T, into: Pieces): void } {
+  const head = messageCodec<T>(name);
+  const pieces = (value: T, into: Pieces): void => {
+    const raw = value[rawField] as readonly Uint8Array[] | undefined;
+    push(into, head.encode(raw === undefined ? value : { ...value, [rawField]: undefined }));
+    for (const bytes of raw ?? []) {
+      push(into, fieldPrefix(fieldNumber, bytes.byteLength));
+      if (bytes.byteLength > 0) push(into, bytes);
+    }
+  };
+  return {
+    name,
+    pieces,
+    encode(value: T): Uint8Array {
+      const into: Pieces = { chunks: [], size: 0 };
+      pieces(value, into);
+      return join(into);
+    },
+    decode: head.decode,
+  };
+}
+
+function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
+  const name = "inference.ModelStreamInferResponse";
+  const head = messageCodec<ModelStreamInferResponse>(name);
+  const inner = rawContentsCodec<ModelInferResponse>(
+    "inference.ModelInferResponse",
+    "raw_output_contents",
+    6,
+  );
+  return {
+    name,
+    encode(value: ModelStreamInferResponse): Uint8Array {
+      const response = value.infer_response;
+      const into: Pieces = { chunks: [], size: 0 };
+      push(into, head.encode({ ...value, infer_response: null }));
+      if (response !== undefined && response !== null) {
+        const nested: Pieces = { chunks: [], size: 0 };
+        inner.pieces(response, nested);
+        push(into, fieldPrefix(2, nested.size));
+        for (const chunk of nested.chunks) push(into, chunk);
+      }
+      return join(into);
+    },
+    decode: head.decode,
+  };
+}
+
 /** The codecs of every message the front end and client exchange. */
 export const codecs: {
   readonly Empty: MessageCodec<Empty>;
@@ -414,9 +522,26 @@ export const codecs: {
   ModelRef: lazyCodec("inference.ModelReadyRequest"),
   ServerMetadataResponse: lazyCodec("inference.ServerMetadataResponse"),
   ModelMetadataResponse: lazyCodec("inference.ModelMetadataResponse"),
-  ModelInferRequest: lazyCodec("inference.ModelInferRequest"),
-  ModelInferResponse: lazyCodec("inference.ModelInferResponse"),
-  ModelStreamInferResponse: lazyCodec("inference.ModelStreamInferResponse"),
+  // Tensor data is written around, not through protobufjs (one copy, into the wire buffer).
+  ModelInferRequest: lazyCodec(
+    "inference.ModelInferRequest",
+    () =>
+      rawContentsCodec<ModelInferRequest>(
+        "inference.ModelInferRequest",
+        "raw_input_contents",
+        7,
+      ),
+  ),
+  ModelInferResponse: lazyCodec(
+    "inference.ModelInferResponse",
+    () =>
+      rawContentsCodec<ModelInferResponse>(
+        "inference.ModelInferResponse",
+        "raw_output_contents",
+        6,
+      ),
+  ),
+  ModelStreamInferResponse: lazyCodec("inference.ModelStreamInferResponse", streamResponseCodec),
   ModelConfigResponse: lazyCodec("inference.ModelConfigResponse"),
   ModelStatisticsResponse: lazyCodec("inference.ModelStatisticsResponse"),
   RepositoryIndexRequest: lazyCodec("inference.RepositoryIndexRequest"),
@@ -429,9 +554,12 @@ export const codecs: {
 };
 
 // Parsing the schema is deferred to first use so importing the module stays cheap.
-function lazyCodec<T>(name: string): MessageCodec<T> {
+function lazyCodec<T>(
+  name: string,
+  make: () => MessageCodec<T> = () => messageCodec<T>(name),
+): MessageCodec<T> {
   let codec: MessageCodec<T> | undefined;
-  const get = (): MessageCodec<T> => codec ??= messageCodec<T>(name);
+  const get = (): MessageCodec<T> => codec ??= make();
   return {
     name,
     encode: (value: T): Uint8Array => get().encode(value),

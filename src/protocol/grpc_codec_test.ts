@@ -106,3 +106,70 @@ Deno.test("Field numbers follow Triton's grpc_service.proto and model_config.pro
 Deno.test("Malformed bytes fail to decode", () => {
   assert.throws(() => codecs.ModelInferRequest.decode(new Uint8Array([0x0a, 0x05, 0x41])));
 });
+
+/** What protobufjs alone writes for a message. */
+function protobufjsBytes(name: string, value: Record<string, unknown>): number[] {
+  const type = protoRoot().lookupType(name);
+  return [...type.encode(type.fromObject(value)).finish()];
+}
+
+Deno.test("Raw contents are written around protobufjs with the bytes it would write", () => {
+  const big = new Uint8Array(300).map((_, i) => i % 256); // a two-byte length varint
+  const response = {
+    model_name: "m",
+    model_version: "1",
+    id: "r",
+    parameters: { triton_final_response: { bool_param: true } },
+    outputs: [
+      { name: "a", datatype: "UINT8", shape: [300] },
+      { name: "b", datatype: "INT32", shape: [0] },
+      { name: "c", datatype: "INT32", shape: [1] },
+    ],
+    raw_output_contents: [big, new Uint8Array(0), new Uint8Array([7, 0, 0, 0])],
+  };
+  assert.deepEqual(
+    [...codecs.ModelInferResponse.encode(response)],
+    protobufjsBytes("inference.ModelInferResponse", response),
+  );
+  assert.deepEqual(
+    [...codecs.ModelInferResponse.encode({ model_name: "m", model_version: "" })],
+    protobufjsBytes("inference.ModelInferResponse", { model_name: "m", model_version: "" }),
+  );
+  for (
+    const stream of [
+      { infer_response: response },
+      { error_message: "e", infer_response: { model_name: "m", model_version: "1" } },
+      { error_message: "e", infer_response: { model_name: "", model_version: "" } },
+      { error_message: "only" },
+    ]
+  ) {
+    assert.deepEqual(
+      [...codecs.ModelStreamInferResponse.encode(stream)],
+      protobufjsBytes("inference.ModelStreamInferResponse", stream),
+    );
+  }
+  const request = {
+    model_name: "m",
+    inputs: [{ name: "x", datatype: "UINT8", shape: [300] }],
+    outputs: [{ name: "y" }],
+    raw_input_contents: [big],
+  };
+  assert.deepEqual(
+    [...codecs.ModelInferRequest.encode(request)],
+    protobufjsBytes("inference.ModelInferRequest", request),
+  );
+});
+
+Deno.test("Decoded raw contents are views of the received bytes", () => {
+  const wire = codecs.ModelInferRequest.encode({
+    model_name: "m",
+    inputs: [{ name: "x", datatype: "UINT8", shape: [4] }],
+    raw_input_contents: [new Uint8Array([1, 2, 3, 4])],
+  });
+  const received = new Uint8Array(wire.byteLength + 5);
+  received.set(wire, 5);
+  const raw = codecs.ModelInferRequest.decode(received.subarray(5)).raw_input_contents![0]!;
+  assert.deepEqual([...raw], [1, 2, 3, 4]);
+  assert.equal(raw.buffer, received.buffer);
+  assert.equal(raw.byteOffset, 5 + wire.byteLength - 4);
+});

@@ -15,6 +15,7 @@ import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { withAccessCheck } from "./access.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { createServices, type GrpcService } from "./service.ts";
+import { tuneConnections } from "./connection_tuning.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
 export interface GrpcFrontendOptions {
@@ -256,6 +257,7 @@ export class GrpcFrontend implements AsyncDisposable {
         { cause: error },
       );
     });
+    tuneConnections(server, options.tls !== undefined);
     const host = address === "0.0.0.0" || address === "::" || address === "[::]"
       ? "127.0.0.1"
       : address;

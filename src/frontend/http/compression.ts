@@ -1,7 +1,8 @@
 /**
  * Request bodies in and response bodies out: reading a body with a size limit (after
  * `Content-Encoding: gzip|deflate` decompression too) and compressing a response for a client
- * that sent `Accept-Encoding: gzip|deflate`, as Triton's HTTP front end does.
+ * that sent `Accept-Encoding: gzip|deflate`, as Triton's HTTP front end does, but only where it
+ * pays: bodies of 1 KiB and more that shrink.
  *
  * @module
  */
@@ -150,6 +151,60 @@ async function inflateWithin(
   return out;
 }
 
+// Binary tensor data starts on a multiple of this, so 64-bit elements can be viewed in place.
+const ALIGNMENT = 8;
+// Smaller bodies are usually buffered whole by Deno already, and copying them costs little.
+const IN_PLACE_FROM_BYTES = 64 * 1024;
+
+/**
+ * Reads a body of known length into a buffer of its own, straight from the connection (a BYOB
+ * reader: no intermediate chunks), placed so that body offset `alignAt` falls on an 8-byte
+ * boundary of the buffer.
+ *
+ * @returns The body, or `undefined` when the body is not a byte stream (Deno hands a body it has
+ *   already buffered as a plain stream; `request.bytes()` then returns that buffer as it is).
+ */
+async function readInPlace(
+  request: Request,
+  length: number,
+  alignAt: number,
+): Promise<Uint8Array | undefined> {
+  let reader: ReadableStreamBYOBReader;
+  try {
+    reader = request.body!.getReader({ mode: "byob" });
+  } catch {
+    return undefined;
+  }
+  const start = (ALIGNMENT - (alignAt % ALIGNMENT)) % ALIGNMENT;
+  let buffer = new ArrayBuffer(start + length);
+  let filled = 0;
+  try {
+    while (filled < length) {
+      const { done, value } = await reader.read(new Uint8Array(buffer, start + filled));
+      if (done) break;
+      // Each read transfers the buffer; keep the one handed back.
+      buffer = value.buffer as ArrayBuffer;
+      filled += value.byteLength;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return new Uint8Array(buffer, start, filled);
+}
+
+/** Options of {@linkcode readRequestBody}. */
+export interface ReadBodyOptions {
+  /**
+   * A body offset to place on an 8-byte boundary of the returned bytes' buffer, where binary
+   * tensor data starts (`Inference-Header-Content-Length`), so tensors can be viewed in place.
+   * Uncompressed bodies of 64 KiB and more with a `Content-Length` are read straight into such
+   * a buffer; other bodies are copied once when they are not aligned already.
+   *
+   * @default {undefined}
+   */
+  alignAt?: number;
+}
+
 /**
  * Reads a request body, decompressing `Content-Encoding: gzip|deflate`, and enforces a size
  * limit on both the received and the decompressed bytes. Decompression runs in small steps
@@ -157,6 +212,7 @@ async function inflateWithin(
  *
  * @param request The request.
  * @param limit The largest body accepted, in bytes.
+ * @param options Where binary data starts, to align it.
  * @returns The (decompressed) body.
  * @throws {HttpError} 413 when the body or its decompressed form is over the limit.
  * @throws {InferenceError} 400 for corrupt compressed data, 501 for other encodings.
@@ -174,14 +230,48 @@ async function inflateWithin(
  * });
  * assert.equal(new TextDecoder().decode(await readRequestBody(request, 100)), "hello");
  * ```
+ *
+ * @example Binary data after a 3-byte header lands on an 8-byte boundary
+ * ```ts
+ * import { readRequestBody } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = new Uint8Array(100_000).fill(7);
+ * const request = new Request("http://x/", {
+ *   method: "POST",
+ *   body: new Blob([body]).stream(),
+ *   headers: { "content-length": "100000" },
+ * });
+ * const read = await readRequestBody(request, 200_000, { alignAt: 3 });
+ * assert.deepEqual(read, body);
+ * assert.equal((read.byteOffset + 3) % 8, 0);
+ * ```
  */
-export async function readRequestBody(request: Request, limit: number): Promise<Uint8Array> {
+export async function readRequestBody(
+  request: Request,
+  limit: number,
+  options: ReadBodyOptions = {},
+): Promise<Uint8Array> {
+  const bytes = await readBody(request, limit, options.alignAt);
+  return options.alignAt === undefined ? bytes : alignedAt(bytes, options.alignAt);
+}
+
+async function readBody(
+  request: Request,
+  limit: number,
+  alignAt: number | undefined,
+): Promise<Uint8Array> {
   const encoding = requestEncoding(request.headers.get("content-encoding"));
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit, "body");
   if (request.body === null) return new Uint8Array(0);
   if (encoding === undefined) {
     if (declared !== null) {
+      const length = Number(declared);
+      if (alignAt !== undefined && Number.isSafeInteger(length) && length >= IN_PLACE_FROM_BYTES) {
+        const bytes = await readInPlace(request, length, alignAt);
+        if (bytes !== undefined) return bytes;
+      }
       // A known length within the limit: the fast path without a stream reader.
       const bytes = await request.bytes();
       if (bytes.byteLength > limit) throw tooLarge(limit, "body");
@@ -199,6 +289,15 @@ export async function readRequestBody(request: Request, limit: number): Promise<
       }`,
     );
   }
+}
+
+/** The bytes, copied once when offset `alignAt` is not on an 8-byte boundary of their buffer. */
+function alignedAt(bytes: Uint8Array, alignAt: number): Uint8Array {
+  if ((bytes.byteOffset + alignAt) % ALIGNMENT === 0) return bytes;
+  const start = (ALIGNMENT - (alignAt % ALIGNMENT)) % ALIGNMENT;
+  const copy = new Uint8Array(new ArrayBuffer(start + bytes.byteLength), start, bytes.byteLength);
+  copy.set(bytes);
+  return copy;
 }
 
 /**
@@ -259,4 +358,102 @@ export async function compress(
     new CompressionStream(encoding),
   );
   return await new Response(stream).bytes();
+}
+
+/**
+ * Responses smaller than this many bytes are sent as they are, whatever the client accepts:
+ * compressing a few hundred bytes costs more time than it saves (Hono's compress middleware
+ * uses the same threshold).
+ */
+export const COMPRESS_MIN_BYTES = 1024;
+
+// A body at least this large is compressed only when a sample of it shrinks, so incompressible
+// binary tensors (most float data) do not cost a full deflate pass for nothing.
+const SAMPLE_FROM_BYTES = 64 * 1024;
+const SAMPLE_BYTES = 16 * 1024;
+// The sample must shrink to at most this share of its size.
+const SAMPLE_MAX_RATIO = 0.9;
+
+/** A response body as it goes on the wire. */
+export interface ResponseBody {
+  /** The bytes to send. */
+  readonly body: Uint8Array<ArrayBuffer>;
+  /** The `Content-Encoding` of `body`, or `undefined` when it is sent as it is. */
+  readonly encoding: Encoding | undefined;
+}
+
+/**
+ * Compresses a response body for a client that accepts `encoding`, when that is worth it:
+ * bodies under {@linkcode COMPRESS_MIN_BYTES} are sent as they are, large bodies only when a
+ * sample of their end (where binary tensors are) compresses, and a compressed body that is
+ * not smaller than the original is dropped for the original.
+ *
+ * @param body The encoded response body.
+ * @param encoding What the client accepts (from {@linkcode responseEncoding}), or `undefined`.
+ * @returns The body to send and its encoding.
+ *
+ * @example Small bodies stay as they are
+ * ```ts
+ * import { compressResponseBody } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const small = new TextEncoder().encode('{"outputs":[]}');
+ * assert.equal((await compressResponseBody(small, "gzip")).encoding, undefined);
+ * const large = new TextEncoder().encode(JSON.stringify({ data: new Array(1000).fill(0) }));
+ * const packed = await compressResponseBody(large, "gzip");
+ * assert.equal(packed.encoding, "gzip");
+ * assert.ok(packed.body.byteLength < large.byteLength);
+ * ```
+ */
+export async function compressResponseBody(
+  body: Uint8Array<ArrayBuffer>,
+  encoding: Encoding | undefined,
+): Promise<ResponseBody> {
+  const plain = { body, encoding: undefined };
+  if (encoding === undefined || body.byteLength < COMPRESS_MIN_BYTES) return plain;
+  if (body.byteLength >= SAMPLE_FROM_BYTES) {
+    const sample = body.subarray(body.byteLength - SAMPLE_BYTES);
+    const packedSample = await compress(sample, encoding);
+    if (packedSample.byteLength > sample.byteLength * SAMPLE_MAX_RATIO) return plain;
+  }
+  const packed = await compress(body, encoding);
+  return packed.byteLength < body.byteLength ? { body: packed, encoding } : plain;
+}
+
+// Deno copies a `Uint8Array` given to `Response`, but sends a stream's chunks as they are; below
+// this size the copy costs less than the stream.
+const STREAM_FROM_BYTES = 64 * 1024;
+
+/**
+ * A response with a body of bytes, without copying large bodies: those are sent as a one-chunk
+ * stream, with their `Content-Length` set (it is not chunked).
+ *
+ * @param body The body; it must not change until it is sent.
+ * @param headers The response headers.
+ * @returns The response.
+ *
+ * @example
+ * ```ts
+ * import { bytesResponse } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const large = bytesResponse(new Uint8Array(100_000), { "content-type": "application/octet-stream" });
+ * assert.equal(large.headers.get("content-length"), "100000");
+ * assert.equal((await large.bytes()).byteLength, 100_000);
+ * ```
+ */
+export function bytesResponse(
+  body: Uint8Array<ArrayBuffer>,
+  headers: Record<string, string>,
+): Response {
+  if (body.byteLength < STREAM_FROM_BYTES) return new Response(body, { headers });
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller): void {
+      controller.enqueue(body);
+      controller.close();
+    },
+  });
+  return new Response(stream, {
+    headers: { ...headers, "content-length": String(body.byteLength) },
+  });
 }

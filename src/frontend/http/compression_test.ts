@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { compress, readRequestBody, responseEncoding } from "./compression.ts";
+import {
+  compress,
+  compressResponseBody,
+  readRequestBody,
+  responseEncoding,
+} from "./compression.ts";
 import { HttpError } from "./errors.ts";
 
 const encoder = new TextEncoder();
@@ -160,3 +165,73 @@ function isTooLargeBody(error: unknown): boolean {
   assert.match(error.message, /the body exceeds the limit of 1000 bytes/);
   return true;
 }
+
+Deno.test("compressResponseBody() leaves small and incompressible bodies as they are", async () => {
+  const small = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(100).fill(1) }] }));
+  assert.ok(small.byteLength < 1024);
+  assert.deepEqual(await compressResponseBody(small, "gzip"), { body: small, encoding: undefined });
+  assert.deepEqual(await compressResponseBody(small, undefined), {
+    body: small,
+    encoding: undefined,
+  });
+
+  const large = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(2000).fill(1) }] }));
+  for (const encoding of ["gzip", "deflate"] as const) {
+    const packed = await compressResponseBody(large, encoding);
+    assert.equal(packed.encoding, encoding);
+    assert.ok(packed.body.byteLength < large.byteLength / 10);
+    const back = await new Response(
+      new Blob([packed.body]).stream().pipeThrough(new DecompressionStream(encoding)),
+    ).bytes();
+    assert.deepEqual(back, large);
+  }
+  assert.equal((await compressResponseBody(large, undefined)).encoding, undefined);
+
+  // Random bytes do not shrink: under the sampling size the whole is tried, above it a sample.
+  for (const size of [4096, 256 * 1024]) {
+    const noise = new Uint8Array(size);
+    for (let i = 0; i < size; i += 65536) crypto.getRandomValues(noise.subarray(i, i + 65536));
+    const result = await compressResponseBody(noise, "gzip");
+    assert.equal(result.encoding, undefined, `size ${size}`);
+    assert.equal(result.body, noise);
+  }
+});
+
+Deno.test("readRequestBody() places a large body's binary section on an 8-byte boundary", async () => {
+  const seen: { aligned: boolean; same: boolean }[] = [];
+  const body = new Uint8Array(300_000);
+  for (let i = 0; i < body.byteLength; i++) body[i] = i % 251;
+  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (r) => {
+    const alignAt = Number(new URL(r.url).searchParams.get("at"));
+    const read = await readRequestBody(r, 1_000_000, { alignAt });
+    seen.push({
+      aligned: (read.byteOffset + alignAt) % 8 === 0,
+      same: read.byteLength === body.byteLength && read.every((v, i) => v === body[i]),
+    });
+    return new Response(null, { status: 204 });
+  });
+  for (const at of [0, 3, 5, 8, 13]) {
+    const response = await fetch(`http://127.0.0.1:${server.addr.port}/?at=${at}`, {
+      method: "POST",
+      body,
+    });
+    assert.equal(response.status, 204);
+  }
+  assert.deepEqual(seen, new Array(5).fill({ aligned: true, same: true }));
+});
+
+Deno.test("readRequestBody() aligns small, chunked and compressed bodies by copying them", async () => {
+  const text = encoder.encode("0123456789abcdef");
+  for (const alignAt of [0, 1, 7, 9]) {
+    const plain = await readRequestBody(post(text), 100, { alignAt });
+    const chunked = await readRequestBody(post(streamOf(text)), 100, { alignAt });
+    const packed = await compress(text, "gzip");
+    const inflated = await readRequestBody(post(packed, { "content-encoding": "gzip" }), 100, {
+      alignAt,
+    });
+    for (const bytes of [plain, chunked, inflated]) {
+      assert.deepEqual(bytes, text);
+      assert.equal((bytes.byteOffset + alignAt) % 8, 0, `alignAt ${alignAt}`);
+    }
+  }
+});

@@ -1,0 +1,122 @@
+/**
+ * HTTP/2 connection settings of the gRPC front end that grpc-js has no option for, which large
+ * tensors need:
+ *
+ * - Flow-control windows. grpc-js serves with HTTP/2's default 64 KiB windows, so a client
+ *   sending a 4 MiB tensor stops every 32 KiB to wait for a `WINDOW_UPDATE` from this event
+ *   loop. Triton's gRPC server (grpc core) grows its windows to megabytes; these windows let a
+ *   whole message of the default size arrive without waiting.
+ * - Write coalescing. Deno's HTTP/2 session writes each frame (header and payload apart) to the
+ *   socket with its own call, about 500 `write(2)` calls for a 4 MiB response. Corking the socket
+ *   until the current tick ends sends the frames written in that tick with one `writev(2)`.
+ *
+ * @module
+ */
+
+import type * as grpc from "@grpc/grpc-js";
+import process from "node:process";
+
+/** The flow-control window of each stream: a message of 16 MiB arrives without waiting. */
+export const STREAM_WINDOW_BYTES = 16 * 1024 * 1024;
+
+/** The flow-control window of each connection, shared by its streams. */
+export const CONNECTION_WINDOW_BYTES = 64 * 1024 * 1024;
+
+/** What this module uses of a Node HTTP/2 session. */
+interface Session {
+  settings(settings: { initialWindowSize: number }): void;
+  setLocalWindowSize(bytes: number): void;
+}
+
+/** What this module uses of a socket. */
+interface Corkable {
+  write: (...args: never[]) => boolean;
+  cork(): void;
+  uncork(): void;
+}
+
+/** What this module uses of a Node HTTP/2 server. */
+interface Http2ServerLike {
+  on(event: "session", listener: (session: Session) => void): unknown;
+  on(event: "connection" | "secureConnection", listener: (socket: Corkable) => void): unknown;
+}
+
+/**
+ * Makes a socket send what is written to it in one tick with one system call: the first write
+ * of a tick corks it, and the end of the tick uncorks it.
+ *
+ * @param socket A writable socket (`net.Socket` or `tls.TLSSocket`).
+ *
+ * @example Two writes in one tick reach the socket together
+ * ```ts
+ * import { corkPerTick } from "./connection_tuning.ts";
+ * import { Writable } from "node:stream";
+ * import assert from "node:assert/strict";
+ *
+ * const calls: number[] = [];
+ * const socket = new Writable({
+ *   write(_chunk, _encoding, done) { calls.push(1); done(); },
+ *   writev(chunks, done) { calls.push(chunks.length); done(); },
+ * });
+ * corkPerTick(socket);
+ * socket.write("a");
+ * socket.write("b");
+ * await new Promise((resolve) => setTimeout(resolve, 0));
+ * assert.deepEqual(calls, [2]);
+ * ```
+ */
+export function corkPerTick(socket: Corkable): void {
+  const write = socket.write;
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    socket.uncork();
+  };
+  socket.write = function (this: Corkable, ...args: never[]): boolean {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    return write.apply(this, args);
+  };
+}
+
+/**
+ * Applies the windows and write coalescing to every connection a bound grpc-js server accepts
+ * from now on. grpc-js keeps its HTTP/2 servers in a private map, so this reads that map; if a
+ * grpc-js release renames it, nothing is tuned (the tests that check the windows then fail).
+ *
+ * @param server A grpc-js server whose `bindAsync` has completed.
+ * @param tls Whether it serves TLS (its sockets come from `secureConnection`).
+ * @returns How many HTTP/2 servers were tuned.
+ *
+ * @example A bound server is tuned
+ * ```ts
+ * import * as grpc from "@grpc/grpc-js";
+ * import { tuneConnections } from "./connection_tuning.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const server = new grpc.Server();
+ * await new Promise((resolve, reject) =>
+ *   server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) =>
+ *     error ? reject(error) : resolve(port))
+ * );
+ * assert.equal(tuneConnections(server, false), 1);
+ * server.forceShutdown();
+ * ```
+ */
+export function tuneConnections(server: grpc.Server, tls: boolean): number {
+  const servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(servers instanceof Map)) return 0;
+  let tuned = 0;
+  for (const http2Server of servers.keys() as Iterable<Http2ServerLike>) {
+    http2Server.on("session", (session) => {
+      session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
+      session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+    });
+    http2Server.on(tls ? "secureConnection" : "connection", corkPerTick);
+    tuned++;
+  }
+  return tuned;
+}
