@@ -243,8 +243,9 @@ for (const engine of ENGINES) {
             "50",
             "--max-trials",
             "5",
+            // Zero failures is the point here, not stable figures on a shared machine.
             "--stability-percentage",
-            "100",
+            "1000",
           ],
           env: PERF_ANALYZER.env,
           stdout: "piped",
@@ -257,7 +258,7 @@ for (const engine of ENGINES) {
         for (const concurrency of [1, 2]) {
           assert.match(output, new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+`));
         }
-        assert.doesNotMatch(output, /error/i, output);
+        assert.doesNotMatch(output, /error|Unable to unregister/i, output);
         const stats = await (await fetch(`${triton.urls.http}/v2/models/AddSub/stats`)).json();
         const inference = stats.model_stats[0].inference_stats;
         assert.ok(Number(inference.success.count) >= 100, JSON.stringify(inference));

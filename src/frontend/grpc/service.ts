@@ -449,12 +449,22 @@ export function createServices(
         return {};
       },
     ),
-    CudaSharedMemoryStatus: unary("CudaSharedMemoryStatus", notSupported(CUDA_SHM_MESSAGE)),
+    // Without GPUs nothing can be registered: Triton then lists no region and unregisters
+    // quietly (perf_analyzer unregisters CUDA regions too when it ends).
+    CudaSharedMemoryStatus: unary("CudaSharedMemoryStatus", (bytes) => {
+      const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+      if (request.name) {
+        throw InferenceError.notFound(
+          `Unable to find cuda shared memory region: '${request.name}'`,
+        );
+      }
+      return {};
+    }),
     CudaSharedMemoryRegister: unary("CudaSharedMemoryRegister", notSupported(CUDA_SHM_MESSAGE)),
-    CudaSharedMemoryUnregister: unary(
-      "CudaSharedMemoryUnregister",
-      notSupported(CUDA_SHM_MESSAGE),
-    ),
+    CudaSharedMemoryUnregister: unary("CudaSharedMemoryUnregister", (bytes) => {
+      decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+      return {};
+    }),
     TraceSetting: unary(
       "TraceSetting",
       notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
