@@ -83,6 +83,16 @@ Deno.test("SharedMemoryRegistry refuses bad keys and sizes with Triton's message
       () => registry.register({ name: "a", key: `${KEY}_missing`, offset: 0, byteSize: 8 }),
       /Unable to open shared memory region: '.*_missing': No such file or directory/,
     );
+    // A link in /dev/shm is not followed (shm_open opens with O_NOFOLLOW).
+    Deno.symlinkSync("/etc/hostname", `${PATH}_link`);
+    try {
+      assert.throws(
+        () => registry.register({ name: "a", key: `${KEY}_link`, offset: 0, byteSize: 1 }),
+        /Unable to open shared memory region: '.*_link': Too many levels of symbolic links/,
+      );
+    } finally {
+      Deno.removeSync(`${PATH}_link`);
+    }
     expectCode(
       () => registry.register({ name: "a", key: KEY, offset: 60, byteSize: 8 }),
       "INVALID_ARG",
