@@ -357,8 +357,9 @@ async function runBatch(
               false,
             )
           );
-          options.delivered?.();
+          // Counted as on their way before they are taken, so their arrival frees the room.
           for (const stream of streams) stream.sent();
+          options.delivered?.();
           if (allCancelled()) break;
           // The next step waits until every consumer of this batch has room for it.
           const rooms = streams.flatMap((stream) => stream.room() ?? []);
