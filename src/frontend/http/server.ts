@@ -14,6 +14,7 @@ import { errorResponse, errorToResponse } from "./errors.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { EndpointGroup } from "./router.ts";
 import { buildRoutes, runHandler } from "./routes.ts";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 export type { EndpointGroup } from "./router.ts";
 
@@ -65,6 +66,13 @@ export interface HttpFrontendOptions {
    * @default {undefined}
    */
   accessCheck?: AccessCheck;
+  /**
+   * The server's system shared-memory regions (shared with the gRPC front end); without it the
+   * shared-memory endpoints answer "not supported".
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
 }
 
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -101,6 +109,7 @@ export function createHttpHandler(
       "HTTP headerForwardPattern",
     ),
     logger,
+    ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
   });
   const accessCheck = options.accessCheck;
   return async (request: Request): Promise<Response> => {
