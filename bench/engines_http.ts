@@ -47,6 +47,11 @@ interface Measurement {
   p99Ms: number;
   /** Responses that came back with a `content-encoding`. */
   compressed: number;
+  /**
+   * The server process's CPU time (every thread, user + system) per request, in µs: less
+   * sensitive to other load on a shared machine than req/s. NaN where `/proc` is missing.
+   */
+  cpuUsPerRequest: number;
 }
 
 function flag(name: string, fallback: string): string {
@@ -141,6 +146,18 @@ async function drive(
   return { latencies, errors, compressed, elapsed: (performance.now() - start) / 1000 };
 }
 
+/** CPU seconds (user + system, all threads) a process has used so far; NaN without `/proc`. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
@@ -172,6 +189,7 @@ async function measureServer(
     for (const client of clients) {
       for (const concurrency of levels) {
         await drive(url, server, client, concurrency, warmup);
+        const cpuBefore = cpuSeconds(child.pid);
         const { latencies, errors, compressed, elapsed } = await drive(
           url,
           server,
@@ -179,6 +197,7 @@ async function measureServer(
           concurrency,
           seconds,
         );
+        const cpu = cpuSeconds(child.pid) - cpuBefore;
         latencies.sort((a, b) => a - b);
         const row: Measurement = {
           server,
@@ -191,13 +210,14 @@ async function measureServer(
           p50Ms: percentile(latencies, 0.5),
           p99Ms: percentile(latencies, 0.99),
           compressed,
+          cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
         };
         console.log(
           `${server.padEnd(8)} ${client.padEnd(8)} c=${concurrency}: ${
             row.rps.toFixed(0)
           } req/s, ` +
             `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
-            `${compressed} compressed`,
+            `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req`,
         );
         results.push(row);
       }
@@ -233,20 +253,24 @@ function report(
     `measured per client and concurrency level; best of ${rounds} alternating rounds. Clients: ` +
     "`identity` sends `accept-encoding: identity` (as tritonclient and perf_analyzer do); `fetch` " +
     "sends a plain `fetch()`'s default headers (`accept-encoding: gzip, deflate, br`). Latency is " +
-    "client-side, per request; `compressed` counts responses that came back compressed.",
+    "client-side, per request; `compressed` counts responses that came back compressed. Server " +
+    "CPU is the server process's user + system time (all threads) per request during the " +
+    "measured window (Linux `/proc`, 10 ms ticks): less sensitive to other load on a shared " +
+    "machine than req/s.",
     "",
-    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
       `| ${
         SERVER_NAMES[r.server]
       } | ${r.client} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
-      `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} |`
+      `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
+      `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} |`
     ),
     "",
     "| client | concurrency | req/s core/builtin | p50 core/builtin | p99 core/builtin | " +
-    "builtin/ceiling | core/ceiling |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "builtin/ceiling | core/ceiling | CPU/req core/builtin |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   const find = (server: Server, client: ClientMode, concurrency: number): Measurement | undefined =>
     rows.find((r) => r.server === server && r.client === client && r.concurrency === concurrency);
@@ -260,7 +284,8 @@ function report(
     out.push(
       `| ${client} | ${concurrency} | ${ratio(core?.rps, builtin?.rps)} | ` +
         `${ratio(core?.p50Ms, builtin?.p50Ms)} | ${ratio(core?.p99Ms, builtin?.p99Ms)} | ` +
-        `${ratio(builtin?.rps, echo?.rps)} | ${ratio(core?.rps, echo?.rps)} |`,
+        `${ratio(builtin?.rps, echo?.rps)} | ${ratio(core?.rps, echo?.rps)} | ` +
+        `${ratio(core?.cpuUsPerRequest, builtin?.cpuUsPerRequest)} |`,
     );
   }
   return out.join("\n") + "\n";

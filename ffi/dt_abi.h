@@ -7,7 +7,8 @@
  *     slot calls JS makes on the batch an instance thread parked;
  *   - dt_client.c: the client side: the allocator and the completion callbacks (any Triton
  *     thread), the event queues JS drains, and response descriptions;
- *   - dt_json.c: the JSON text builder both describe their structures with.
+ *   - dt_pack.c: the packed-description writer both describe their structures with;
+ *   - dt_json.c: the one lookup in the core's model-config JSON.
  *
  * Only DT_EXPORT symbols leave the library (it is built with -fvisibility=hidden).
  */
@@ -36,6 +37,7 @@ typedef struct TRITONSERVER_Message TRITONSERVER_Message;
 typedef struct TRITONSERVER_InferenceRequest TRITONSERVER_InferenceRequest;
 typedef struct TRITONSERVER_InferenceResponse TRITONSERVER_InferenceResponse;
 typedef struct TRITONSERVER_ResponseAllocator TRITONSERVER_ResponseAllocator;
+typedef struct TRITONSERVER_Server TRITONSERVER_Server;
 typedef struct TRITONBACKEND_Backend TRITONBACKEND_Backend;
 typedef struct TRITONBACKEND_Model TRITONBACKEND_Model;
 typedef struct TRITONBACKEND_ModelInstance TRITONBACKEND_ModelInstance;
@@ -94,6 +96,35 @@ extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetReleaseCallback(
 extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetResponseCallback(
     TRITONSERVER_InferenceRequest* request, TRITONSERVER_ResponseAllocator* allocator,
     void* alloc_userp, dt_response_complete_fn fn, void* response_userp);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestNew(
+    TRITONSERVER_InferenceRequest** request, TRITONSERVER_Server* server, const char* model_name,
+    int64_t model_version);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestDelete(
+    TRITONSERVER_InferenceRequest* request);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetId(
+    TRITONSERVER_InferenceRequest* request, const char* id);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriorityUInt64(
+    TRITONSERVER_InferenceRequest* request, uint64_t priority);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(
+    TRITONSERVER_InferenceRequest* request, uint64_t timeout_us);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(
+    TRITONSERVER_InferenceRequest* request, const char* name, int datatype, const int64_t* shape,
+    uint64_t dim_count);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestAppendInputData(
+    TRITONSERVER_InferenceRequest* request, const char* name, const void* base, size_t byte_size,
+    int memory_type, int64_t memory_type_id);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddRequestedOutput(
+    TRITONSERVER_InferenceRequest* request, const char* name);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetStringParameter(
+    TRITONSERVER_InferenceRequest* request, const char* key, const char* value);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetIntParameter(
+    TRITONSERVER_InferenceRequest* request, const char* key, int64_t value);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetBoolParameter(
+    TRITONSERVER_InferenceRequest* request, const char* key, bool value);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetDoubleParameter(
+    TRITONSERVER_InferenceRequest* request, const char* key, double value);
+extern TRITONSERVER_Error* TRITONSERVER_ServerInferAsync(
+    TRITONSERVER_Server* server, TRITONSERVER_InferenceRequest* request, void* trace);
 extern TRITONSERVER_Error* TRITONSERVER_InferenceResponseError(
     TRITONSERVER_InferenceResponse* response);
 extern TRITONSERVER_Error* TRITONSERVER_InferenceResponseModel(
@@ -200,22 +231,30 @@ static inline TRITONSERVER_Error* dt_error(int code, const char* fmt, ...) {
   return TRITONSERVER_ErrorNew(code, msg);
 }
 
-/* ---- JSON text (dt_json.c) ----------------------------------------------------------------- */
+/* ---- Packed descriptions (dt_pack.c) ------------------------------------------------------- */
 
-/* A growable NUL-terminated string, used to build JSON descriptions. */
+/*
+ * A little-endian writer into a buffer JS provides: writes past `cap` are counted but dropped, so
+ * a caller whose buffer was too small learns the size it needs from `len` and calls again.
+ * Strings are a u32 byte length and the bytes; typed parameters a u32 kind (0 string, 1 int,
+ * 2 bool, 3 double, 255 a type JS does not read) and the value (string, i64, u32, f64 bits).
+ */
 typedef struct {
-  char* data;
+  uint8_t* data;
   size_t len;
   size_t cap;
-} sbuf;
+} dt_out;
 
-void sb_put(sbuf* sb, const char* s, size_t n);
-void sb_str(sbuf* sb, const char* s);
-void sb_fmt(sbuf* sb, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A JSON string literal; bytes >= 0x80 pass through (the core hands us UTF-8). */
-void sb_json(sbuf* sb, const char* s);
-/* A typed parameter value as JSON: {"t":"s|i|b|d","v":...}. */
-void sb_param(sbuf* sb, int type, const void* value);
+void out_put(dt_out* o, const void* p, size_t n);
+void out_u32(dt_out* o, uint32_t v);
+void out_u64(dt_out* o, uint64_t v);
+void out_str(dt_out* o, const char* s);
+void out_param(dt_out* o, int type, const void* value);
+/* Overwrites the u32 at `at` (a count known only once its entries are written). */
+void out_patch_u32(dt_out* o, size_t at, uint32_t v);
+
+/* ---- JSON lookup (dt_json.c) --------------------------------------------------------------- */
+
 /* Finds `"key"` in JSON text and returns the text right after the following ':' (or NULL). */
 const char* json_after_key(const char* json, size_t len, const char* key);
 

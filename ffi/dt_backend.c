@@ -1,8 +1,8 @@
 /*
  * DenoTriton's forwarding backend (see dt_abi.h and ffi/README.md): the Triton side of the
  * bridge. `TRITONBACKEND_ModelInstanceExecute` runs on Triton's instance thread, parks the batch
- * in a slot of the load's channel and blocks until JS is done with it; JS takes batches with
- * `dt_next_batch` (declared nonblocking), reads inputs in place, writes outputs with `dt_output`,
+ * in a slot of the load's channel, rings JS's doorbell and blocks until JS is done with it; JS
+ * takes batches with `dt_take_batch`, reads inputs in place, writes outputs with `dt_output`,
  * sends with `dt_send` and finishes with `dt_batch_done`. Model and instance initialization run
  * on Triton's model-load threads. One lock guards every channel and slot.
  */
@@ -85,7 +85,6 @@ typedef struct {
   uint32_t count;
   uint32_t capacity;
   uint64_t exec_start, compute_start, compute_end;
-  sbuf description;
   void** scratch; /* concatenated multi-chunk inputs, freed when the batch is done */
   uint32_t scratch_count, scratch_capacity;
   char error[512];
@@ -100,7 +99,9 @@ struct dt_channel {
   uint32_t slot_count;
   uint32_t attached;
   dt_slot* slots;
-  pthread_cond_t js_cv;
+  /* JS's doorbell (a thread-safe Deno callback): rung by an instance thread when it parks a
+     batch, so JS wakes without a thread-pool wait per batch. */
+  void (*notify)(uint32_t channel, uint32_t slot);
   dt_channel* next;
 };
 
@@ -132,7 +133,6 @@ DT_EXPORT uint64_t dt_channel_open(uint32_t slot_count, int32_t decoupled) {
   }
   c->slot_count = slot_count;
   c->decoupled = decoupled != 0;
-  pthread_cond_init(&c->js_cv, NULL);
   for (uint32_t i = 0; i < slot_count; ++i) {
     c->slots[i].channel = c;
     c->slots[i].index = i;
@@ -155,10 +155,45 @@ DT_EXPORT void dt_channel_close(uint64_t id) {
   dt_channel* c = find_channel_locked(id);
   if (c) {
     c->closed = 1;
-    pthread_cond_broadcast(&c->js_cv);
     for (uint32_t i = 0; i < c->slot_count; ++i) pthread_cond_broadcast(&c->slots[i].done_cv);
   }
   pthread_mutex_unlock(&g_mu);
+}
+
+/**
+ * Sets the doorbell of a channel: `notify(channel, slot)` is called on the instance thread, with
+ * no lock held, each time a batch is parked in a slot; that thread waits until it returns. It
+ * must stay callable for as long as Triton may run the channel's instances.
+ */
+DT_EXPORT void dt_channel_notify(uint64_t id, void* notify) {
+  pthread_mutex_lock(&g_mu);
+  dt_channel* c = find_channel_locked(id);
+  if (c) c->notify = (void (*)(uint32_t, uint32_t))notify;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/**
+ * Takes the batch parked in slot `index`, without waiting (JS calls it once rung). Returns the
+ * request count (> 0), 0 when none is parked, -1 when the slot was finalized or the channel
+ * closed, -2 for an unknown channel or slot.
+ */
+DT_EXPORT int32_t dt_take_batch(uint64_t id, uint32_t index) {
+  pthread_mutex_lock(&g_mu);
+  dt_slot* s = find_slot_locked(id, index);
+  int32_t result = -2;
+  if (s) {
+    if (s->state == SLOT_READY) {
+      s->state = SLOT_TAKEN;
+      s->compute_start = now_ns();
+      result = (int32_t)s->count;
+    } else if (s->state == SLOT_FINALIZED || s->channel->closed) {
+      result = -1;
+    } else {
+      result = 0;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  return result;
 }
 
 /** How many instances Triton attached to the channel so far. */
@@ -168,42 +203,6 @@ DT_EXPORT uint32_t dt_channel_attached(uint64_t id) {
   uint32_t n = c ? c->attached : 0;
   pthread_mutex_unlock(&g_mu);
   return n;
-}
-
-/**
- * Waits for the next batch of slot `index` (JS calls this as a nonblocking FFI call).
- * Returns the request count (> 0), 0 on timeout, -1 when the slot was finalized or the channel
- * closed, -2 for an unknown channel or slot.
- */
-DT_EXPORT int32_t dt_next_batch(uint64_t id, uint32_t index, int32_t timeout_ms) {
-  pthread_mutex_lock(&g_mu);
-  dt_slot* s = find_slot_locked(id, index);
-  if (!s) {
-    pthread_mutex_unlock(&g_mu);
-    return -2;
-  }
-  dt_channel* c = s->channel;
-  struct timespec deadline;
-  deadline_after(&deadline, timeout_ms);
-  int32_t result = 0;
-  for (;;) {
-    if (s->state == SLOT_READY) {
-      s->state = SLOT_TAKEN;
-      s->compute_start = now_ns();
-      result = (int32_t)s->count;
-      break;
-    }
-    if (s->state == SLOT_FINALIZED || c->closed) {
-      result = -1;
-      break;
-    }
-    if (pthread_cond_timedwait(&c->js_cv, &g_mu, &deadline) == ETIMEDOUT) {
-      result = 0;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&g_mu);
-  return result;
 }
 
 static void slot_reserve(dt_slot* s, uint32_t count) {
@@ -234,7 +233,7 @@ static void* slot_scratch(dt_slot* s, size_t size) {
   return p;
 }
 
-static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
+static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
   TRITONBACKEND_Request* request = s->requests[r];
   const char* id = "";
   TRITONSERVER_Error* err = TRITONBACKEND_RequestId(request, &id);
@@ -245,17 +244,18 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
   bool cancelled = false;
   err = TRITONBACKEND_RequestIsCancelled(request, &cancelled);
   if (err) TRITONSERVER_ErrorDelete(err);
-  sb_str(sb, "{\"id\":");
-  sb_json(sb, id);
-  sb_fmt(sb, ",\"cancelled\":%s,\"parameters\":{", cancelled ? "true" : "false");
+  out_str(o, id);
+  out_u32(o, cancelled ? 1 : 0);
   uint32_t n = 0;
   err = TRITONBACKEND_RequestParameterCount(request, &n);
   if (err) {
     TRITONSERVER_ErrorDelete(err);
     n = 0;
   }
-  /* Entries that fail are skipped, so separators go by what was written, not by index. */
+  /* Entries that fail are skipped, so the counts go by what was written, not by index. */
+  size_t count_at = o->len;
   uint32_t written = 0;
+  out_u32(o, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const char* key = NULL;
     int type = 0;
@@ -265,12 +265,11 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (written++) sb_str(sb, ",");
-    sb_json(sb, key);
-    sb_str(sb, ":");
-    sb_param(sb, type, value);
+    out_str(o, key);
+    out_param(o, type, value);
+    ++written;
   }
-  sb_str(sb, "},\"inputs\":[");
+  out_patch_u32(o, count_at, written);
   uint32_t inputs = 0;
   err = TRITONBACKEND_RequestInputCount(request, &inputs);
   if (err) {
@@ -278,7 +277,9 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
     inputs = 0;
   }
   s->batch_sizes[r] = 1;
+  count_at = o->len;
   written = 0;
+  out_u32(o, 0);
   for (uint32_t i = 0; i < inputs; ++i) {
     TRITONBACKEND_Input* input = NULL;
     const char* name = NULL;
@@ -328,22 +329,25 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       }
       base = joined;
     }
-    if (written++) sb_str(sb, ",");
-    sb_str(sb, "{\"name\":");
-    sb_json(sb, name);
-    sb_fmt(sb, ",\"datatype\":%d,\"shape\":[", datatype);
-    for (uint32_t d = 0; d < dims; ++d) sb_fmt(sb, d ? ",%" PRId64 : "%" PRId64, shape[d]);
-    sb_fmt(sb, "],\"ptr\":%" PRIuPTR ",\"size\":%" PRIu64 ",\"gpu\":%s}", (uintptr_t)base,
-           byte_size, gpu ? "true" : "false");
+    out_str(o, name);
+    out_u32(o, (uint32_t)datatype);
+    out_u32(o, gpu ? 1 : 0);
+    out_u32(o, dims);
+    for (uint32_t d = 0; d < dims; ++d) out_u64(o, (uint64_t)shape[d]);
+    out_u64(o, (uint64_t)(uintptr_t)base);
+    out_u64(o, byte_size);
+    ++written;
   }
-  sb_str(sb, "],\"outputs\":[");
+  out_patch_u32(o, count_at, written);
   uint32_t outputs = 0;
   err = TRITONBACKEND_RequestOutputCount(request, &outputs);
   if (err) {
     TRITONSERVER_ErrorDelete(err);
     outputs = 0;
   }
+  count_at = o->len;
   written = 0;
+  out_u32(o, 0);
   for (uint32_t i = 0; i < outputs; ++i) {
     const char* name = NULL;
     err = TRITONBACKEND_RequestOutputName(request, i, &name);
@@ -351,35 +355,35 @@ static void describe_request(dt_slot* s, uint32_t r, sbuf* sb) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (written++) sb_str(sb, ",");
-    sb_json(sb, name);
+    out_str(o, name);
+    ++written;
   }
-  sb_str(sb, "]}");
+  out_patch_u32(o, count_at, written);
 }
 
 /**
- * Describes the batch JS took from a slot as JSON: `[{id, cancelled, parameters, inputs:
- * [{name, datatype, shape, ptr, size, gpu}], outputs: [names]}]`. The string and the input
- * memory stay valid until `dt_batch_done`.
+ * Describes the batch JS took from a slot into `out` (`cap` bytes) and returns the size the
+ * description needs (0 when the slot has no taken batch); when that is more than `cap`, the
+ * caller calls again with a bigger buffer. Layout (little-endian, see dt_abi.h for strings and
+ * parameters): u32 request count, then per request: id, u32 cancelled, u32 parameter count and
+ * the parameters (name, value), u32 input count and the inputs (name, u32 datatype, u32 in GPU
+ * memory, u32 dims, i64 shape[dims], u64 address, u64 byte size), u32 output count and the
+ * requested output names. The input memory stays valid until `dt_batch_done`.
  */
-DT_EXPORT const char* dt_batch_describe(uint64_t id, uint32_t index) {
+DT_EXPORT uint64_t dt_batch_read(uint64_t id, uint32_t index, uint8_t* out, uint64_t cap) {
   pthread_mutex_lock(&g_mu);
   dt_slot* s = find_slot_locked(id, index);
   int ok = s && s->state == SLOT_TAKEN;
   pthread_mutex_unlock(&g_mu);
-  if (!ok) return NULL;
-  /* The slot is JS's until dt_batch_done; no lock needed for its batch fields. */
-  s->description.len = 0;
-  sbuf* sb = &s->description;
-  sb_str(sb, "[");
-  for (uint32_t r = 0; r < s->count; ++r) {
-    if (r) sb_str(sb, ",");
-    describe_request(s, r, sb);
-  }
-  sb_str(sb, "]");
+  if (!ok) return 0;
+  /* The slot is JS's until dt_batch_done; no lock needed for its batch fields. A second call
+     (the first buffer was too small) joins multi-chunk inputs again, into new scratch memory. */
+  dt_out o = {out, 0, (size_t)cap};
+  out_u32(&o, s->count);
+  for (uint32_t r = 0; r < s->count; ++r) describe_request(s, r, &o);
   /* A test fault cuts the description short, as a corrupt one would be. */
-  if (take_fault(DT_FAULT_DESCRIBE)) sb->data[sb->len / 2] = 0;
-  return sb->data;
+  if (take_fault(DT_FAULT_DESCRIBE)) return o.len / 2;
+  return o.len;
 }
 
 static dt_slot* taken_slot(uint64_t id, uint32_t index, uint32_t request) {
@@ -667,7 +671,6 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(
   dt_slot* s = &c->slots[c->attached++];
   s->instance = instance;
   s->state = SLOT_IDLE;
-  pthread_cond_broadcast(&c->js_cv);
   pthread_mutex_unlock(&g_mu);
   return TRITONBACKEND_ModelInstanceSetState(instance, s);
 }
@@ -682,7 +685,6 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(
   pthread_mutex_lock(&g_mu);
   s->state = SLOT_FINALIZED;
   s->instance = NULL;
-  pthread_cond_broadcast(&s->channel->js_cv);
   pthread_mutex_unlock(&g_mu);
   return NULL;
 }
@@ -717,7 +719,13 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     return NULL;
   }
   s->state = SLOT_READY;
-  pthread_cond_broadcast(&s->channel->js_cv);
+  void (*notify)(uint32_t, uint32_t) = s->channel->notify;
+  if (notify) {
+    /* Rung without the lock: the doorbell runs on JS's thread, which takes it. */
+    pthread_mutex_unlock(&g_mu);
+    notify((uint32_t)s->channel->id, s->index);
+    pthread_mutex_lock(&g_mu);
+  }
   /* Block until JS is done: with BLOCKING semantics Triton forms the next batch meanwhile. */
   while (s->state != SLOT_DONE) {
     if (s->channel->closed && s->state == SLOT_READY) {

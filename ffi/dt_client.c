@@ -1,8 +1,11 @@
 /*
- * The client side of DenoTriton's bridge (see dt_abi.h and ffi/README.md): the response
- * allocator and the response-complete and request-release callbacks, which run on any Triton
- * thread (or inside ServerInferAsync on a cache hit) and only push events onto an engine's
- * queue; the queues JS drains with `dt_wait_events` (nonblocking); and response descriptions.
+ * The client side of DenoTriton's bridge (see dt_abi.h and ffi/README.md): building and
+ * submitting a request in one call (`dt_infer`); the response allocator and the
+ * response-complete and request-release callbacks, which run on any Triton thread (or on JS's
+ * thread inside dt_send, dt_batch_done and ServerInferAsync) and only push events onto an
+ * engine's queue; the queues JS drains with `dt_poll_events` (its own events) and
+ * `dt_wait_events` (nonblocking, for events of Triton's threads); and packed response
+ * descriptions.
  * No JS ever runs on a Triton thread.
  */
 
@@ -31,6 +34,10 @@ typedef struct dt_queue {
   int wake;
   int closed;
   int waiters;
+  /* The thread that opened the queue (the engine's JS thread): events it pushes itself, from
+     inside its own synchronous calls (dt_send, dt_batch_done, ServerInferAsync on a cache hit),
+     wake no waiter, because JS drains them with dt_poll_events as soon as the call returns. */
+  pthread_t owner;
   struct dt_queue* next;
 } dt_queue;
 
@@ -58,6 +65,7 @@ DT_EXPORT uint64_t dt_events_open(void) {
   dt_queue* q = calloc(1, sizeof *q);
   if (!q) return 0;
   pthread_cond_init(&q->cv, NULL);
+  q->owner = pthread_self();
   pthread_mutex_lock(&q_mu);
   if (q_next_id >= (1ull << (64 - DT_QUEUE_SHIFT))) {
     pthread_mutex_unlock(&q_mu);
@@ -115,16 +123,33 @@ static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointe
   q->events[(q->head + q->len) % q->cap] =
       (dt_event){tag, kind | ((uint64_t)flags << 8), (uint64_t)(uintptr_t)pointer};
   ++q->len;
-  pthread_cond_broadcast(&q->cv);
+  if (!pthread_equal(pthread_self(), q->owner)) pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q_mu);
 }
 
+/* Moves up to `max` events of `q` into `out` (triples of u64); the caller holds q_mu. */
+static int32_t take_events_locked(dt_queue* q, uint64_t* out, int32_t max) {
+  int32_t n = 0;
+  while (q->len > 0 && n < max) {
+    dt_event e = q->events[q->head];
+    q->head = (q->head + 1) % q->cap;
+    --q->len;
+    out[n * 3] = e.tag;
+    out[n * 3 + 1] = e.kind_flags;
+    out[n * 3 + 2] = e.pointer;
+    ++n;
+  }
+  return n;
+}
+
 /**
- * Waits up to `timeout_ms` for events of queue `id` and copies up to `max` of them into `out`
- * as triples of u64 (tag, kind | flags << 8, pointer). Returns how many (0 on timeout or wake,
- * -1 for an unknown or closed queue). JS calls this as a nonblocking FFI call.
+ * Waits up to `timeout_ms` until queue `id` holds events, and returns how many it holds (0 on
+ * timeout or wake, -1 for an unknown or closed queue). It takes none: JS then takes them with
+ * `dt_poll_events` on its own thread, so events are dispatched in the order they were pushed even
+ * when JS also takes its own events right after its calls. JS calls this as a nonblocking FFI
+ * call.
  */
-DT_EXPORT int32_t dt_wait_events(uint64_t id, uint64_t* out, int32_t max, int32_t timeout_ms) {
+DT_EXPORT int32_t dt_wait_events(uint64_t id, int32_t timeout_ms) {
   struct timespec deadline;
   deadline_after(&deadline, timeout_ms);
   pthread_mutex_lock(&q_mu);
@@ -144,16 +169,21 @@ DT_EXPORT int32_t dt_wait_events(uint64_t id, uint64_t* out, int32_t max, int32_
     return -1;
   }
   q->wake = 0;
-  int32_t n = 0;
-  while (q->len > 0 && n < max) {
-    dt_event e = q->events[q->head];
-    q->head = (q->head + 1) % q->cap;
-    --q->len;
-    out[n * 3] = e.tag;
-    out[n * 3 + 1] = e.kind_flags;
-    out[n * 3 + 2] = e.pointer;
-    ++n;
-  }
+  int32_t n = q->len > INT32_MAX ? INT32_MAX : (int32_t)q->len;
+  pthread_mutex_unlock(&q_mu);
+  return n;
+}
+
+/**
+ * Takes up to `max` queued events of queue `id` into `out`, as triples of u64 (tag, kind | flags
+ * << 8, pointer), without waiting. Returns how many, or -1 for an unknown or closed queue. JS
+ * calls it synchronously, right after its own calls that may have completed requests and when
+ * `dt_wait_events` saw events.
+ */
+DT_EXPORT int32_t dt_poll_events(uint64_t id, uint64_t* out, int32_t max) {
+  pthread_mutex_lock(&q_mu);
+  dt_queue* q = find_queue_locked(id);
+  int32_t n = q ? take_events_locked(q, out, max) : -1;
   pthread_mutex_unlock(&q_mu);
   return n;
 }
@@ -225,7 +255,7 @@ static void make_allocator(void) {
  * Routes a request's responses and release to the event queue under `tag` (the userp of both
  * callbacks), with the CPU allocator. Returns NULL or an error the caller deletes.
  */
-DT_EXPORT TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* request, uint64_t tag) {
+static TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* request, uint64_t tag) {
   pthread_once(&g_allocator_once, make_allocator);
   if (!g_allocator) {
     return dt_error(DT_CODE_INTERNAL, "Cannot create the response allocator: %s",
@@ -238,22 +268,170 @@ DT_EXPORT TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* req
                                                           userp);
 }
 
-/**
- * Describes a response as malloc'd JSON (free with `dt_free`): `{error: {code, message} | null,
- * model, version, id, parameters, outputs: [{name, datatype, shape, ptr, size, gpu}]}`. Output
- * pointers stay valid until `TRITONSERVER_InferenceResponseDelete`.
- */
-DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
-  sbuf sb = {0};
-  TRITONSERVER_Error* failure = TRITONSERVER_InferenceResponseError(response);
-  sb_str(&sb, "{\"error\":");
-  if (failure) {
-    sb_fmt(&sb, "{\"code\":%d,\"message\":", TRITONSERVER_ErrorCode(failure));
-    sb_json(&sb, TRITONSERVER_ErrorMessage(failure));
-    sb_str(&sb, "}");
-  } else {
-    sb_str(&sb, "null");
+/* ---- Building and submitting a request in one call --------------------------------------- */
+
+typedef struct {
+  const uint8_t* at;
+  const uint8_t* end;
+  int bad;
+} dt_reader;
+
+static uint32_t rd_u32(dt_reader* r) {
+  uint32_t v = 0;
+  if (r->end - r->at < 4) {
+    r->bad = 1;
+    return 0;
   }
+  memcpy(&v, r->at, 4);
+  r->at += 4;
+  return v;
+}
+
+static uint64_t rd_u64(dt_reader* r) {
+  uint64_t v = 0;
+  if (r->end - r->at < 8) {
+    r->bad = 1;
+    return 0;
+  }
+  memcpy(&v, r->at, 8);
+  r->at += 8;
+  return v;
+}
+
+/* A string: u32 length, the bytes, then a NUL the writer adds (not counted). */
+static const char* rd_str(dt_reader* r) {
+  uint32_t len = rd_u32(r);
+  if (r->bad || (uint64_t)(r->end - r->at) < (uint64_t)len + 1 || r->at[len] != 0) {
+    r->bad = 1;
+    return "";
+  }
+  const char* s = (const char*)r->at;
+  r->at += len + 1;
+  return s;
+}
+
+enum { DT_REQ_STRING = 0, DT_REQ_INT = 1, DT_REQ_BOOL = 2, DT_REQ_DOUBLE = 3 };
+
+static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request, dt_reader* r) {
+  TRITONSERVER_Error* err = NULL;
+  const char* id = rd_str(r);
+  uint64_t priority = rd_u64(r);
+  uint64_t timeout_us = rd_u64(r);
+  uint32_t inputs = rd_u32(r), outputs = rd_u32(r), params = rd_u32(r);
+  if (r->bad) return NULL;
+  if (*id) {
+    err = TRITONSERVER_InferenceRequestSetId(request, id);
+    if (err) return err;
+  }
+  for (uint32_t i = 0; i < inputs && !r->bad; ++i) {
+    const char* name = rd_str(r);
+    int32_t datatype = (int32_t)rd_u32(r);
+    uint32_t dims = rd_u32(r);
+    int64_t shape[64];
+    if (dims > 64) {
+      r->bad = 1;
+      break;
+    }
+    for (uint32_t d = 0; d < dims; ++d) shape[d] = (int64_t)rd_u64(r);
+    const void* data = (const void*)(uintptr_t)rd_u64(r);
+    uint64_t size = rd_u64(r);
+    if (r->bad) break;
+    err = TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims);
+    if (!err) {
+      err = TRITONSERVER_InferenceRequestAppendInputData(request, name, size ? data : NULL,
+                                                          (size_t)size, DT_MEM_CPU, 0);
+    }
+    if (err) return err;
+  }
+  for (uint32_t i = 0; i < outputs && !r->bad; ++i) {
+    const char* name = rd_str(r);
+    if (r->bad) break;
+    err = TRITONSERVER_InferenceRequestAddRequestedOutput(request, name);
+    if (err) return err;
+  }
+  for (uint32_t i = 0; i < params && !r->bad; ++i) {
+    const char* key = rd_str(r);
+    uint32_t type = rd_u32(r);
+    if (type == DT_REQ_STRING) {
+      const char* value = rd_str(r);
+      if (!r->bad) err = TRITONSERVER_InferenceRequestSetStringParameter(request, key, value);
+    } else if (type == DT_REQ_INT) {
+      int64_t value = (int64_t)rd_u64(r);
+      if (!r->bad) err = TRITONSERVER_InferenceRequestSetIntParameter(request, key, value);
+    } else if (type == DT_REQ_BOOL) {
+      uint32_t value = rd_u32(r);
+      if (!r->bad) err = TRITONSERVER_InferenceRequestSetBoolParameter(request, key, value != 0);
+    } else if (type == DT_REQ_DOUBLE) {
+      uint64_t bits = rd_u64(r);
+      double value;
+      memcpy(&value, &bits, sizeof value);
+      if (!r->bad) err = TRITONSERVER_InferenceRequestSetDoubleParameter(request, key, value);
+    } else {
+      r->bad = 1;
+    }
+    if (err) return err;
+  }
+  if (!r->bad && priority > 0) {
+    err = TRITONSERVER_InferenceRequestSetPriorityUInt64(request, priority);
+    if (err) return err;
+  }
+  if (!r->bad && timeout_us > 0) {
+    err = TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(request, timeout_us);
+    if (err) return err;
+  }
+  return NULL;
+}
+
+/**
+ * Builds a request from the packed description `packed` (`length` bytes; the layout is written
+ * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
+ * with their data addresses, the requested outputs and the typed parameters), routes its
+ * events to the queue under `tag` and submits it. On success the request is stored in
+ * `*request_out` (the caller deletes it after its release event); on failure nothing is left
+ * to clean up and the error comes back (the caller deletes it). Input data is not copied: it
+ * must stay valid until the release event.
+ */
+DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_t* packed,
+                                       uint64_t length, uint64_t tag,
+                                       TRITONSERVER_InferenceRequest** request_out) {
+  *request_out = NULL;
+  dt_reader r = {packed, packed + length, 0};
+  const char* model = rd_str(&r);
+  int64_t version = (int64_t)rd_u64(&r);
+  if (r.bad) return dt_error(DT_CODE_INTERNAL, "Cannot build a request: its description is malformed");
+  TRITONSERVER_InferenceRequest* request = NULL;
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceRequestNew(&request, server, model, version);
+  if (err) return err;
+  err = build_request(request, &r);
+  if (!err && r.bad) {
+    err = dt_error(DT_CODE_INTERNAL, "Cannot build a request: its description is malformed");
+  }
+  if (!err) err = dt_request_bind(request, tag);
+  if (!err) err = TRITONSERVER_ServerInferAsync(server, request, NULL);
+  if (err) {
+    TRITONSERVER_Error* ignored = TRITONSERVER_InferenceRequestDelete(request);
+    if (ignored) TRITONSERVER_ErrorDelete(ignored);
+    return err;
+  }
+  *request_out = request;
+  return NULL;
+}
+
+/**
+ * Describes a response into `out` (`cap` bytes) and returns the size the description needs; when
+ * that is more than `cap`, nothing usable was written and the caller calls again with a bigger
+ * buffer. Layout (little-endian, see dt_abi.h for strings and parameters): i32 error code (-1:
+ * none), error message, model, i64 version, id, u32 parameter count and the parameters (name,
+ * value), u32 output count and the outputs (name, u32 datatype, u32 in GPU memory, u32 dims, i64
+ * shape[dims], u64 address, u64 byte size). Output addresses stay valid until
+ * `TRITONSERVER_InferenceResponseDelete`.
+ */
+DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, uint8_t* out,
+                                    uint64_t cap) {
+  dt_out o = {out, 0, (size_t)cap};
+  TRITONSERVER_Error* failure = TRITONSERVER_InferenceResponseError(response);
+  out_u32(&o, failure ? (uint32_t)TRITONSERVER_ErrorCode(failure) : UINT32_MAX);
+  out_str(&o, failure ? TRITONSERVER_ErrorMessage(failure) : "");
   const char* model = "";
   int64_t version = -1;
   TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseModel(response, &model, &version);
@@ -261,25 +439,25 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
     TRITONSERVER_ErrorDelete(err);
     model = "";
   }
-  sb_str(&sb, ",\"model\":");
-  sb_json(&sb, model);
-  sb_fmt(&sb, ",\"version\":%" PRId64 ",\"id\":", version);
+  out_str(&o, model);
+  out_u64(&o, (uint64_t)version);
   const char* id = "";
   err = TRITONSERVER_InferenceResponseId(response, &id);
   if (err) {
     TRITONSERVER_ErrorDelete(err);
     id = "";
   }
-  sb_json(&sb, id);
-  sb_str(&sb, ",\"parameters\":{");
+  out_str(&o, id);
   uint32_t n = 0;
   err = TRITONSERVER_InferenceResponseParameterCount(response, &n);
   if (err) {
     TRITONSERVER_ErrorDelete(err);
     n = 0;
   }
-  /* Entries that fail are skipped, so separators go by what was written. */
+  /* Entries that fail are skipped, so the counts go by what was written. */
+  size_t count_at = o.len;
   uint32_t written = 0;
+  out_u32(&o, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const char* name = NULL;
     int type = 0;
@@ -289,12 +467,11 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (written++) sb_str(&sb, ",");
-    sb_json(&sb, name);
-    sb_str(&sb, ":");
-    sb_param(&sb, type, value);
+    out_str(&o, name);
+    out_param(&o, type, value);
+    ++written;
   }
-  sb_str(&sb, "},\"outputs\":[");
+  out_patch_u32(&o, count_at, written);
   n = 0;
   if (!failure) {
     err = TRITONSERVER_InferenceResponseOutputCount(response, &n);
@@ -303,7 +480,9 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       n = 0;
     }
   }
+  count_at = o.len;
   written = 0;
+  out_u32(&o, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const char* name = NULL;
     int datatype = 0;
@@ -320,21 +499,19 @@ DT_EXPORT char* dt_response_describe(TRITONSERVER_InferenceResponse* response) {
       TRITONSERVER_ErrorDelete(err);
       continue;
     }
-    if (written++) sb_str(&sb, ",");
-    sb_str(&sb, "{\"name\":");
-    sb_json(&sb, name);
-    sb_fmt(&sb, ",\"datatype\":%d,\"shape\":[", datatype);
-    for (uint64_t d = 0; d < dims; ++d) sb_fmt(&sb, d ? ",%" PRId64 : "%" PRId64, shape[d]);
-    sb_fmt(&sb, "],\"ptr\":%" PRIuPTR ",\"size\":%zu,\"gpu\":%s}", (uintptr_t)base, size,
-           mem == DT_MEM_GPU ? "true" : "false");
+    out_str(&o, name);
+    out_u32(&o, (uint32_t)datatype);
+    out_u32(&o, mem == DT_MEM_GPU ? 1 : 0);
+    out_u32(&o, (uint32_t)dims);
+    for (uint64_t d = 0; d < dims; ++d) out_u64(&o, (uint64_t)shape[d]);
+    out_u64(&o, (uint64_t)(uintptr_t)base);
+    out_u64(&o, (uint64_t)size);
+    ++written;
   }
-  sb_str(&sb, "]}");
-  return sb.data;
+  out_patch_u32(&o, count_at, written);
+  return o.len;
 }
 
-/** Frees memory returned by `dt_response_describe`. */
-DT_EXPORT void dt_free(void* pointer) { free(pointer); }
-
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 2; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 3; }
 

@@ -1,6 +1,7 @@
 /**
  * The JavaScript half of the forwarding backend. For each model instance a consumer loop waits
- * (nonblocking FFI) for the batch Triton's instance thread parked in the C backend, reads the
+ * for the batch Triton's instance thread parked in the C backend (the thread rings the
+ * isolate's doorbell, see `doorbell.ts`), reads the
  * inputs in place, runs the {@linkcode ModelInstance}, writes outputs straight into the buffers
  * the client's allocator hands out, sends the responses and tells the C side the batch is done,
  * which reports statistics, releases the requests and lets `ModelInstanceExecute` return.
@@ -14,7 +15,7 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
+import type { InferRequest, InferResult, ModelInfo, ParameterValue } from "../../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -24,8 +25,10 @@ import {
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "./ffi.ts";
-import { type DescribedParameter, type DescribedTensor, parameterValues } from "./response.ts";
+import { Unpacker } from "./packer.ts";
+import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
 import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { cString, errorCodeName, errorCodeValue, readCString } from "./status.ts";
 import { dtypeOfTriton, tensorInPlace, tritonDataType, viewAt } from "./tensors.ts";
@@ -33,9 +36,44 @@ import { dtypeOfTriton, tensorInPlace, tritonDataType, viewAt } from "./tensors.
 interface DescribedRequest {
   id: string;
   cancelled: boolean;
-  parameters: Record<string, DescribedParameter | null>;
+  parameters: Record<string, ParameterValue>;
   inputs: DescribedTensor[];
   outputs: string[];
+}
+
+// Reused by every consumer loop: a batch is read synchronously, in one go.
+let scratch = new Uint8Array(16384);
+
+/** Reads the taken batch of a slot (`dt_batch_read`): one entry per request. */
+function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): DescribedRequest[] {
+  let size = Number(bridge.dt_batch_read(channel, slot, scratch, BigInt(scratch.byteLength)));
+  if (size === 0) throw new Error("the bridge has no batch to describe");
+  if (size > scratch.byteLength) {
+    scratch = new Uint8Array(size * 2);
+    size = Number(bridge.dt_batch_read(channel, slot, scratch, BigInt(scratch.byteLength)));
+  }
+  try {
+    const reader = new Unpacker(scratch.subarray(0, size));
+    const requests: DescribedRequest[] = [];
+    const count = reader.u32();
+    for (let r = 0; r < count; r++) {
+      const id = reader.string();
+      const cancelled = reader.u32() !== 0;
+      const parameters = readParameters(reader);
+      const inputs: DescribedTensor[] = [];
+      const inputCount = reader.u32();
+      for (let i = 0; i < inputCount; i++) inputs.push(readTensor(reader));
+      const outputs: string[] = [];
+      const outputCount = reader.u32();
+      for (let i = 0; i < outputCount; i++) outputs.push(reader.string());
+      requests.push({ id, cancelled, parameters, inputs, outputs });
+    }
+    return requests;
+  } catch (error) {
+    throw new Error(`its description from the bridge is malformed: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 /** Options of {@linkcode consumeInstance}. */
@@ -64,9 +102,15 @@ export interface ConsumeOptions {
    * consumer's room decides when the callable's next step is pulled.
    */
   streamOf?: (token: number) => ResponseStream | undefined;
+  /**
+   * Called after the calls that complete requests on this thread (sends, the batch's end): the
+   * core runs the client's callbacks inside them, and their events are dispatched at once.
+   */
+  delivered?: () => void;
 }
 
-const WAIT_MS = 1000;
+// Nothing rings when an instance is finalized or its channel closes: looked for this often.
+const FALLBACK_MS = 50;
 const CANCEL_POLL_MS = 20;
 
 /**
@@ -84,9 +128,15 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
     return encoded;
   };
   while (true) {
-    const count = await bridge.dt_next_batch(channel, slot, WAIT_MS);
-    if (count < 0) return;
-    if (count === 0) continue;
+    const count = bridge.dt_take_batch(channel, slot);
+    if (count < 0) {
+      forgetSlot(channel, slot);
+      return;
+    }
+    if (count === 0) {
+      await rung(channel, slot, FALLBACK_MS);
+      continue;
+    }
     // Whatever goes wrong, the batch ends here: Triton's instance thread waits for it.
     let failure: InferenceError | undefined;
     try {
@@ -112,6 +162,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
         cString(`Cannot run a batch of model '${options.model.name}': ${failure.message}`),
       );
     }
+    options.delivered?.();
   }
 }
 
@@ -227,17 +278,7 @@ async function runBatch(
   nameOf: (name: string) => Uint8Array,
 ): Promise<void> {
   const { bridge, channel, slot, instance, model, stopping } = options;
-  const description = bridge.dt_batch_describe(channel, slot);
-  if (description === null) throw new Error("the bridge has no batch to describe");
-  let described: DescribedRequest[];
-  try {
-    described = JSON.parse(readCString(description));
-    if (!Array.isArray(described)) throw new Error("not a list of requests");
-  } catch (error) {
-    throw new Error(`its description from the bridge is malformed: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
+  const described = readBatch(bridge, channel, slot);
   const requests: InferRequest[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
@@ -253,19 +294,19 @@ async function runBatch(
       const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
         if (input.gpu) throw new Error(`Input '${input.name}' is in GPU memory`);
-        const view = viewAt(input.ptr, input.size);
+        const view = viewAt(input.address, input.size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
-        locations[input.name] = { address: BigInt(input.ptr), byteLength: input.size };
+        locations[input.name] = { address: input.address, byteLength: input.size };
       }
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
       const { [STREAM_PARAMETER]: token, ...parameters } = entry.parameters;
-      const stream = token?.t === "i" ? options.streamOf?.(Number(token.v)) : undefined;
+      const stream = typeof token === "number" ? options.streamOf?.(token) : undefined;
       if (stream !== undefined) streams.push(stream);
       requests.push({
         data,
-        parameters: parameterValues(parameters),
+        parameters,
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
       });
@@ -316,7 +357,9 @@ async function runBatch(
               false,
             )
           );
+          // Counted as on their way before they are taken, so their arrival frees the room.
           for (const stream of streams) stream.sent();
+          options.delivered?.();
           if (allCancelled()) break;
           // The next step waits until every consumer of this batch has room for it.
           const rooms = streams.flatMap((stream) => stream.room() ?? []);

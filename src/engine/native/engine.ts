@@ -135,6 +135,7 @@ export class NativeEngine implements Engine {
       gpus: this.#gpus,
       stopping: this.#abandon.signal,
       streamOf: (token) => this.#streams.get(token),
+      delivered: () => this.#queue?.drain(),
       ...(logger ? { logger } : {}),
       ...(onUnrecoverable ? { onUnrecoverable } : {}),
     };

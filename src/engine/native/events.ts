@@ -1,10 +1,13 @@
 /**
  * The client-side completion pump. The C bridge's response-complete and request-release
- * callbacks (which run on Triton threads, or inside `ServerInferAsync` on a cache hit) push
- * `(tag, kind, flags, pointer)` events onto the engine's queue in C (`ffi/dt_client.c`); this
- * pump drains them with a nonblocking FFI wait and dispatches them to the request that owns the
- * tag (it holds no queue of its own). It runs only while requests are pending,
- * so an idle engine leaves no wait in flight.
+ * callbacks push `(tag, kind, flags, pointer)` events onto the engine's queue in C
+ * (`ffi/dt_client.c`); this pump dispatches them to the request that owns the tag (it holds no
+ * queue of its own). Most events are pushed on this thread, inside its own synchronous calls
+ * (`dt_send` and `dt_batch_done` run the callbacks, and so does `ServerInferAsync` on a cache
+ * hit): those wake nobody in C and are taken with {@linkcode CompletionPump.drain} right after
+ * the call, with no thread hop. Events from Triton's threads (queue timeouts, cancellations,
+ * errors the core answers itself) wake a nonblocking FFI wait that runs only while requests are
+ * pending, so an idle engine leaves no wait in flight.
  *
  * @module
  */
@@ -22,6 +25,9 @@ export interface CompletionHandlers {
 const EVENT_RESPONSE = 1;
 const EVENT_RELEASE = 2;
 const BATCH = 64;
+// How long the wait stays parked after the last pending request ends: a request arriving
+// meanwhile reuses it instead of starting a new nonblocking call.
+const LINGER_MS = 50;
 
 // The bridge routes each event by the queue id in a tag's top 16 bits.
 const QUEUE_SHIFT = 48n;
@@ -37,7 +43,10 @@ export class CompletionPump implements Disposable {
   #nextTag: bigint;
   #closed = false;
   #pump: Promise<void> | undefined;
-  #events = new BigUint64Array(BATCH * 3);
+  #polled = new BigUint64Array(BATCH * 3);
+  #draining = false;
+  #again = false;
+  #linger: ReturnType<typeof setTimeout> | undefined;
 
   /**
    * Creates the queue.
@@ -72,6 +81,10 @@ export class CompletionPump implements Disposable {
   register(handlers: CompletionHandlers): bigint {
     const tag = this.#nextTag++;
     this.#handlers.set(tag, handlers);
+    if (this.#linger !== undefined) {
+      clearTimeout(this.#linger);
+      this.#linger = undefined;
+    }
     this.#pump ??= this.#run();
     return tag;
   }
@@ -83,35 +96,80 @@ export class CompletionPump implements Disposable {
    */
   unregister(tag: bigint): void {
     this.#handlers.delete(tag);
-    if (this.#handlers.size === 0) this.#bridge.dt_wake_events(this.#id);
+    if (this.#handlers.size === 0 && this.#pump !== undefined && this.#linger === undefined) {
+      const linger = setTimeout(() => this.#stopWaiting(), LINGER_MS);
+      Deno.unrefTimer(linger);
+      this.#linger = linger;
+    }
+  }
+
+  /**
+   * Dispatches the events already queued, without waiting: call it after a synchronous bridge
+   * or core call that may have completed requests on this thread. Reentrant calls (a handler
+   * that completes another request) are folded into the running one.
+   */
+  drain(): void {
+    if (this.#closed) return;
+    if (this.#draining) {
+      this.#again = true;
+      return;
+    }
+    this.#draining = true;
+    try {
+      do {
+        this.#again = false;
+        let count: number;
+        do {
+          count = this.#bridge.dt_poll_events(this.#id, this.#polled, BATCH);
+          this.#dispatch(this.#polled, count);
+        } while (count === BATCH);
+      } while (this.#again);
+    } finally {
+      this.#draining = false;
+    }
   }
 
   /** Resolves when the pump has stopped (nothing pending). */
   async idle(): Promise<void> {
+    if (this.#handlers.size === 0) this.#stopWaiting();
     while (this.#pump !== undefined) await this.#pump;
+  }
+
+  #stopWaiting(): void {
+    if (this.#linger !== undefined) {
+      clearTimeout(this.#linger);
+      this.#linger = undefined;
+    }
+    if (this.#handlers.size === 0 && !this.#closed) this.#bridge.dt_wake_events(this.#id);
+  }
+
+  #dispatch(events: BigUint64Array, count: number): void {
+    for (let i = 0; i < count; i++) {
+      const tag = events[i * 3]!;
+      const kindFlags = Number(events[i * 3 + 1]!);
+      const pointer = Deno.UnsafePointer.create(events[i * 3 + 2]!);
+      const handlers = this.#handlers.get(tag);
+      if (handlers === undefined) continue;
+      const kind = kindFlags & 0xff;
+      const flags = kindFlags >> 8;
+      try {
+        if (kind === EVENT_RESPONSE) handlers.response(pointer, flags);
+        else if (kind === EVENT_RELEASE) handlers.release(pointer, flags);
+      } catch (error) {
+        // A handler bug must not stop the pump that every other request depends on.
+        console.error("DenoTriton completion handler failed:", error);
+      }
+    }
   }
 
   async #run(): Promise<void> {
     try {
       while (this.#handlers.size > 0) {
-        const count = await this.#bridge.dt_wait_events(this.#id, this.#events, BATCH, 1000);
+        // The wait only reports that events are queued; taking them here, on this thread, keeps
+        // them in the order they were pushed.
+        const count = await this.#bridge.dt_wait_events(this.#id, 1000);
         if (count < 0) break; // closed
-        for (let i = 0; i < count; i++) {
-          const tag = this.#events[i * 3]!;
-          const kindFlags = Number(this.#events[i * 3 + 1]!);
-          const pointer = Deno.UnsafePointer.create(this.#events[i * 3 + 2]!);
-          const handlers = this.#handlers.get(tag);
-          if (handlers === undefined) continue;
-          const kind = kindFlags & 0xff;
-          const flags = kindFlags >> 8;
-          try {
-            if (kind === EVENT_RESPONSE) handlers.response(pointer, flags);
-            else if (kind === EVENT_RELEASE) handlers.release(pointer, flags);
-          } catch (error) {
-            // A handler bug must not stop the pump that every other request depends on.
-            console.error("DenoTriton completion handler failed:", error);
-          }
-        }
+        if (count > 0) this.drain();
       }
     } finally {
       this.#pump = undefined;

@@ -77,24 +77,9 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerMetrics: { parameters: [P, B], result: P },
   TRITONSERVER_MetricsFormatted: { parameters: [P, "i32", B, B], result: P },
   TRITONSERVER_MetricsDelete: { parameters: [P], result: P },
-  TRITONSERVER_InferenceRequestNew: { parameters: [B, P, B, "i64"], result: P },
   TRITONSERVER_InferenceRequestDelete: { parameters: [P], result: P },
-  TRITONSERVER_InferenceRequestSetId: { parameters: [P, B], result: P },
-  TRITONSERVER_InferenceRequestSetPriorityUInt64: { parameters: [P, "u64"], result: P },
-  TRITONSERVER_InferenceRequestSetTimeoutMicroseconds: { parameters: [P, "u64"], result: P },
-  TRITONSERVER_InferenceRequestAddInput: { parameters: [P, B, "i32", B, "u64"], result: P },
-  TRITONSERVER_InferenceRequestAppendInputData: {
-    parameters: [P, B, B, "usize", "i32", "i64"],
-    result: P,
-  },
-  TRITONSERVER_InferenceRequestAddRequestedOutput: { parameters: [P, B], result: P },
-  TRITONSERVER_InferenceRequestSetStringParameter: { parameters: [P, B, B], result: P },
-  TRITONSERVER_InferenceRequestSetIntParameter: { parameters: [P, B, "i64"], result: P },
-  TRITONSERVER_InferenceRequestSetBoolParameter: { parameters: [P, B, "bool"], result: P },
-  TRITONSERVER_InferenceRequestSetDoubleParameter: { parameters: [P, B, "f64"], result: P },
   TRITONSERVER_InferenceRequestCancel: { parameters: [P], result: P },
   TRITONSERVER_InferenceResponseDelete: { parameters: [P], result: P },
-  TRITONSERVER_ServerInferAsync: { parameters: [P, P, P], result: P },
 } as const;
 
 /** DenoTriton's bridge symbols (`ffi/dt_backend.c`, `ffi/dt_client.c`). */
@@ -103,8 +88,9 @@ export const BRIDGE_SYMBOLS = {
   dt_channel_open: { parameters: ["u32", "i32"], result: "u64" },
   dt_channel_close: { parameters: ["u64"], result: "void" },
   dt_channel_attached: { parameters: ["u64"], result: "u32" },
-  dt_next_batch: { parameters: ["u64", "u32", "i32"], result: "i32", nonblocking: true },
-  dt_batch_describe: { parameters: ["u64", "u32"], result: P },
+  dt_channel_notify: { parameters: ["u64", "function"], result: "void" },
+  dt_take_batch: { parameters: ["u64", "u32"], result: "i32" },
+  dt_batch_read: { parameters: ["u64", "u32", B, "u64"], result: "u64" },
   dt_slot_error: { parameters: ["u64", "u32"], result: P },
   dt_output: {
     parameters: ["u64", "u32", "u32", B, "i32", B, "u32", "u64", B],
@@ -118,11 +104,11 @@ export const BRIDGE_SYMBOLS = {
   dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32", optional: true },
   dt_events_open: { parameters: [], result: "u64" },
   dt_events_close: { parameters: ["u64"], result: "void" },
-  dt_wait_events: { parameters: ["u64", B, "i32", "i32"], result: "i32", nonblocking: true },
+  dt_wait_events: { parameters: ["u64", "i32"], result: "i32", nonblocking: true },
   dt_wake_events: { parameters: ["u64"], result: "void" },
-  dt_request_bind: { parameters: [P, "u64"], result: P },
-  dt_response_describe: { parameters: [P], result: P },
-  dt_free: { parameters: [P], result: "void" },
+  dt_poll_events: { parameters: ["u64", B, "i32"], result: "i32" },
+  dt_infer: { parameters: [P, B, "u64", "u64", B], result: P },
+  dt_response_read: { parameters: [P, B, "u64"], result: "u64" },
   // Tests only: makes the bridge fail sends or corrupt batch descriptions on purpose.
   dt_debug_fault: { parameters: ["i32", "u32"], result: "i32" },
 } as const;
@@ -145,7 +131,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 2;
+export const BRIDGE_VERSION = 3;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.

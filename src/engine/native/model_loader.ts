@@ -18,6 +18,7 @@ import type { ModelDefinition, ModelHandle } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
 import { warmUp } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
+import { connectDoorbell } from "./doorbell.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { BACKEND_NAME } from "./install.ts";
 import { CHANNEL_PARAMETER } from "./queries.ts";
@@ -60,6 +61,8 @@ export interface LoaderContext {
   readonly stopping: AbortSignal;
   /** The stream of a decoupled request, by its {@linkcode STREAM_PARAMETER} number. */
   readonly streamOf: (token: number) => ResponseStream | undefined;
+  /** Dispatches the completion events the consumer loops' own calls queued. */
+  readonly delivered: () => void;
 }
 
 function messageOf(error: unknown): string {
@@ -97,6 +100,7 @@ function attach(
 ): { channel: bigint; consumers: Promise<void> } {
   const { bridge } = context.libraries;
   const channel = bridge.dt_channel_open(instances.length, model.config.decoupled ? 1 : 0);
+  connectDoorbell(bridge, channel);
   const consumers = Promise.all(instances.map((instance, slot) =>
     consumeInstance({
       bridge,
@@ -106,6 +110,7 @@ function attach(
       model,
       stopping: context.stopping,
       streamOf: context.streamOf,
+      delivered: context.delivered,
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
     }).catch((error) => {

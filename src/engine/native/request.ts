@@ -1,8 +1,9 @@
 /**
  * Submitting an {@linkcode InferenceRequest} to the core: a `TRITONSERVER_InferenceRequest`
  * with inputs pointing at the caller's buffers (kept alive until the release event), requested
- * outputs, typed parameters, priority, timeout and id; callbacks routed through the C bridge to
- * the completion queue; cancellation on `signal` abort while the core still holds the request.
+ * outputs, typed parameters, priority, timeout and id, built, bound to the completion queue and
+ * submitted by one bridge call (`dt_infer`) from a packed description; cancellation on `signal`
+ * abort while the core still holds the request.
  *
  * @module
  */
@@ -12,7 +13,8 @@ import { toRawBytes } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
 import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
-import { check, cString, pointerOf, takeError } from "./status.ts";
+import { Packer } from "./packer.ts";
+import { pointerOf, takeError } from "./status.ts";
 import { tritonDataType } from "./tensors.ts";
 
 const RESPONSE_FINAL = 1;
@@ -49,85 +51,13 @@ export function submitRequest(
   if (request.signal?.aborted) {
     throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
-  const slot = new BigUint64Array(1);
-  check(
-    core,
-    core.TRITONSERVER_InferenceRequestNew(
-      slot,
-      server,
-      cString(request.modelName),
-      BigInt(request.modelVersion ?? -1),
-    ),
-  );
-  const handle = pointerOf(slot);
   // Input memory must outlive the request: the core reads it until the release event.
   const keep: unknown[] = [];
+  const packed = packRequest(request, keep).bytes();
+  const slot = new BigUint64Array(1);
+  let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
   try {
-    if (request.id !== undefined && request.id !== "") {
-      check(core, core.TRITONSERVER_InferenceRequestSetId(handle, cString(request.id)));
-    }
-    for (const [name, array] of request.inputs) {
-      const cname = cString(name);
-      const shape = new BigInt64Array(array.shape.map((d) => BigInt(d)));
-      check(
-        core,
-        core.TRITONSERVER_InferenceRequestAddInput(
-          handle,
-          cname,
-          tritonDataType(array.dtype),
-          shape,
-          BigInt(array.shape.length),
-        ),
-      );
-      const bytes = toRawBytes(array);
-      // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
-      keep.push(bytes.buffer, bytes);
-      check(
-        core,
-        core.TRITONSERVER_InferenceRequestAppendInputData(
-          handle,
-          cname,
-          bytes.byteLength === 0 ? null : bytes,
-          BigInt(bytes.byteLength),
-          0,
-          0n,
-        ),
-      );
-    }
-    for (const name of request.outputs ?? []) {
-      check(core, core.TRITONSERVER_InferenceRequestAddRequestedOutput(handle, cString(name)));
-    }
-    for (const [key, value] of Object.entries(request.parameters)) {
-      const ckey = cString(key);
-      if (typeof value === "string") {
-        check(
-          core,
-          core.TRITONSERVER_InferenceRequestSetStringParameter(handle, ckey, cString(value)),
-        );
-      } else if (typeof value === "boolean") {
-        check(core, core.TRITONSERVER_InferenceRequestSetBoolParameter(handle, ckey, value));
-      } else if (Number.isInteger(value)) {
-        check(core, core.TRITONSERVER_InferenceRequestSetIntParameter(handle, ckey, BigInt(value)));
-      } else {
-        check(core, core.TRITONSERVER_InferenceRequestSetDoubleParameter(handle, ckey, value));
-      }
-    }
-    if (request.priority !== undefined && request.priority > 0) {
-      check(
-        core,
-        core.TRITONSERVER_InferenceRequestSetPriorityUInt64(handle, BigInt(request.priority)),
-      );
-    }
-    if (request.timeoutMicroseconds !== undefined && request.timeoutMicroseconds > 0) {
-      check(
-        core,
-        core.TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(
-          handle,
-          BigInt(request.timeoutMicroseconds),
-        ),
-      );
-    }
     let released = false;
     let finalSeen = false;
     const onAbort = (): void => {
@@ -135,6 +65,7 @@ export function submitRequest(
       if (!released) {
         const failure = core.TRITONSERVER_InferenceRequestCancel(handle);
         if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
+        queueMicrotask(() => queue.drain());
       }
     };
     const finish = (): void => {
@@ -168,15 +99,81 @@ export function submitRequest(
         finish();
       },
     });
-    check(core, bridge.dt_request_bind(handle, tag));
-    const failure = takeError(core, core.TRITONSERVER_ServerInferAsync(server, handle, null));
+    // One call builds, binds and submits it; on failure the bridge has deleted it.
+    const failure = takeError(
+      core,
+      bridge.dt_infer(server, packed, BigInt(packed.byteLength), tag, slot),
+    );
     if (failure !== undefined) throw failure;
+    handle = pointerOf(slot);
     request.signal?.addEventListener("abort", onAbort, { once: true });
+    // A cache hit completes inside ServerInferAsync, on this thread; dispatched once the caller
+    // has its handlers in place.
+    queueMicrotask(() => queue.drain());
   } catch (error) {
-    // Before a successful InferAsync the request is still ours and no callback will fire.
+    // Before a successful submit no callback fires, and the bridge deleted the request.
     if (tag !== undefined) queue.unregister(tag);
-    const failure = core.TRITONSERVER_InferenceRequestDelete(handle);
-    if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
     throw error;
   }
+}
+
+const packer = new Packer();
+// Typed parameter kinds `dt_infer` reads.
+const PARAMETER_STRING = 0;
+const PARAMETER_INT = 1;
+const PARAMETER_BOOL = 2;
+const PARAMETER_DOUBLE = 3;
+
+/**
+ * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
+ * (name, datatype, shape, data address and size), the requested outputs and the typed
+ * parameters. Each input's bytes are pushed onto `keep`.
+ */
+function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
+  packer.reset();
+  packer.string(request.modelName);
+  packer.i64(request.modelVersion ?? -1);
+  packer.string(request.id ?? "");
+  packer.i64(request.priority !== undefined && request.priority > 0 ? request.priority : 0);
+  packer.i64(
+    request.timeoutMicroseconds !== undefined && request.timeoutMicroseconds > 0
+      ? request.timeoutMicroseconds
+      : 0,
+  );
+  const outputs = request.outputs ?? [];
+  const parameters = Object.entries(request.parameters);
+  packer.u32(request.inputs.size);
+  packer.u32(outputs.length);
+  packer.u32(parameters.length);
+  for (const [name, array] of request.inputs) {
+    packer.string(name);
+    packer.u32(tritonDataType(array.dtype));
+    packer.u32(array.shape.length);
+    for (const d of array.shape) packer.i64(d);
+    const bytes = toRawBytes(array);
+    // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
+    keep.push(bytes.buffer, bytes);
+    packer.i64(
+      bytes.byteLength === 0 ? 0n : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)),
+    );
+    packer.i64(bytes.byteLength);
+  }
+  for (const name of outputs) packer.string(name);
+  for (const [key, value] of parameters) {
+    packer.string(key);
+    if (typeof value === "string") {
+      packer.u32(PARAMETER_STRING);
+      packer.string(value);
+    } else if (typeof value === "boolean") {
+      packer.u32(PARAMETER_BOOL);
+      packer.u32(value ? 1 : 0);
+    } else if (Number.isInteger(value)) {
+      packer.u32(PARAMETER_INT);
+      packer.i64(value);
+    } else {
+      packer.u32(PARAMETER_DOUBLE);
+      packer.f64(value);
+    }
+  }
+  return packer;
 }

@@ -1,8 +1,8 @@
 /**
  * Reading a `TRITONSERVER_InferenceResponse` into a protocol-neutral
- * {@linkcode InferenceResponse}: the C bridge describes it as JSON (error, model, id,
- * parameters, outputs with addresses), and the outputs are copied out before the response is
- * deleted.
+ * {@linkcode InferenceResponse}: the C bridge describes it into a reused buffer in a packed
+ * layout (error, model, version, id, parameters, outputs with addresses; `dt_response_read`),
+ * and the outputs are copied out before the response is deleted.
  *
  * @module
  */
@@ -12,16 +12,9 @@ import { InferenceError } from "../../errors.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "./ffi.ts";
-import { errorCodeName, readCString } from "./status.ts";
+import { Unpacker } from "./packer.ts";
+import { errorCodeName } from "./status.ts";
 import { dtypeOfTriton, tensorCopy, viewAt } from "./tensors.ts";
-
-/** A typed parameter as the bridge describes it. */
-export interface DescribedParameter {
-  /** `s`tring, `i`nt, `b`ool or `d`ouble. */
-  t: "s" | "i" | "b" | "d";
-  /** The value; ints and doubles come as strings to keep their precision. */
-  v: string | boolean;
-}
 
 /** A tensor as the bridge describes it. */
 export interface DescribedTensor {
@@ -32,46 +25,62 @@ export interface DescribedTensor {
   /** Dimensions. */
   shape: number[];
   /** Address of the data. */
-  ptr: number;
+  address: bigint;
   /** Byte size of the data. */
   size: number;
   /** Whether the data is in GPU memory. */
   gpu: boolean;
 }
 
-interface DescribedResponse {
-  error: { code: number; message: string } | null;
-  model: string;
-  version: number;
-  id: string;
-  parameters: Record<string, DescribedParameter | null>;
-  outputs: DescribedTensor[];
-}
-
 /**
- * Converts described parameters to JavaScript values.
+ * Reads typed parameters from a packed description: a count, then name and value pairs. Kinds
+ * JavaScript does not read (BYTES) are skipped.
  *
- * @param described The bridge's parameter map.
+ * @param reader The description, at the parameter count.
  * @returns Strings, numbers and booleans by name.
  *
  * @example
  * ```ts
- * import { parameterValues } from "./response.ts";
+ * import { Unpacker } from "./packer.ts";
+ * import { readParameters } from "./response.ts";
  * import assert from "node:assert/strict";
  *
- * assert.deepEqual(parameterValues({ a: { t: "i", v: "3" }, b: { t: "b", v: true } }), { a: 3, b: true });
+ * // One parameter: "a" = int 3.
+ * const bytes = new Uint8Array([1, 0, 0, 0, 1, 0, 0, 0, 97, 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]);
+ * assert.deepEqual(readParameters(new Unpacker(bytes)), { a: 3 });
  * ```
  */
-export function parameterValues(
-  described: Record<string, DescribedParameter | null>,
-): Record<string, ParameterValue> {
+export function readParameters(reader: Unpacker): Record<string, ParameterValue> {
   const values: Record<string, ParameterValue> = {};
-  for (const [key, parameter] of Object.entries(described)) {
-    if (parameter === null) continue;
-    values[key] = parameter.t === "s" || parameter.t === "b" ? parameter.v : Number(parameter.v);
+  const count = reader.u32();
+  for (let i = 0; i < count; i++) {
+    const name = reader.string();
+    const value = reader.parameter();
+    if (value !== undefined) values[name] = value;
   }
   return values;
 }
+
+/**
+ * Reads a tensor from a packed description: name, datatype, GPU flag, shape, address and size.
+ *
+ * @param reader The description, at the tensor.
+ * @returns The tensor.
+ */
+export function readTensor(reader: Unpacker): DescribedTensor {
+  const name = reader.string();
+  const datatype = reader.u32();
+  const gpu = reader.u32() !== 0;
+  const dims = reader.u32();
+  const shape: number[] = [];
+  for (let d = 0; d < dims; d++) shape.push(reader.i64());
+  const address = reader.u64();
+  const size = Number(reader.u64());
+  return { name, datatype, shape, address, size, gpu };
+}
+
+// Reused for every response: descriptions are read synchronously, one at a time.
+let scratch = new Uint8Array(4096);
 
 /**
  * Reads a response: throws its error, or copies its outputs out.
@@ -87,26 +96,29 @@ export function readResponse(
   response: Deno.PointerValue,
   order: readonly string[],
 ): InferenceResponse {
-  const text = bridge.dt_response_describe(response);
-  let described: DescribedResponse;
-  try {
-    described = JSON.parse(readCString(text));
-  } finally {
-    bridge.dt_free(text);
+  let size = Number(bridge.dt_response_read(response, scratch, BigInt(scratch.byteLength)));
+  if (size > scratch.byteLength) {
+    scratch = new Uint8Array(size * 2);
+    size = Number(bridge.dt_response_read(response, scratch, BigInt(scratch.byteLength)));
   }
-  if (described.error !== null) {
-    throw new InferenceError(described.error.message, {
-      code: errorCodeName(described.error.code),
-    });
-  }
+  const reader = new Unpacker(scratch.subarray(0, size));
+  const code = reader.i32();
+  const message = reader.string();
+  if (code >= 0) throw new InferenceError(message, { code: errorCodeName(code) });
+  const model = reader.string();
+  const version = reader.i64();
+  const id = reader.string();
+  const parameters = readParameters(reader);
   const byName = new Map<string, NDArray>();
-  for (const output of described.outputs) {
+  const count = reader.u32();
+  for (let i = 0; i < count; i++) {
+    const output = readTensor(reader);
     if (output.gpu) {
       throw InferenceError.internal(`Cannot read output '${output.name}': it is in GPU memory`);
     }
     byName.set(
       output.name,
-      tensorCopy(dtypeOfTriton(output.datatype), output.shape, viewAt(output.ptr, output.size)),
+      tensorCopy(dtypeOfTriton(output.datatype), output.shape, viewAt(output.address, output.size)),
     );
   }
   const outputs = new Map<string, NDArray>();
@@ -115,11 +127,10 @@ export function readResponse(
     if (array !== undefined) outputs.set(name, array);
   }
   for (const [name, array] of byName) if (!outputs.has(name)) outputs.set(name, array);
-  const parameters = parameterValues(described.parameters);
   return {
-    modelName: described.model,
-    modelVersion: String(described.version),
-    ...(described.id === "" ? {} : { id: described.id }),
+    modelName: model,
+    modelVersion: String(version),
+    ...(id === "" ? {} : { id }),
     outputs,
     ...(Object.keys(parameters).length === 0 ? {} : { parameters }),
   };

@@ -88,7 +88,13 @@ const CACHE_LIBRARY = "pytriton/tritonserver/caches/local/libtritoncache_local.s
  * The C sources of the backend, next to this module in the package: the ABI header, then the
  * files compiled together (see `ffi/README.md`).
  */
-const BACKEND_SOURCES: readonly string[] = ["dt_abi.h", "dt_json.c", "dt_backend.c", "dt_client.c"];
+const BACKEND_SOURCES: readonly string[] = [
+  "dt_abi.h",
+  "dt_json.c",
+  "dt_pack.c",
+  "dt_backend.c",
+  "dt_client.c",
+];
 
 /** The backend's sources by file name, in {@linkcode BACKEND_SOURCES} order. */
 type BackendSources = ReadonlyMap<string, string>;

@@ -75,12 +75,12 @@ export function dtypeOfTriton(value: number): DType {
 /**
  * A view of `size` bytes at a core-owned address (no copy); empty for size 0.
  *
- * @param address The address, as a number.
+ * @param address The address.
  * @param size The byte count.
  * @returns A `Uint8Array` over that memory.
  */
-export function viewAt(address: number, size: number): Uint8Array {
-  if (size === 0 || address === 0) return new Uint8Array(0);
+export function viewAt(address: number | bigint, size: number): Uint8Array {
+  if (size === 0 || address === 0 || address === 0n) return new Uint8Array(0);
   const pointer = Deno.UnsafePointer.create(BigInt(address))!;
   return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pointer, size));
 }

@@ -201,15 +201,18 @@ Deno.test("readRequestBody() places a large body's binary section on an 8-byte b
   const seen: { aligned: boolean; same: boolean }[] = [];
   const body = new Uint8Array(300_000);
   for (let i = 0; i < body.byteLength; i++) body[i] = i % 251;
-  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (r) => {
-    const alignAt = Number(new URL(r.url).searchParams.get("at"));
-    const read = await readRequestBody(r, 1_000_000, { alignAt });
-    seen.push({
-      aligned: (read.byteOffset + alignAt) % 8 === 0,
-      same: read.byteLength === body.byteLength && read.every((v, i) => v === body[i]),
-    });
-    return new Response(null, { status: 204 });
-  });
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (r): Promise<Response> => {
+      const alignAt = Number(new URL(r.url).searchParams.get("at"));
+      const read = await readRequestBody(r, 1_000_000, { alignAt });
+      seen.push({
+        aligned: (read.byteOffset + alignAt) % 8 === 0,
+        same: read.byteLength === body.byteLength && read.every((v, i) => v === body[i]),
+      });
+      return new Response(null, { status: 204 });
+    },
+  );
   for (const at of [0, 3, 5, 8, 13]) {
     const response = await fetch(`http://127.0.0.1:${server.addr.port}/?at=${at}`, {
       method: "POST",
