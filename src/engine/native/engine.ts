@@ -31,7 +31,9 @@ import {
   type ServerMetadata,
   type StreamResponse,
   type TritonModelConfigJson,
+  type UnloadOptions,
 } from "../engine.ts";
+import { lookupVersion } from "../model_lookup.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import { findTritonInstall, setupCommand } from "./install.ts";
@@ -51,10 +53,6 @@ import { createServer, type NativeEngineOptions } from "./server_options.ts";
 import { deleteServer, releaseServer } from "./shutdown.ts";
 
 export type { NativeEngineOptions } from "./server_options.ts";
-
-function notFound(name: string): InferenceError {
-  return InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
-}
 
 /**
  * The engine backed by Triton's in-process core.
@@ -100,6 +98,8 @@ export class NativeEngine implements Engine {
   /** The model behind each handle this engine gave out, while it is loaded. */
   #loaded = new WeakMap<ModelHandle, LoadedModel>();
   #loading = new Set<string>();
+  /** Models unloaded but not forgotten (the repository API's unload): name → version. */
+  #unloaded = new Map<string, number>();
   /** Decoupled requests' streams, by the number in their stream parameter. */
   #streams = new Map<number, ResponseStream>();
   #nextStream = 1;
@@ -250,6 +250,7 @@ export class NativeEngine implements Engine {
       const loaded = await loadModel(this.#context, model);
       this.#models.set(model.name, loaded);
       this.#loaded.set(loaded.handle, loaded);
+      this.#unloaded.delete(model.name);
       this.#options.logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
     } finally {
       this.#loading.delete(model.name);
@@ -261,25 +262,38 @@ export class NativeEngine implements Engine {
    *
    * @param name Model name.
    * @param version Model version; the loaded one when undefined.
+   * @param options Whether the engine forgets the model.
    * @throws {InferenceError} NOT_FOUND for unknown models or versions.
    */
-  async unloadModel(name: string, version?: number): Promise<void> {
+  async unloadModel(name: string, version?: number, options: UnloadOptions = {}): Promise<void> {
     this.#core; // throws when not started
+    // Any known version will do: this throws only for an unknown name or version.
+    lookupVersion(name, version, this.#versionsOf(name), () => true);
     const loaded = this.#models.get(name);
-    if (loaded === undefined) throw notFound(name);
-    if (version !== undefined && version !== -1 && version !== loaded.definition.version) {
-      throw InferenceError.notFound(
-        `Request for unknown model: '${name}' version ${version} is not found`,
+    if (loaded !== undefined) {
+      const context = this.#context;
+      await unloadFromCore(context, loaded);
+      this.#models.delete(name);
+      this.#loaded.delete(loaded.handle);
+      this.#unloaded.set(name, loaded.definition.version);
+      await disposeInstances(context, name, loaded.instances);
+      this.#options.logger?.info(
+        `Successfully unloaded '${name}' version ${loaded.definition.version}`,
       );
     }
-    const context = this.#context;
-    await unloadFromCore(context, loaded);
-    this.#models.delete(name);
-    this.#loaded.delete(loaded.handle);
-    await disposeInstances(context, name, loaded.instances);
-    this.#options.logger?.info(
-      `Successfully unloaded '${name}' version ${loaded.definition.version}`,
-    );
+    if (options.forget === true) {
+      this.#unloaded.delete(name);
+      // The core lists every model directory of its repository in its index.
+      await Deno.remove(`${this.#repository}/${name}`, { recursive: true }).catch(() => {});
+    }
+  }
+
+  /** The versions of a model this engine knows (one), with its loaded model while loaded. */
+  #versionsOf(name: string): Map<number, LoadedModel | undefined> | undefined {
+    const loaded = this.#models.get(name);
+    if (loaded !== undefined) return new Map([[loaded.definition.version, loaded]]);
+    const unloaded = this.#unloaded.get(name);
+    return unloaded === undefined ? undefined : new Map([[unloaded, undefined]]);
   }
 
   /**
@@ -288,17 +302,18 @@ export class NativeEngine implements Engine {
    * @param name Model name.
    * @param version Model version; the loaded one when undefined or -1.
    * @returns Its handle.
-   * @throws {InferenceError} NOT_FOUND for unknown models and versions.
+   * @throws {InferenceError} NOT_FOUND / UNAVAILABLE with Triton's messages (`../model_lookup.ts`).
    */
   model(name: string, version?: number): ModelHandle {
     const loaded = this.#models.get(name);
     if (
-      loaded === undefined ||
-      (version !== undefined && version !== -1 && version !== loaded.definition.version)
+      loaded !== undefined &&
+      (version === undefined || version === -1 || version === loaded.definition.version)
     ) {
-      throw notFound(name);
+      return loaded.handle;
     }
-    return loaded.handle;
+    return lookupVersion(name, version, this.#versionsOf(name), (model) => model !== undefined)!
+      .handle;
   }
 
   /**
@@ -323,6 +338,8 @@ export class NativeEngine implements Engine {
    * @returns `{name, versions, platform, inputs, outputs}`.
    */
   modelMetadata(name: string, version?: number): ModelMetadata {
+    this.#core; // throws when not started
+    this.model(name, version); // the lookup rule both engines share, before the core's
     return queries.modelMetadata(this.#core, this.#server, name, version);
   }
 
@@ -335,6 +352,8 @@ export class NativeEngine implements Engine {
    * @returns The config JSON.
    */
   modelConfig(name: string, version?: number): TritonModelConfigJson {
+    this.#core; // throws when not started
+    this.model(name, version); // the lookup rule both engines share, before the core's
     const config = queries.modelConfig(this.#core, this.#server, name, version);
     const definition = this.#models.get(name)?.definition;
     if (definition !== undefined && definition.config.warmup.length > 0) {
@@ -517,6 +536,7 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
+    this.#unloaded.clear();
     if (!clean) return;
     await deleteServer(this.#libraries.core, server, this.#options.logger);
     await this.#queue?.idle();

@@ -9,6 +9,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { Engine } from "../../engine/engine.ts";
+import type { ModelRepository } from "../../engine/repository.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
@@ -57,6 +58,12 @@ export interface GrpcFrontendOptions {
    * @default {new Logger()}
    */
   logger?: Logger;
+  /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
   /**
    * Access tokens for restricted endpoint groups.
    *
@@ -236,6 +243,7 @@ export class GrpcFrontend implements AsyncDisposable {
     const { inference, health } = createServices(engine, {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
       logger,
+      ...(options.repository === undefined ? {} : { repository: options.repository }),
     });
     const guard = (service: GrpcService): GrpcService =>
       options.security === undefined ? service : withAccessCheck(service, options.security);

@@ -12,6 +12,11 @@
 import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { Engine, InferenceRequest } from "../../engine/engine.ts";
+import {
+  engineRepository,
+  type ModelRepository,
+  refuseNewConfiguration,
+} from "../../engine/repository.ts";
 import { grpcStatusOf, InferenceError, toInferenceError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
@@ -42,6 +47,12 @@ export interface GrpcServiceOptions {
    * @default {new Logger()}
    */
   logger?: Logger;
+  /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
 }
 
 /** A grpc-js service: its definition and its handlers. */
@@ -140,6 +151,7 @@ export function createServices(
   options: GrpcServiceOptions = {},
 ): { inference: GrpcService; health: GrpcService } {
   const { logger = new Logger(), headerForwardPattern } = options;
+  const repository = options.repository ?? engineRepository(engine);
 
   const fail = (error: unknown, rpc: string): InferenceError => {
     const inferenceError = toInferenceError(error);
@@ -168,7 +180,10 @@ export function createServices(
     return { name: ref.name ?? "", version: parseModelVersion(ref.version) };
   };
 
-  const repositoryRequest = (bytes: Uint8Array, action: string): never => {
+  const repositoryRequest = async (
+    bytes: Uint8Array,
+    action: "load" | "unload",
+  ): Promise<Record<string, never>> => {
     const request: RepositoryModelRequest = decode(
       codecs.RepositoryModelRequest,
       `repository ${action} request`,
@@ -177,9 +192,14 @@ export function createServices(
     if (request.repository_name) {
       throw InferenceError.unsupported("'repository_name' specification is not supported");
     }
-    throw InferenceError.unsupported(
-      `Cannot ${action} model '${request.model_name}': DenoTriton models are bound in code with Triton.bind(), not ${action}ed from a repository`,
-    );
+    const name = request.model_name ?? "";
+    if (action === "unload") {
+      await repository.unload(name);
+    } else {
+      refuseNewConfiguration(name, Object.keys(request.parameters ?? {}));
+      await repository.load(name);
+    }
+    return {};
   };
 
   const notSupported = (message: string) => (): never => {
@@ -369,7 +389,7 @@ export function createServices(
       if (request.repository_name) {
         throw InferenceError.unsupported("'repository_name' specification is not supported");
       }
-      const models = engine.repositoryIndex(request.ready ?? false);
+      const models = repository.index(request.ready ?? false);
       return { models };
     }),
     RepositoryModelLoad: unary("RepositoryModelLoad", (bytes) => repositoryRequest(bytes, "load")),

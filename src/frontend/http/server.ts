@@ -7,6 +7,7 @@
  */
 
 import type { Engine } from "../../engine/engine.ts";
+import type { ModelRepository } from "../../engine/repository.ts";
 import { InferenceError } from "../../errors.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
@@ -65,6 +66,12 @@ export interface HttpFrontendOptions {
    * @default {undefined}
    */
   accessCheck?: AccessCheck;
+  /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
 }
 
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -101,6 +108,7 @@ export function createHttpHandler(
       "HTTP headerForwardPattern",
     ),
     logger,
+    ...(options.repository === undefined ? {} : { repository: options.repository }),
   });
   const accessCheck = options.accessCheck;
   return async (request: Request): Promise<Response> => {
