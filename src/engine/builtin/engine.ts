@@ -204,9 +204,13 @@ export class BuiltinEngine implements Engine {
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
   }
 
+  /** Hands the error to the hook, which reports it; logs it only when there is no hook. */
   #unrecoverable(error: Error): void {
-    this.#logger?.error(`Unrecoverable error in a model: ${error.message}`);
-    this.#onUnrecoverable?.(error as TritonUnrecoverableError);
+    if (this.#onUnrecoverable !== undefined) {
+      this.#onUnrecoverable(error as TritonUnrecoverableError);
+    } else {
+      this.#logger?.error(`Unrecoverable error in a model: ${error.message}`);
+    }
   }
 
   /**

@@ -136,7 +136,9 @@ export class NativeEngine implements Engine {
       stopping: this.#abandon.signal,
       streamOf: (token) => this.#streams.get(token),
       ...(logger ? { logger } : {}),
-      ...(onUnrecoverable ? { onUnrecoverable } : {}),
+      // As the built-in engine: the hook reports the error; without one, the log does.
+      onUnrecoverable: onUnrecoverable ??
+        ((error) => logger?.error(`Unrecoverable error in a model: ${error.message}`)),
     };
   }
 
