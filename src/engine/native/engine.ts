@@ -38,6 +38,8 @@ import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import { findTritonInstall, setupCommand } from "./install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
+import { CoreLog } from "./core_log.ts";
+import { Logger } from "../../log.ts";
 import {
   disposeInstances,
   type LoadedModel,
@@ -92,6 +94,9 @@ export class NativeEngine implements Engine {
   #libraries: NativeLibraries | undefined;
   #queue: CompletionPump | undefined;
   #logSubscription: Disposable | undefined;
+  /** Forwards the core's log lines through the logger. */
+  #coreLog: CoreLog | undefined;
+  #ownLogger: Logger | undefined;
   #server: Deno.PointerValue = null;
   #repository: string | undefined;
   #models = new Map<string, LoadedModel>();
@@ -117,6 +122,15 @@ export class NativeEngine implements Engine {
    */
   constructor(options: NativeEngineOptions = {}) {
     this.#options = options;
+  }
+
+  /** Where the core's lines go: the logger, else one of the engine's own (`logFile`). */
+  get #coreLogger(): Logger {
+    if (this.#options.logger !== undefined) return this.#options.logger;
+    this.#ownLogger ??= new Logger(
+      this.#options.logFile === undefined ? {} : { file: this.#options.logFile },
+    );
+    return this.#ownLogger;
   }
 
   get #core(): NativeLibraries["core"] {
@@ -164,18 +178,23 @@ export class NativeEngine implements Engine {
       this.#options.logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
     }
     const repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
+    let coreLog: CoreLog | undefined;
     try {
+      coreLog = await CoreLog.open(libraries.core, this.#coreLogger);
       this.#server = await createServer(
         libraries.core,
         install,
         repository,
-        this.#options,
+        { ...this.#options, logFile: coreLog.path },
         this.#gpus,
       );
+      coreLog.drain();
     } catch (error) {
+      coreLog?.[Symbol.dispose]();
       await Deno.remove(repository, { recursive: true }).catch(() => {});
       throw error;
     }
+    this.#coreLog = coreLog;
     this.#repository = repository;
     this.#libraries = libraries;
     this.#queue = new CompletionPump(libraries.bridge);
@@ -249,7 +268,7 @@ export class NativeEngine implements Engine {
     }
     this.#loading.add(model.name);
     try {
-      const loaded = await loadModel(this.#context, model);
+      const loaded = await loadModel(this.#context, model).finally(() => this.#coreLog?.drain());
       this.#models.set(model.name, loaded);
       this.#loaded.set(loaded.handle, loaded);
       this.#unloaded.delete(model.name);
@@ -274,7 +293,7 @@ export class NativeEngine implements Engine {
     const loaded = this.#models.get(name);
     if (loaded !== undefined) {
       const context = this.#context;
-      await unloadFromCore(context, loaded);
+      await unloadFromCore(context, loaded).finally(() => this.#coreLog?.drain());
       this.#models.delete(name);
       this.#loaded.delete(loaded.handle);
       this.#unloaded.set(name, loaded.definition.version);
@@ -539,8 +558,12 @@ export class NativeEngine implements Engine {
     this.#stopped = true;
     this.#models.clear();
     this.#unloaded.clear();
-    if (!clean) return;
+    if (!clean) {
+      this.#closeCoreLog();
+      return;
+    }
     await deleteServer(this.#libraries.core, server, this.#options.logger);
+    this.#closeCoreLog();
     await this.#queue?.idle();
     this.#queue?.[Symbol.dispose]();
     this.#queue = undefined;
@@ -548,6 +571,13 @@ export class NativeEngine implements Engine {
       await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
       this.#repository = undefined;
     }
+  }
+
+  #closeCoreLog(): void {
+    this.#coreLog?.[Symbol.dispose]();
+    this.#coreLog = undefined;
+    this.#ownLogger?.close();
+    this.#ownLogger = undefined;
   }
 
   /** Stops the engine. */

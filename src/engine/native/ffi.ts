@@ -43,6 +43,7 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerOptionsSetStrictReadiness: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetExitTimeout: { parameters: [P, "u32"], result: P },
   TRITONSERVER_ServerOptionsSetLogFile: { parameters: [P, B], result: P },
+  TRITONSERVER_LogMessage: { parameters: ["i32", B, "i32", B], result: P },
   TRITONSERVER_ServerOptionsSetLogInfo: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogWarn: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogError: { parameters: [P, "bool"], result: P },
