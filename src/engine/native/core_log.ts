@@ -13,6 +13,7 @@
  * @module
  */
 
+import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { CoreLibrary } from "./ffi.ts";
 import { deleteServerOptions, newServerOptions } from "./server_options.ts";
@@ -154,6 +155,55 @@ export function forwardCoreRecord(logger: Logger, record: CoreLogRecord): void {
   }
 }
 
+/** The records a {@linkcode CoreLog.watch} collected. */
+export interface CoreLogWatch extends Disposable {
+  /** The records forwarded since the watch began. */
+  readonly records: readonly CoreLogRecord[];
+}
+
+/**
+ * Adds what the core logged about a model's failed load to the load's error: the core's answer
+ * to a load is often only `failed to poll from model repository`, and the reason is in its log.
+ *
+ * @param error The load's error.
+ * @param name The model name.
+ * @param records The core's records during the load.
+ * @returns The error, with the core's error and warning lines that name the model appended.
+ *
+ * @example
+ * ```ts
+ * import { withCoreReasons } from "./core_log.ts";
+ * import { InferenceError } from "../../errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const error = withCoreReasons(InferenceError.internal("failed to load 'm'"), "m", [
+ *   { level: "E", location: "a.cc:1", message: "Poll failed for model directory 'm': bad" },
+ *   { level: "E", location: "a.cc:1", message: "Poll failed for model directory 'other': bad" },
+ * ]);
+ * assert.equal(
+ *   (error as Error).message,
+ *   "failed to load 'm' (the Triton core: Poll failed for model directory 'm': bad)",
+ * );
+ * ```
+ */
+export function withCoreReasons(
+  error: unknown,
+  name: string,
+  records: readonly CoreLogRecord[],
+): unknown {
+  const reasons = records
+    .filter((record) =>
+      (record.level === "E" || record.level === "W") && record.message.includes(`'${name}'`) &&
+      !HARMLESS_CORE_LINES.some(({ pattern }) => pattern.test(record.message))
+    )
+    .map((record) => record.message);
+  if (!(error instanceof InferenceError) || reasons.length === 0) return error;
+  return new InferenceError(`${error.message} (the Triton core: ${reasons.join("; ")})`, {
+    code: error.code,
+    cause: error,
+  });
+}
+
 /** Options of {@linkcode CoreLog.open}. */
 export interface CoreLogOptions {
   /**
@@ -204,6 +254,8 @@ export class CoreLog implements Disposable {
   #timer: ReturnType<typeof setInterval>;
   #rotateBytes: number;
   #decoder = new TextDecoder();
+  /** The record lists of the watches in progress. */
+  #watches = new Set<CoreLogRecord[]>();
 
   private constructor(
     core: CoreLibrary,
@@ -277,9 +329,25 @@ export class CoreLog implements Disposable {
     const end = text.lastIndexOf("\n");
     this.#partial = text.slice(end + 1);
     if (end < 0) return;
-    for (const record of parseCoreLog(text.slice(0, end + 1))) {
+    this.#forward(parseCoreLog(text.slice(0, end + 1)));
+  }
+
+  #forward(records: readonly CoreLogRecord[]): void {
+    for (const record of records) {
       forwardCoreRecord(this.#logger, record);
+      for (const seen of this.#watches) seen.push(record);
     }
+  }
+
+  /**
+   * Collects the records forwarded from now until the watch is disposed (a load's, say).
+   *
+   * @returns The watch: its `records` grow as lines are forwarded.
+   */
+  watch(): CoreLogWatch {
+    const records: CoreLogRecord[] = [];
+    this.#watches.add(records);
+    return { records, [Symbol.dispose]: () => this.#watches.delete(records) };
   }
 
   #rotate(): void {
@@ -333,9 +401,7 @@ export class CoreLog implements Disposable {
       }
     }
     this.#readAll();
-    if (this.#partial !== "") {
-      for (const record of parseCoreLog(this.#partial)) forwardCoreRecord(this.#logger, record);
-    }
+    if (this.#partial !== "") this.#forward(parseCoreLog(this.#partial));
     this.#close();
   }
 }

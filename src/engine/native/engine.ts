@@ -38,7 +38,7 @@ import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import { findTritonInstall, setupCommand } from "./install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
-import { CoreLog } from "./core_log.ts";
+import { CoreLog, withCoreReasons } from "./core_log.ts";
 import { Logger } from "../../log.ts";
 import {
   disposeInstances,
@@ -267,8 +267,13 @@ export class NativeEngine implements Engine {
       });
     }
     this.#loading.add(model.name);
+    using watch = this.#coreLog?.watch();
     try {
-      const loaded = await loadModel(this.#context, model).finally(() => this.#coreLog?.drain());
+      const loaded = await loadModel(this.#context, model).catch((error) => {
+        this.#coreLog?.drain();
+        throw withCoreReasons(error, model.name, watch?.records ?? []);
+      });
+      this.#coreLog?.drain();
       this.#models.set(model.name, loaded);
       this.#loaded.set(loaded.handle, loaded);
       this.#unloaded.delete(model.name);
@@ -304,8 +309,11 @@ export class NativeEngine implements Engine {
     }
     if (options.forget === true) {
       this.#unloaded.delete(name);
-      // The core lists every model directory of its repository in its index.
-      await Deno.remove(`${this.#repository}/${name}`, { recursive: true }).catch(() => {});
+      // The core lists every model directory of its repository in its index. (bind() refuses
+      // names that are not one plain path segment; this checks again before removing.)
+      if (/^[^/\\]+$/.test(name) && name !== "." && name !== "..") {
+        await Deno.remove(`${this.#repository}/${name}`, { recursive: true }).catch(() => {});
+      }
     }
   }
 
