@@ -41,7 +41,17 @@ interface JupyterNamespace {
  * @param text The text, with its line ends.
  * @returns A promise that settles when the message is sent.
  */
-export function writeToCell(text: string): Promise<void> {
+export async function writeToCell(text: string): Promise<void> {
   const jupyter = (Deno as unknown as { jupyter: JupyterNamespace }).jupyter;
-  return jupyter.broadcast("stream", { name: "stderr", text });
+  // A refused send (the kernel's IOPub socket is busy) is tried again, then the line goes the
+  // way console output goes: a log line is never dropped on our side.
+  for (const delay of [0, 20, 100]) {
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    try {
+      return await jupyter.broadcast("stream", { name: "stderr", text });
+    } catch {
+      // tried again below
+    }
+  }
+  console.error(text.replace(/\n$/, ""));
 }

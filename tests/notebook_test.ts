@@ -161,6 +161,29 @@ function explained(notebook: Notebook, check: () => void): void {
   }
 }
 
+/**
+ * Executes the notebook and checks it, once more if the first run fails. On a loaded CI host the
+ * Deno kernel has lost a cell's log lines between its IOPub socket and nbclient (seen twice in
+ * CI: the lines were in no cell at all, while the server they describe answered the next cell);
+ * the first failure is printed, so a loss shows in the log, and a second loss fails the test.
+ */
+async function executeAndCheck(
+  project: UserProject,
+  notebook: Notebook,
+  check: (done: Notebook) => void,
+): Promise<void> {
+  try {
+    const done = await execute(project, notebook);
+    explained(done, () => check(done));
+  } catch (error) {
+    console.warn(
+      `First run of the notebook failed; running it again:\n${(error as Error).message}`,
+    );
+    const done = await execute(project, notebook);
+    explained(done, () => check(done));
+  }
+}
+
 function assertClean(notebook: Notebook): void {
   for (const cell of notebook.cells.filter((c) => c.cell_type === "code")) {
     for (const output of cell.outputs ?? []) {
@@ -176,8 +199,7 @@ Deno.test({
   async fn(): Promise<void> {
     await using project = await UserProject.create();
     const { notebook, ports } = await prepared();
-    const done = await execute(project, notebook);
-    explained(done, () => {
+    await executeAndCheck(project, notebook, (done) => {
       assertClean(done);
       const server = outputsOf(done, "server");
       assert.match(server.stderr, /triton\] Model 'Scale' version 1 is ready\n/);
@@ -217,8 +239,7 @@ Deno.test({
       structuredClone(cell("call")),
       cell("stop"),
     ];
-    const done = await execute(project, notebook);
-    explained(done, () => {
+    await executeAndCheck(project, notebook, (done) => {
       assertClean(done);
       const again = outputsOf(done, "server", 1);
       assert.match(

@@ -41,8 +41,10 @@ async function runPerfAnalyzer(args: string[], maxConcurrency: number): Promise<
       "count_windows",
       "--measurement-request-count",
       "50",
+      // This checks that perf_analyzer runs without errors, not how steady we are: a loaded host
+      // (seen with other jobs on 2 cores) needed more than 5 windows to agree within 100%.
       "--max-trials",
-      "5",
+      "20",
       "--stability-percentage",
       "100",
     ],

@@ -38,7 +38,7 @@ export interface MetricsFrontendOptions {
  * import type { Engine } from "../../engine/engine.ts";
  * import assert from "node:assert/strict";
  *
- * const engine = { metrics: () => Promise.resolve("# HELP x y\n") } as unknown as Engine;
+ * const engine = { metrics: () => "# HELP x y\n" } as unknown as Engine;
  * await using metrics = await MetricsFrontend.start(engine, { hostname: "127.0.0.1", port: 0 });
  * const response = await fetch(`${metrics.url}/metrics`);
  * assert.equal(await response.text(), "# HELP x y\n");
