@@ -15,7 +15,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import { type CoreLibrary, type LibcLibrary, openLibc } from "./ffi.ts";
 import { deleteServerOptions, newServerOptions } from "./server_options.ts";
 import { check, cString } from "./status.ts";
 
@@ -214,6 +214,15 @@ export interface CoreLogOptions {
   rotateBytes?: number;
 }
 
+/** `O_RDONLY | O_CLOEXEC` (Linux): child processes do not inherit the descriptor. */
+const READ_ONLY = 0o2000000;
+
+function openForReading(path: string): number {
+  const fd = openLibc().open(cString(path), READ_ONLY);
+  if (fd < 0) throw new Error(`Cannot open the Triton core's log file ${path}`);
+  return fd;
+}
+
 /** The forwarders of the process, the core's current target last. */
 const targets: CoreLog[] = [];
 
@@ -247,7 +256,9 @@ export class CoreLog implements Disposable {
   #core: CoreLibrary;
   #logger: Logger;
   #path: string;
-  #file: Deno.FsFile;
+  #libc: LibcLibrary;
+  /** The file's descriptor, read through the C library (see `LIBC_SYMBOLS`). */
+  #fd: number;
   /** An incomplete last line, kept until its end arrives. */
   #partial = "";
   #read = 0;
@@ -261,14 +272,15 @@ export class CoreLog implements Disposable {
     core: CoreLibrary,
     logger: Logger,
     path: string,
-    file: Deno.FsFile,
+    fd: number,
     rotateBytes: number,
   ) {
+    this.#libc = openLibc();
+    this.#fd = fd;
     this.#core = core;
     this.#rotateBytes = rotateBytes;
     this.#logger = logger;
     this.#path = path;
-    this.#file = file;
     this.#timer = setInterval(() => this.drain(), POLL_MS);
     // Forwarding must never keep a process alive.
     Deno.unrefTimer(this.#timer as unknown as number);
@@ -289,12 +301,19 @@ export class CoreLog implements Disposable {
     options: CoreLogOptions = {},
   ): Promise<CoreLog> {
     const path = await Deno.makeTempFile({ prefix: "denotriton-core-log-" });
-    const file = await Deno.open(path, { read: true });
-    const log = new CoreLog(core, logger, path, file, options.rotateBytes ?? ROTATE_BYTES);
+    let log: CoreLog | undefined;
     try {
+      log = new CoreLog(
+        core,
+        logger,
+        path,
+        openForReading(path),
+        options.rotateBytes ?? ROTATE_BYTES,
+      );
       pointCoreAt(core, path);
     } catch (error) {
-      log.#close();
+      if (log === undefined) await Deno.remove(path).catch(() => {});
+      else log.#close();
       throw error;
     }
     targets.push(log);
@@ -308,21 +327,22 @@ export class CoreLog implements Disposable {
 
   /** Forwards every complete line the core has added; rotates the file once it is large. */
   drain(): void {
-    this.#readAll();
-    if (this.#read >= this.#rotateBytes && targets.at(-1) === this) this.#rotate();
+    try {
+      this.#readAll();
+      if (this.#read >= this.#rotateBytes && targets.at(-1) === this) this.#rotate();
+    } catch (error) {
+      // Forwarding runs on a timer too: it must never throw into serving.
+      this.#logger.warn(`Cannot read the Triton core's log: ${(error as Error).message}`);
+    }
   }
 
   #readAll(): void {
     const buffer = new Uint8Array(64 * 1024);
     let text = this.#partial;
     for (;;) {
-      let count: number | null;
-      try {
-        count = this.#file.readSync(buffer);
-      } catch {
-        break; // A log that cannot be read must never break serving.
-      }
-      if (count === null || count === 0) break;
+      // A log that cannot be read (-1) must never break serving: it ends the reading.
+      const count = Number(this.#libc.read(this.#fd, buffer, BigInt(buffer.byteLength)));
+      if (count <= 0) break;
       this.#read += count;
       text += this.#decoder.decode(buffer.subarray(0, count), { stream: true });
     }
@@ -351,38 +371,36 @@ export class CoreLog implements Disposable {
   }
 
   #rotate(): void {
-    let path: string;
+    const path = Deno.makeTempFileSync({ prefix: "denotriton-core-log-" });
+    let fd: number;
     try {
-      path = Deno.makeTempFileSync({ prefix: "denotriton-core-log-" });
+      fd = openForReading(path);
       pointCoreAt(this.#core, path);
     } catch (error) {
-      this.#logger.warn(`Cannot rotate the Triton core's log file: ${(error as Error).message}`);
-      return;
+      Deno.removeSync(path);
+      throw error;
     }
     // The core writes to the new file from now on: read the old one to its end.
     this.#readAll();
     this.#closeFile();
     this.#path = path;
-    this.#file = Deno.openSync(path, { read: true });
+    this.#fd = fd;
     this.#read = 0;
   }
 
   #closeFile(): void {
+    if (this.#fd >= 0) this.#libc.close(this.#fd);
+    this.#fd = -1;
     try {
-      this.#file.close();
+      Deno.removeSync(this.#path);
     } catch {
-      // Closed already.
+      // Removed already.
     }
-    Deno.removeSync(this.#path);
   }
 
   #close(): void {
     clearInterval(this.#timer);
-    try {
-      this.#closeFile();
-    } catch {
-      // Removed already.
-    }
+    this.#closeFile();
   }
 
   /**

@@ -267,3 +267,38 @@ export function openCuda(path: string): CudaDriverLibrary {
   cudaDrivers.set(path, driver);
   return driver;
 }
+
+/**
+ * The C library calls the core's log file is read with (`core_log.ts`). The core writes that
+ * file into the temporary directory; reading it through Deno's file API would need a read grant
+ * there that nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers
+ * these calls. `open`'s optional mode argument is not passed (no file is created).
+ */
+export const LIBC_SYMBOLS = {
+  open: { parameters: [B, "i32"], result: "i32" },
+  read: { parameters: ["i32", B, "usize"], result: "isize" },
+  close: { parameters: ["i32"], result: "i32" },
+} as const;
+
+/** The opened C library. */
+export type LibcLibrary = Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"];
+
+let libc: LibcLibrary | undefined;
+
+/**
+ * Opens the C library (glibc's `libc.so.6`, as the core itself links), once per process.
+ *
+ * @returns Its symbols.
+ * @throws {TritonError} When it cannot be opened.
+ */
+export function openLibc(): LibcLibrary {
+  if (libc !== undefined) return libc;
+  try {
+    libc = Deno.dlopen("libc.so.6", LIBC_SYMBOLS).symbols;
+  } catch (error) {
+    throw new TritonError(`Cannot load the C library: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return libc;
+}
