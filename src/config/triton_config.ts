@@ -10,7 +10,7 @@
  * {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server reads each field, or why a
  * field accepts only its default.
  *
- * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 36 fields (what
+ * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 37 fields (what
  * each engine does with it, and what it refuses), which is half of this file.
  *
  * @module
