@@ -111,6 +111,12 @@ export interface PerfOptions {
   readonly windows: number;
   /** Kills perf_analyzer after this many ms. */
   readonly timeoutMs: number;
+  /**
+   * More perf_analyzer arguments (e.g. `--shared-memory system`).
+   *
+   * @default {[]}
+   */
+  readonly extraArgs?: readonly string[];
 }
 
 /**
@@ -138,6 +144,7 @@ export async function runPerf(options: PerfOptions): Promise<PerfResult> {
     "--max-trials",
     String(options.windows),
     "-v",
+    ...(options.extraArgs ?? []),
   ];
   const result = await new Deno.Command(options.path, {
     args,

@@ -75,12 +75,49 @@ const SCENARIOS: readonly Scenario[] = [
   },
   { model: "cpu_1", title: "5a. CPU-bound (~2 ms of arithmetic per sample), 1 instance" },
   { model: "cpu_2", title: "5b. CPU-bound (~2 ms of arithmetic per sample), 2 instances" },
+  {
+    model: "identity_large_shm",
+    title:
+      "6a. identity float32[1,048,576] through system shared memory (perf_analyzer --shared-memory system; compare with 2.)",
+    bytesPerInfer: 2 * 4 * 1048576,
+  },
+  {
+    model: "identity_huge_shm",
+    title: "6b. identity float32[16,777,216] through system shared memory",
+    bytesPerInfer: 2 * 4 * 16777216,
+  },
 ];
-const MODELS = SCENARIOS.map((scenario) => scenario.model);
+
+/**
+ * Scenarios whose tensors travel through system shared memory: the model they load, the output
+ * region perf_analyzer gives each request, and their concurrencies (inputs and outputs are
+ * regions of 4 or 64 MiB per concurrent request, so 32 would only measure memory).
+ */
+const SHARED_MEMORY: Readonly<Record<string, { model: string; outputBytes: number }>> = {
+  identity_large_shm: { model: "identity_large", outputBytes: 4 * 1048576 },
+  identity_huge_shm: { model: "identity_huge", outputBytes: 4 * 16777216 },
+};
+const SHARED_MEMORY_CONCURRENCIES = [1, 8];
+
+/** The model a scenario loads. */
+function modelOf(scenario: string): string {
+  return SHARED_MEMORY[scenario]?.model ?? scenario;
+}
+
+/** perf_analyzer's extra arguments for a scenario. */
+function perfArgsOf(scenario: string): string[] {
+  const shm = SHARED_MEMORY[scenario];
+  if (shm === undefined) return [];
+  return ["--shared-memory", "system", "--output-shared-memory-size", String(shm.outputBytes)];
+}
+
+const MODELS = [...new Set(SCENARIOS.map((scenario) => modelOf(scenario.model)))];
 // `--scenarios cpu_1,cpu_2` measures only those (e.g. to redo them; see render.ts --replace).
 const only = option("scenarios")?.split(",");
 for (const model of only ?? []) {
-  if (!MODELS.includes(model)) throw new Error(`Unknown scenario '${model}'`);
+  if (!SCENARIOS.some((scenario) => scenario.model === model)) {
+    throw new Error(`Unknown scenario '${model}'`);
+  }
 }
 const PROTOCOLS = ["http", "grpc"] as const;
 const CONCURRENCIES = quick ? [1] : [1, 8, 32];
@@ -213,7 +250,8 @@ async function measure(
   return await runPerf({
     path: pa.path,
     env: pa.env,
-    model,
+    model: modelOf(model),
+    extraArgs: perfArgsOf(model),
     url: `127.0.0.1:${protocol === "http" ? server.ports.http : server.ports.grpc}`,
     protocol,
     concurrency,
@@ -329,7 +367,10 @@ async function main(): Promise<number> {
           // Warm-up, not recorded: JIT, connection pools, first allocations.
           await measure(pa, running, scenario.model, protocol, 8, 400).catch(() => undefined);
         }
-        for (const concurrency of CONCURRENCIES) {
+        const concurrencies = SHARED_MEMORY[scenario.model] === undefined || quick
+          ? CONCURRENCIES
+          : SHARED_MEMORY_CONCURRENCIES;
+        for (const concurrency of concurrencies) {
           try {
             const result = await measure(pa, running, scenario.model, protocol, concurrency);
             cells.push({ server: name, model: scenario.model, protocol, concurrency, result });

@@ -31,6 +31,7 @@ import {
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
+import { SharedMemoryRegistry } from "./shm/registry.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import { inJupyterKernel } from "./jupyter.ts";
 import { Logger } from "./log.ts";
@@ -171,6 +172,8 @@ export class Triton implements AsyncDisposable {
   #engine: Engine | undefined;
   #http: HttpFrontend | undefined;
   #grpc: GrpcFrontend | undefined;
+  // One set of system shared-memory regions for both front ends (and so both engines).
+  #sharedMemory: SharedMemoryRegistry | undefined;
   #metrics: MetricsFrontend | undefined;
   #state: "idle" | "starting" | "running" | "stopping" = "idle";
   #starting: Promise<void> | undefined;
@@ -442,6 +445,7 @@ export class Triton implements AsyncDisposable {
       }
     }
     const accessCheck = httpAccessCheck(this.#security);
+    const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry();
     if (plan.http) {
       const engine = this.#engine;
       this.#http = await explainPermission(
@@ -451,6 +455,7 @@ export class Triton implements AsyncDisposable {
             logger,
             repository: this.#repository,
             ...(accessCheck === undefined ? {} : { accessCheck }),
+            sharedMemory,
           }),
         (denied) => permissionUse("http", denied),
       );
@@ -467,6 +472,7 @@ export class Triton implements AsyncDisposable {
           logger,
           repository: this.#repository,
           security: this.#security,
+          sharedMemory,
           ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),
         });
       }, (denied) => permissionUse("grpc", denied));
@@ -604,6 +610,9 @@ export class Triton implements AsyncDisposable {
     await attempt(() => this.#http?.shutdown());
     await attempt(() => this.#grpc?.shutdown());
     await attempt(() => this.#metrics?.shutdown());
+    // In-flight requests are answered by now; a request still holding a region unmaps it last.
+    this.#sharedMemory?.close();
+    this.#sharedMemory = undefined;
     this.#engine =
       this.#http =
       this.#grpc =

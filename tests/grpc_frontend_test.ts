@@ -207,17 +207,19 @@ for (const engine of ENGINES) {
       grpc.status.UNIMPLEMENTED,
       "Cannot load model 'AddSub' with a new configuration: models are bound in code, not loaded from a repository",
     );
-    for (const rpc of ["SystemSharedMemoryStatus", "SystemSharedMemoryRegister"]) {
-      await rejectsWith(
-        client.raw(rpc, new Uint8Array()),
-        grpc.status.UNIMPLEMENTED,
-        "System shared memory is not supported by DenoTriton: send tensors in the request",
-      );
-    }
     await rejectsWith(
       client.raw("CudaSharedMemoryRegister", new Uint8Array()),
       grpc.status.UNIMPLEMENTED,
       /CUDA shared memory is not supported/,
+    );
+    // Nothing is registered, so CUDA status lists nothing and unregistering succeeds (Triton's
+    // answers without GPUs; perf_analyzer unregisters both kinds when it ends).
+    assert.deepEqual([...await client.raw("CudaSharedMemoryStatus", new Uint8Array())], []);
+    assert.deepEqual([...await client.raw("CudaSharedMemoryUnregister", new Uint8Array())], []);
+    await rejectsWith(
+      client.raw("CudaSharedMemoryStatus", new Uint8Array([0x0a, 0x01, 0x72])),
+      grpc.status.NOT_FOUND,
+      "Unable to find cuda shared memory region: 'r'",
     );
     await rejectsWith(
       client.raw("TraceSetting", new Uint8Array()),

@@ -239,11 +239,31 @@ for (const engine of ENGINES) {
           name: "a",
           datatype: "FP32",
           shape: [1, 2],
+          parameters: {
+            shared_memory_region: { string_param: "r" },
+            shared_memory_byte_size: { int64_param: "8" },
+          },
+        }, { name: "b", datatype: "FP32", shape: [1, 2] }],
+        // Inputs in shared memory take no raw entry.
+        raw_input_contents: [f32(0.5, 0.5)],
+      }),
+      // This test server has no shared-memory registry (the facade gives it one).
+      grpc.status.UNIMPLEMENTED,
+      "System shared memory is not enabled on this server: send tensors in the request",
+    );
+    await rejectsWith(
+      infer(client, {
+        ...addSub(),
+        inputs: [{
+          name: "a",
+          datatype: "FP32",
+          shape: [1, 2],
           parameters: { shared_memory_region: { string_param: "r" } },
         }, { name: "b", datatype: "FP32", shape: [1, 2] }],
+        raw_input_contents: [f32(0.5, 0.5)],
       }),
-      grpc.status.UNIMPLEMENTED,
-      "Unsupported parameter 'shared_memory_region' for input 'a': DenoTriton does not support shared memory",
+      grpc.status.INVALID_ARGUMENT,
+      "Invalid shared memory parameters of input 'a': 'shared_memory_byte_size' is required with 'shared_memory_region'",
     );
     await rejectsWith(
       infer(

@@ -54,6 +54,14 @@ triton.bind({
   outputs: [{ name: "y", dtype: f32, shape: [1048576] }],
   config: { batching: false },
 });
+// The shared-memory data path at 64 MiB per tensor (too big for the 64 MiB request limits).
+triton.bind({
+  modelName: "identity_huge",
+  inferFunc: identity,
+  inputs: [{ name: "x", dtype: f32, shape: [16777216] }],
+  outputs: [{ name: "y", dtype: f32, shape: [16777216] }],
+  config: { batching: false },
+});
 triton.bind({
   modelName: "add_sub",
   inferFunc: addSub,

@@ -5,6 +5,7 @@
 Models (names, tensors and batching match the DenoTriton script exactly):
   identity_small  x FP32[16] -> y, no batching (serving overhead)
   identity_large  x FP32[1048576] -> y, no batching (data path)
+  identity_huge   x FP32[16777216] -> y, no batching (data path through shared memory)
   add_sub         a, b FP32[16] -> add, sub; max batch 32, queue delay 1 ms
   fixed_5ms       x FP32[16] -> y; max batch 32; 5 ms per call whatever the batch size
   cpu_1, cpu_2    x FP32[16] -> y; max batch 32; ~2 ms of arithmetic per sample; 1 and 2 instances
@@ -106,6 +107,13 @@ def main() -> None:
             infer_func=identity,
             inputs=[Tensor(name="x", dtype=f32, shape=(1048576,))],
             outputs=[Tensor(name="y", dtype=f32, shape=(1048576,))],
+            config=ModelConfig(batching=False),
+        )
+        triton.bind(
+            model_name="identity_huge",
+            infer_func=identity,
+            inputs=[Tensor(name="x", dtype=f32, shape=(16777216,))],
+            outputs=[Tensor(name="y", dtype=f32, shape=(16777216,))],
             config=ModelConfig(batching=False),
         )
         triton.bind(

@@ -301,6 +301,30 @@ export interface LogSettingsMessage {
   settings: Record<string, LogSettingValue>;
 }
 
+/**
+ * `inference.SystemSharedMemoryRegisterRequest`; the status and unregister requests are its
+ * `name` alone (field 1), so one codec reads all three.
+ */
+export interface SystemSharedMemoryRequest {
+  /** Region name; empty means all regions (status, unregister). */
+  name?: string;
+  /** Shared-memory key (register). */
+  key?: string;
+  /** Offset in the shared-memory object (register). */
+  offset?: Int64;
+  /** Size in bytes (register). */
+  byte_size?: Int64;
+}
+
+/** `inference.SystemSharedMemoryStatusResponse`. */
+export interface SystemSharedMemoryStatusResponse {
+  /** Regions by name. */
+  regions: Record<
+    string,
+    { name: string; key: string; offset: Int64; byte_size: Int64 }
+  >;
+}
+
 /** `grpc.health.v1.HealthCheckRequest`. */
 export interface HealthCheckRequest {
   /** Service name; empty for the whole server. */
@@ -511,6 +535,8 @@ export const codecs: {
   readonly RepositoryIndexResponse: MessageCodec<RepositoryIndexResponse>;
   readonly RepositoryModelRequest: MessageCodec<RepositoryModelRequest>;
   readonly LogSettings: MessageCodec<LogSettingsMessage>;
+  readonly SystemSharedMemoryRequest: MessageCodec<SystemSharedMemoryRequest>;
+  readonly SystemSharedMemoryStatusResponse: MessageCodec<SystemSharedMemoryStatusResponse>;
   readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
   readonly HealthCheckResponse: MessageCodec<HealthCheckResponse>;
 } = {
@@ -549,6 +575,9 @@ export const codecs: {
   RepositoryModelRequest: lazyCodec("inference.RepositoryModelLoadRequest"),
   // LogSettingsRequest and LogSettingsResponse have the same fields.
   LogSettings: lazyCodec("inference.LogSettingsRequest"),
+  // The status and unregister requests share field 1 (`name`) with the register request.
+  SystemSharedMemoryRequest: lazyCodec("inference.SystemSharedMemoryRegisterRequest"),
+  SystemSharedMemoryStatusResponse: lazyCodec("inference.SystemSharedMemoryStatusResponse"),
   HealthCheckRequest: lazyCodec("grpc.health.v1.HealthCheckRequest"),
   HealthCheckResponse: lazyCodec("grpc.health.v1.HealthCheckResponse"),
 };

@@ -1,7 +1,8 @@
 /**
  * The one place DenoTriton calls `Deno.dlopen`: the Triton core (`libtritonserver-<hash>.so`,
- * after its bundled dependencies, leaves first), DenoTriton's own backend/bridge library, and the
- * CUDA driver (`libcuda.so.1`, for GPU discovery and each GPU Worker's device). Libraries are
+ * after its bundled dependencies, leaves first), DenoTriton's own backend/bridge library, the
+ * CUDA driver (`libcuda.so.1`, for GPU discovery and each GPU Worker's device), and the C library
+ * (`shm_open`/`mmap` for system shared memory). Libraries are
  * opened once per process and never closed: Triton's threads may run code in them until the
  * process ends.
  *
@@ -269,36 +270,86 @@ export function openCuda(path: string): CudaDriverLibrary {
 }
 
 /**
- * The C library calls the core's log file is read with (`core_log.ts`). The core writes that
- * file into the temporary directory; reading it through Deno's file API would need a read grant
- * there that nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers
- * these calls. `open`'s optional mode argument is not passed (no file is created).
+ * The libc symbols system shared memory needs (POSIX; `shm_open` is in `libc.so.6` since glibc
+ * 2.34 and in `librt.so.1` before). A region's size comes from `lseek(fd, 0, SEEK_END)` rather
+ * than `fstat`, whose `struct stat` layout differs between architectures.
+ *
+ * `open` and `read` read the core's log file (`core_log.ts`): the core writes it into the
+ * temporary directory, and reading it through Deno's file API would need a read grant there that
+ * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
+ * `open`'s optional mode argument is not passed (no file is created).
  */
 export const LIBC_SYMBOLS = {
   open: { parameters: [B, "i32"], result: "i32" },
   read: { parameters: ["i32", B, "usize"], result: "isize" },
+  shm_open: { parameters: [B, "i32", "u32"], result: "i32", optional: true },
+  mmap: { parameters: [P, "usize", "i32", "i32", "i32", "i64"], result: P },
+  munmap: { parameters: [P, "usize"], result: "i32" },
   close: { parameters: ["i32"], result: "i32" },
+  lseek: { parameters: ["i32", "i64", "i32"], result: "i64" },
+  __errno_location: { parameters: [], result: P },
+  strerror: { parameters: ["i32"], result: P },
+  sysconf: { parameters: ["i32"], result: "i64" },
 } as const;
 
-/** The opened C library. */
-export type LibcLibrary = Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"];
+/** The libc functions DenoTriton calls, `shm_open` always present. */
+export interface LibcLibrary {
+  /** `open(path, flags)`. */
+  readonly open: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["open"];
+  /** `read(fd, buffer, count)`. */
+  readonly read: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["read"];
+  /** `shm_open(name, flags, mode)`. */
+  readonly shm_open: (name: BufferSource, flags: number, mode: number) => number;
+  /** `mmap(addr, length, prot, flags, fd, offset)`. */
+  readonly mmap: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["mmap"];
+  /** `munmap(addr, length)`. */
+  readonly munmap: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["munmap"];
+  /** `close(fd)`. */
+  readonly close: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["close"];
+  /** `lseek(fd, offset, whence)`. */
+  readonly lseek: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["lseek"];
+  /** The calling thread's `errno` address. */
+  readonly __errno_location: Deno.DynamicLibrary<
+    typeof LIBC_SYMBOLS
+  >["symbols"]["__errno_location"];
+  /** `strerror(errnum)`. */
+  readonly strerror: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["strerror"];
+  /** `sysconf(name)`. */
+  readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
+}
 
 let libc: LibcLibrary | undefined;
 
 /**
- * Opens the C library (glibc's `libc.so.6`, as the core itself links), once per process.
+ * Opens the C library for system shared memory and the core's log, once per process
+ * (Linux/glibc).
  *
  * @returns Its symbols.
- * @throws {TritonError} When it cannot be opened.
+ * @throws {TritonError} When it cannot be opened or has no `shm_open` (nor `librt.so.1`).
  */
 export function openLibc(): LibcLibrary {
   if (libc !== undefined) return libc;
+  let symbols: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"];
   try {
-    libc = Deno.dlopen("libc.so.6", LIBC_SYMBOLS).symbols;
+    symbols = Deno.dlopen("libc.so.6", LIBC_SYMBOLS).symbols;
   } catch (error) {
-    throw new TritonError(`Cannot load the C library: ${(error as Error).message}`, {
-      cause: error,
-    });
+    if (error instanceof Deno.errors.NotCapable) throw error;
+    throw new TritonError(
+      `Cannot load the C library libc.so.6: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
+  let shmOpen = symbols.shm_open;
+  if (shmOpen === null) {
+    try {
+      shmOpen = Deno.dlopen("librt.so.1", { shm_open: LIBC_SYMBOLS.shm_open }).symbols.shm_open;
+    } catch (error) {
+      throw new TritonError(
+        `Cannot load shm_open from libc.so.6 or librt.so.1: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+  libc = { ...symbols, shm_open: shmOpen! };
   return libc;
 }

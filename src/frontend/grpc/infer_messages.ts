@@ -11,7 +11,9 @@ import type { ParameterValue } from "../../callable/types.ts";
 import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import type { ModelInferRequest, ModelInferResponse } from "../../protocol/grpc_codec.ts";
-import { toInferParameters } from "../../protocol/infer_parameter.ts";
+import { fromInferParameters, toInferParameters } from "../../protocol/infer_parameter.ts";
+import { SharedMemoryBinding, sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import { grpcRequestParameters, type HeaderForwarding } from "../../protocol/request_parameters.ts";
 import {
   parseDatatype,
@@ -21,12 +23,6 @@ import {
 } from "../../protocol/tensor_contents.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
-
-const SHARED_MEMORY_PARAMETERS = [
-  "shared_memory_region",
-  "shared_memory_offset",
-  "shared_memory_byte_size",
-];
 
 /**
  * Parses a model version string: empty (or `-1`) is the default version.
@@ -63,6 +59,13 @@ export interface InferRequestContext extends HeaderForwarding {
    * @default {undefined}
    */
   signal?: AbortSignal;
+  /**
+   * The server's system shared-memory regions; without it, tensors in shared memory are
+   * refused.
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
 }
 
 /** A gRPC inference request: the engine's request plus what only the stream uses. */
@@ -71,6 +74,8 @@ export interface GrpcInferRequest {
   readonly request: InferenceRequest;
   /** Whether the client asked for a flags-only final response on the stream. */
   readonly enableEmptyFinalResponse: boolean;
+  /** The shared-memory regions the request uses; release them once it is answered. */
+  readonly sharedMemory: SharedMemoryBinding;
 }
 
 /**
@@ -82,8 +87,8 @@ export interface GrpcInferRequest {
  * @param message The decoded message.
  * @param context Metadata to forward, the forward pattern and the cancellation signal.
  * @returns The request and the stream-only flags.
- * @throws {InferenceError} (INVALID_ARG) For malformed requests, (UNSUPPORTED) for shared
- *   memory and classification.
+ * @throws {InferenceError} (INVALID_ARG) For malformed requests or shared-memory parameters,
+ *   (NOT_FOUND) for unknown regions, (UNSUPPORTED) for classification.
  *
  * @example Raw FP32 input
  * ```ts
@@ -111,30 +116,76 @@ export function toInferenceRequest(
 
   const inputsMessage = message.inputs ?? [];
   const raw = message.raw_input_contents ?? [];
-  if (raw.length > 0 && raw.length !== inputsMessage.length) {
+  // Inputs in shared memory take no raw entry (Triton counts only the others).
+  const rawInputs =
+    inputsMessage.filter((input) => input.parameters?.shared_memory_region === undefined).length;
+  if (raw.length > 0 && raw.length !== rawInputs) {
     throw InferenceError.invalidArg(
-      `Invalid request for model '${modelName}': expected ${inputsMessage.length} raw_input_contents (one per input), got ${raw.length}`,
+      `Invalid request for model '${modelName}': expected ${rawInputs} raw_input_contents (one per input${
+        rawInputs === inputsMessage.length ? "" : " not in shared memory"
+      }), got ${raw.length}`,
     );
   }
+  const sharedMemory = new SharedMemoryBinding(context.sharedMemory);
+  try {
+    return decodeTensors(message, context, sharedMemory, raw, modelName, {
+      modelVersion,
+      parameters,
+      priority,
+      timeoutMicroseconds,
+      enableEmptyFinalResponse,
+    });
+  } catch (error) {
+    sharedMemory.release();
+    throw error;
+  }
+}
+
+interface DecodedHead {
+  modelVersion: number | undefined;
+  parameters: InferenceRequest["parameters"];
+  priority: number | undefined;
+  timeoutMicroseconds: number | undefined;
+  enableEmptyFinalResponse: boolean;
+}
+
+function decodeTensors(
+  message: ModelInferRequest,
+  context: InferRequestContext,
+  sharedMemory: SharedMemoryBinding,
+  raw: readonly Uint8Array[],
+  modelName: string,
+  head: DecodedHead,
+): GrpcInferRequest {
+  const { modelVersion, parameters, priority, timeoutMicroseconds, enableEmptyFinalResponse } =
+    head;
+  const inputsMessage = message.inputs ?? [];
   const inputs = new Map<string, NDArray>();
-  inputsMessage.forEach((input, index) => {
+  let rawIndex = 0;
+  inputsMessage.forEach((input) => {
     const what = `input '${input.name}'`;
     if (inputs.has(input.name)) {
       throw InferenceError.invalidArg(
         `Invalid request for model '${modelName}': ${what} is given twice`,
       );
     }
-    for (const key of SHARED_MEMORY_PARAMETERS) {
-      if (input.parameters?.[key] !== undefined) {
-        throw InferenceError.unsupported(
-          `Unsupported parameter '${key}' for ${what}: DenoTriton does not support shared memory`,
-        );
-      }
-    }
     const dtype = parseDatatype(input.datatype, what);
     const shape = parseShape(input.shape ?? [], what);
     const contents = input.contents;
-    const rawData = raw[index];
+    const shm = sharedMemoryRef(
+      input.parameters === undefined ? undefined : fromInferParameters(input.parameters),
+      what,
+    );
+    if (shm !== undefined) {
+      if (contents && hasAnyContents(contents)) {
+        throw InferenceError.invalidArg(
+          `unexpected 'content' provided when using shared memory for input tensor '${input.name}' for model '${modelName}'`,
+        );
+      }
+      inputs.set(input.name, sharedMemory.input(input.name, dtype, shape, shm));
+      return;
+    }
+    const rawData = raw[rawIndex++];
     if (rawData !== undefined) {
       if (contents && hasAnyContents(contents)) {
         throw InferenceError.invalidArg(
@@ -148,13 +199,16 @@ export function toInferenceRequest(
   });
 
   const outputs = message.outputs?.map((output) => {
-    for (const key of ["classification", ...SHARED_MEMORY_PARAMETERS]) {
-      if (output.parameters?.[key] !== undefined) {
-        throw InferenceError.unsupported(
-          `Unsupported parameter '${key}' for output '${output.name}': DenoTriton does not support it`,
-        );
-      }
+    if (output.parameters?.classification !== undefined) {
+      throw InferenceError.unsupported(
+        `Unsupported parameter 'classification' for output '${output.name}': DenoTriton does not support it`,
+      );
     }
+    const shm = sharedMemoryRef(
+      output.parameters === undefined ? undefined : fromInferParameters(output.parameters),
+      `output '${output.name}'`,
+    );
+    if (shm !== undefined) sharedMemory.output(output.name, shm);
     return output.name;
   });
 
@@ -169,8 +223,10 @@ export function toInferenceRequest(
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
   };
-  return { request, enableEmptyFinalResponse };
+  return { request, enableEmptyFinalResponse, sharedMemory };
 }
+
+const EMPTY = new Uint8Array(0);
 
 function hasAnyContents(contents: object): boolean {
   return Object.values(contents).some((list) => Array.isArray(list) && list.length > 0);
@@ -178,10 +234,12 @@ function hasAnyContents(contents: object): boolean {
 
 /**
  * Encodes an {@linkcode InferenceResponse} as a `ModelInferResponse`: every output's data goes
- * to `raw_output_contents`, one entry per output, in order.
+ * to `raw_output_contents`, one entry per output, in order; an output written into shared
+ * memory gets an empty entry, as in Triton.
  *
  * @param response The engine's response.
  * @param extra Extra response parameters (e.g. `triton_final_response` on the stream).
+ * @param inSharedMemory Outputs written into shared memory.
  * @returns The message.
  *
  * @example
@@ -201,12 +259,13 @@ function hasAnyContents(contents: object): boolean {
 export function toInferResponseMessage(
   response: InferenceResponse,
   extra: Readonly<Record<string, ParameterValue>> = {},
+  inSharedMemory?: ReadonlySet<string>,
 ): ModelInferResponse {
   const outputs: NonNullable<ModelInferResponse["outputs"]> = [];
   const raw: Uint8Array[] = [];
   for (const [name, array] of response.outputs) {
     outputs.push({ name, datatype: kserveName(array.dtype), shape: [...array.shape] });
-    raw.push(toRawBytes(array));
+    raw.push(inSharedMemory?.has(name) ? EMPTY : toRawBytes(array));
   }
   const parameters = toInferParameters({ ...response.parameters, ...extra });
   return {

@@ -7,6 +7,7 @@
  */
 
 import * as grpc from "@grpc/grpc-js";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import { Buffer } from "node:buffer";
 import type { Engine } from "../../engine/engine.ts";
 import type { ModelRepository } from "../../engine/repository.ts";
@@ -70,6 +71,13 @@ export interface GrpcFrontendOptions {
    * @default {undefined}
    */
   security?: ResolvedSecurityConfig;
+  /**
+   * The server's system shared-memory regions (shared with the HTTP front end); without it the
+   * shared-memory RPCs answer "not supported".
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
   /**
    * Interval of the server's keepalive pings on each connection, in milliseconds (Triton's
    * `--grpc-keepalive-time`, grpc-js `grpc.keepalive_time_ms`). grpc-js pings idle
@@ -244,6 +252,7 @@ export class GrpcFrontend implements AsyncDisposable {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
       logger,
       ...(options.repository === undefined ? {} : { repository: options.repository }),
+      ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
     });
     const guard = (service: GrpcService): GrpcService =>
       options.security === undefined ? service : withAccessCheck(service, options.security);

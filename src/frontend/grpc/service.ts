@@ -11,12 +11,14 @@
 
 import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
-import type { Engine, InferenceRequest } from "../../engine/engine.ts";
 import {
   engineRepository,
   type ModelRepository,
   refuseNewConfiguration,
 } from "../../engine/repository.ts";
+import type { Engine, InferenceRequest, ModelHandle } from "../../engine/engine.ts";
+import type { ParameterValue } from "../../callable/types.ts";
+import type { RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
 import { grpcStatusOf, InferenceError, toInferenceError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
@@ -25,6 +27,7 @@ import {
   type LogSettingValue,
   type MessageCodec,
   type ModelInferRequest,
+  type ModelInferResponse,
   type ModelRef,
   type ModelStreamInferResponse,
   type RepositoryModelRequest,
@@ -53,6 +56,13 @@ export interface GrpcServiceOptions {
    * @default {engineRepository(engine): the models the engine loaded}
    */
   repository?: ModelRepository;
+  /**
+   * The server's system shared-memory regions; without it the shared-memory RPCs answer
+   * "not supported".
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
 }
 
 /** A grpc-js service: its definition and its handlers. */
@@ -150,7 +160,7 @@ export function createServices(
   engine: Engine,
   options: GrpcServiceOptions = {},
 ): { inference: GrpcService; health: GrpcService } {
-  const { logger = new Logger(), headerForwardPattern } = options;
+  const { logger = new Logger(), headerForwardPattern, sharedMemory } = options;
   const repository = options.repository ?? engineRepository(engine);
 
   const fail = (error: unknown, rpc: string): InferenceError => {
@@ -216,7 +226,24 @@ export function createServices(
       headers: stringMetadata(metadata),
       ...(headerForwardPattern !== undefined ? { headerForwardPattern } : {}),
       signal,
+      ...(sharedMemory !== undefined ? { sharedMemory } : {}),
     });
+  };
+
+  // Runs a decoded request to its response message: outputs directed to shared memory are
+  // written there, and the regions are released once the message is built.
+  const inferMessage = async (
+    decoded: ReturnType<typeof toInferenceRequest>,
+    model: ModelHandle,
+    extra?: Readonly<Record<string, ParameterValue>>,
+  ): Promise<ModelInferResponse> => {
+    try {
+      const response = await engine.infer(decoded.request, model);
+      decoded.sharedMemory.writeOutputs(response.outputs);
+      return toInferResponseMessage(response, extra, decoded.sharedMemory.outputs);
+    } finally {
+      decoded.sharedMemory.release();
+    }
   };
 
   const modelInfer: grpc.handleUnaryCall<Raw, unknown> = unary(
@@ -224,11 +251,18 @@ export function createServices(
     async (bytes, call) => {
       const controller = new AbortController();
       call.on("cancelled", () => controller.abort(InferenceError.cancelled(CLIENT_CANCELLED)));
-      const { request } = decodeInfer(bytes, call.metadata, controller.signal);
+      const decoded = decodeInfer(bytes, call.metadata, controller.signal);
+      const { request } = decoded;
       // The request's one lookup: the engine takes the handle as it is.
-      const model = engine.model(request.modelName, request.modelVersion);
-      if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
-      return toInferResponseMessage(await engine.infer(request, model));
+      let model: ModelHandle;
+      try {
+        model = engine.model(request.modelName, request.modelVersion);
+        if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
+      } catch (error) {
+        decoded.sharedMemory.release();
+        throw error;
+      }
+      return await inferMessage(decoded, model);
     },
   );
 
@@ -281,14 +315,20 @@ export function createServices(
       let modelVersion = "";
       let modelName = "";
       let id = "";
+      let decoded: ReturnType<typeof toInferenceRequest> | undefined;
       try {
-        const decoded = decodeInfer(bytes, call.metadata, controller.signal);
+        decoded = decodeInfer(bytes, call.metadata, controller.signal);
         request = decoded.request;
         modelName = request.modelName;
         modelVersion = request.modelVersion === undefined ? "" : String(request.modelVersion);
         id = request.id ?? "";
         const model = engine.model(request.modelName, request.modelVersion);
         if (model.decoupled) {
+          if (decoded.sharedMemory.outputs.size > 0) {
+            throw InferenceError.unsupported(
+              `Cannot write the outputs of decoupled model '${model.name}' into shared memory: request them in the responses`,
+            );
+          }
           let sentFinal = false;
           for await (const step of engine.inferStream(request, model)) {
             // A final step without outputs is Triton's flags-only final response.
@@ -316,9 +356,10 @@ export function createServices(
             });
           }
         } else {
-          const response = await engine.infer(request, model);
           await write({
-            infer_response: toInferResponseMessage(response, { [FINAL_RESPONSE_PARAMETER]: true }),
+            infer_response: await inferMessage(decoded, model, {
+              [FINAL_RESPONSE_PARAMETER]: true,
+            }),
           });
         }
       } catch (error) {
@@ -338,6 +379,7 @@ export function createServices(
           });
         }
       } finally {
+        decoded?.sharedMemory.release();
         controllers.delete(controller);
       }
     };
@@ -397,15 +439,52 @@ export function createServices(
       "RepositoryModelUnload",
       (bytes) => repositoryRequest(bytes, "unload"),
     ),
-    SystemSharedMemoryStatus: unary("SystemSharedMemoryStatus", notSupported(SHM_MESSAGE)),
-    SystemSharedMemoryRegister: unary("SystemSharedMemoryRegister", notSupported(SHM_MESSAGE)),
-    SystemSharedMemoryUnregister: unary("SystemSharedMemoryUnregister", notSupported(SHM_MESSAGE)),
-    CudaSharedMemoryStatus: unary("CudaSharedMemoryStatus", notSupported(CUDA_SHM_MESSAGE)),
-    CudaSharedMemoryRegister: unary("CudaSharedMemoryRegister", notSupported(CUDA_SHM_MESSAGE)),
-    CudaSharedMemoryUnregister: unary(
-      "CudaSharedMemoryUnregister",
-      notSupported(CUDA_SHM_MESSAGE),
+    SystemSharedMemoryStatus: unary(
+      "SystemSharedMemoryStatus",
+      sharedMemory === undefined ? notSupported(SHM_MESSAGE) : (bytes) => {
+        const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+        const regions: Record<string, RegionStatus> = {};
+        for (const region of sharedMemory.status(request.name)) regions[region.name] = region;
+        return { regions };
+      },
     ),
+    SystemSharedMemoryRegister: unary(
+      "SystemSharedMemoryRegister",
+      sharedMemory === undefined ? notSupported(SHM_MESSAGE) : (bytes) => {
+        const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+        sharedMemory.register({
+          name: request.name ?? "",
+          key: request.key ?? "",
+          offset: Number(request.offset ?? 0),
+          byteSize: Number(request.byte_size ?? 0),
+        });
+        return {};
+      },
+    ),
+    SystemSharedMemoryUnregister: unary(
+      "SystemSharedMemoryUnregister",
+      sharedMemory === undefined ? notSupported(SHM_MESSAGE) : (bytes) => {
+        const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+        sharedMemory.unregister(request.name);
+        return {};
+      },
+    ),
+    // Without GPUs nothing can be registered: Triton then lists no region and unregisters
+    // quietly (perf_analyzer unregisters CUDA regions too when it ends).
+    CudaSharedMemoryStatus: unary("CudaSharedMemoryStatus", (bytes) => {
+      const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+      if (request.name) {
+        throw InferenceError.notFound(
+          `Unable to find cuda shared memory region: '${request.name}'`,
+        );
+      }
+      return {};
+    }),
+    CudaSharedMemoryRegister: unary("CudaSharedMemoryRegister", notSupported(CUDA_SHM_MESSAGE)),
+    CudaSharedMemoryUnregister: unary("CudaSharedMemoryUnregister", (bytes) => {
+      decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+      return {};
+    }),
     TraceSetting: unary(
       "TraceSetting",
       notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
@@ -437,6 +516,7 @@ export function createServices(
     ModelStatistics: codecs.ModelStatisticsResponse as MessageCodec<never>,
     RepositoryIndex: codecs.RepositoryIndexResponse as MessageCodec<never>,
     LogSettings: codecs.LogSettings as MessageCodec<never>,
+    SystemSharedMemoryStatus: codecs.SystemSharedMemoryStatusResponse as MessageCodec<never>,
   };
   const definition: Record<string, grpc.MethodDefinition<Raw, unknown>> = {};
   for (const name of Object.keys(implementation)) {

@@ -52,14 +52,7 @@ async function collect(
   } finally {
     reader.releaseLock();
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return joined(chunks, size);
 }
 
 // A deflate stream expands at most about 1032:1, so feeding the inflater this many compressed
@@ -141,14 +134,7 @@ async function inflateWithin(
   } finally {
     input.releaseLock();
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return joined(chunks, size);
 }
 
 // Binary tensor data starts on a multiple of this, so 64-bit elements can be viewed in place.
@@ -456,4 +442,16 @@ export function bytesResponse(
   return new Response(stream, {
     headers: { ...headers, "content-length": String(body.byteLength) },
   });
+}
+
+/** The chunks as one array (the chunk itself when there is one: no copy). */
+function joined(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }

@@ -17,6 +17,8 @@ import {
 import { deserializeBytes } from "../../tensor/bytes_codec.ts";
 import { type DType, elementSize, fromKServe } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import { SharedMemoryBinding, sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {
@@ -34,6 +36,8 @@ export interface HttpInferRequest {
   readonly outputFormats: ReadonlyMap<string, OutputFormat>;
   /** The request's `binary_data_output` (or `true` for raw binary requests). */
   readonly defaultBinary: boolean;
+  /** The shared-memory regions the request uses; release them once it is answered. */
+  readonly sharedMemory: SharedMemoryBinding;
 }
 
 /** Options of {@linkcode decodeInferRequest} and {@linkcode decodeRawInferRequest}. */
@@ -64,6 +68,13 @@ export interface DecodeInferOptions {
    * @default {undefined}
    */
   signal?: AbortSignal;
+  /**
+   * The server's system shared-memory regions; without it, tensors in shared memory are
+   * refused.
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
 }
 
 /**
@@ -142,7 +153,10 @@ interface RequestedOutput {
   classification: number;
 }
 
-function readOutputs(raw: unknown): { names?: string[]; formats: Map<string, RequestedOutput> } {
+function readOutputs(
+  raw: unknown,
+  sharedMemory: SharedMemoryBinding,
+): { names?: string[]; formats: Map<string, RequestedOutput> } {
   const formats = new Map<string, RequestedOutput>();
   if (raw === undefined) return { formats };
   if (!Array.isArray(raw)) {
@@ -168,10 +182,19 @@ function readOutputs(raw: unknown): { names?: string[]; formats: Map<string, Req
           `Unable to parse 'parameters' of output '${name}': expected an object`,
         );
       }
-      if (parameters.shared_memory_region !== undefined) {
-        throw InferenceError.invalidArg(
-          `Shared memory is not supported by this server: output '${name}' sets 'shared_memory_region'`,
-        );
+      const shm = sharedMemoryRef(parameters, `output '${name}'`);
+      if (shm !== undefined) {
+        if (parameters.classification !== undefined) {
+          throw InferenceError.invalidArg(
+            "Output can't set both 'shared_memory_region' and 'classification'",
+          );
+        }
+        if (parameters.binary_data === true) {
+          throw InferenceError.invalidArg(
+            "Output can't set both 'shared_memory_region' and 'binary_data'",
+          );
+        }
+        sharedMemory.output(name, shm);
       }
       if (parameters.binary_data !== undefined) {
         if (typeof parameters.binary_data !== "boolean") {
@@ -252,9 +275,29 @@ export function decodeInferRequest(
         : "Unable to parse 'inputs': expected an array",
     );
   }
+  const sharedMemory = new SharedMemoryBinding(options.sharedMemory);
+  try {
+    return decodeBody(parsed, parsed.inputs, body, headerLength, options, sharedMemory, id, params);
+  } catch (error) {
+    sharedMemory.release();
+    throw error;
+  }
+}
+
+function decodeBody(
+  parsed: Record<string, unknown>,
+  inputList: unknown[],
+  body: Uint8Array,
+  headerLength: number | undefined,
+  options: DecodeInferOptions,
+  sharedMemory: SharedMemoryBinding,
+  id: string | undefined,
+  params: RequestParameters,
+): HttpInferRequest {
+  const jsonEnd = headerLength ?? body.byteLength;
   const inputs = new Map<string, NDArray>();
   let offset = jsonEnd;
-  parsed.inputs.forEach((input: unknown, index: number) => {
+  inputList.forEach((input: unknown, index: number) => {
     if (!isObject(input)) {
       throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': expected an object`);
     }
@@ -283,10 +326,17 @@ export function decodeInferRequest(
     }
     const hasData = input.data !== undefined;
     const hasBinary = parameters?.binary_data_size !== undefined;
-    if (parameters?.shared_memory_region !== undefined) {
-      throw InferenceError.invalidArg(
-        `Shared memory is not supported by this server: input '${name}' sets 'shared_memory_region'`,
-      );
+    const shm = sharedMemoryRef(parameters, `input '${name}'`);
+    if (shm !== undefined) {
+      if (hasData || hasBinary) {
+        throw InferenceError.invalidArg(
+          `Input '${name}' must set only one of 'data', 'binary_data_size' and 'shared_memory_region': it sets 'shared_memory_region' and '${
+            hasData ? "data" : "binary_data_size"
+          }'`,
+        );
+      }
+      inputs.set(name, sharedMemory.input(name, dtype, shape, shm));
+      return;
     }
     if (hasData === hasBinary) {
       throw InferenceError.invalidArg(
@@ -327,7 +377,7 @@ export function decodeInferRequest(
       } bytes after the last input`,
     );
   }
-  const { names, formats } = readOutputs(parsed.outputs);
+  const { names, formats } = readOutputs(parsed.outputs, sharedMemory);
   const outputFormats = new Map<string, OutputFormat>();
   for (const [name, format] of formats) {
     outputFormats.set(name, {
@@ -336,7 +386,7 @@ export function decodeInferRequest(
     });
   }
   const request = inferenceRequest(options, params, inputs, id, names);
-  return { request, outputFormats, defaultBinary: params.binaryDataOutput };
+  return { request, outputFormats, defaultBinary: params.binaryDataOutput, sharedMemory };
 }
 
 function inferenceRequest(
@@ -473,5 +523,10 @@ export function decodeRawInferRequest(
     : fromRawBytes(dtype, shape, body);
   const params = httpRequestParameters(undefined, forwarding(options));
   const request = inferenceRequest(options, params, new Map([[name, array]]));
-  return { request, outputFormats: new Map(), defaultBinary: true };
+  return {
+    request,
+    outputFormats: new Map(),
+    defaultBinary: true,
+    sharedMemory: new SharedMemoryBinding(options.sharedMemory),
+  };
 }

@@ -165,9 +165,24 @@ Deno.test("decodeInferRequest() rejects malformed requests with messages naming 
       ]),
     /length prefix at byte 0 is cut off/,
   );
+  assert.throws(
+    () =>
+      decode({
+        inputs: [{
+          name: "a",
+          datatype: "INT32",
+          shape: [1],
+          parameters: { shared_memory_region: "r", shared_memory_byte_size: 4 },
+        }],
+      }),
+    (error: Error & { code?: string }) =>
+      error.code === "UNSUPPORTED" &&
+      error.message ===
+        "System shared memory is not enabled on this server: send tensors in the request",
+  );
   expectError(
     () => decode({ inputs: [{ ...input, parameters: { shared_memory_region: "r" } }] }),
-    /Shared memory is not supported/,
+    /Input 'a' must set only one of 'data', 'binary_data_size' and 'shared_memory_region'|'shared_memory_byte_size' is required/,
   );
   expectError(
     () => decode({ inputs: [input], parameters: { triton_x: 1 } }),

@@ -36,6 +36,12 @@ export interface EncodeInferOptions {
    * @default {false}
    */
   batching?: boolean;
+  /**
+   * Outputs written into shared memory: listed without data, as Triton does.
+   *
+   * @default {new Set()}
+   */
+  sharedMemoryOutputs?: ReadonlySet<string>;
 }
 
 /** An encoded HTTP reply body and its headers. */
@@ -160,6 +166,10 @@ export function encodeInferResponse(
       datatype: kserveName(array.dtype),
       shape: [...array.shape],
     };
+    if (options.sharedMemoryOutputs?.has(name)) {
+      outputs.push(entry);
+      continue;
+    }
     if (binary) {
       const bytes = toRawBytes(array);
       entry.parameters = { binary_data_size: bytes.byteLength };

@@ -32,6 +32,7 @@ import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 /** What a route handler receives. */
 export interface RouteContext {
@@ -56,6 +57,8 @@ export interface RouteSettings {
   readonly logger: Logger;
   /** The repository extension's models; the engine's when undefined. */
   readonly repository?: ModelRepository;
+  /** The server's system shared-memory regions; `undefined` answers "not supported". */
+  readonly sharedMemory?: SharedMemoryRegistry;
 }
 
 const MODEL = String.raw`/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
@@ -123,16 +126,25 @@ async function infer(
       ? { headerForwardPattern: settings.headerForwardPattern }
       : {}),
     signal,
+    ...(settings.sharedMemory !== undefined ? { sharedMemory: settings.sharedMemory } : {}),
   };
   const decoded: HttpInferRequest = headerLength === 0
     ? decodeRawInferRequest(body, model, options)
     : decodeInferRequest(body, headerLength, options);
-  const result = await engine.infer(decoded.request, model);
-  const encoded = encodeInferResponse(result, {
-    outputFormats: decoded.outputFormats,
-    defaultBinary: decoded.defaultBinary,
-    batching: model.maxBatchSize > 0,
-  });
+  let encoded: ReturnType<typeof encodeInferResponse>;
+  try {
+    const result = await engine.infer(decoded.request, model);
+    decoded.sharedMemory.writeOutputs(result.outputs);
+    encoded = encodeInferResponse(result, {
+      outputFormats: decoded.outputFormats,
+      defaultBinary: decoded.defaultBinary,
+      batching: model.maxBatchSize > 0,
+      sharedMemoryOutputs: decoded.sharedMemory.outputs,
+    });
+  } finally {
+    // The regions outlive the request (an unregister meanwhile unmaps them only now).
+    decoded.sharedMemory.release();
+  }
   const reply = await compressResponseBody(
     encoded.body,
     responseEncoding(request.headers.get("accept-encoding")),
@@ -204,6 +216,45 @@ function sharedMemoryUnsupported(kind: string): never {
   throw InferenceError.unsupported(
     `${kind} shared memory is not supported by this server: send tensors in the request body`,
   );
+}
+
+function nonNegative(body: Record<string, unknown>, key: string): number | undefined {
+  const value = body[key];
+  if (value === undefined) return undefined;
+  const number = typeof value === "bigint" ? Number(value) : value;
+  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
+    throw InferenceError.invalidArg(
+      `Unable to parse '${key}' of the shared memory register request: expected a non-negative integer`,
+    );
+  }
+  return number;
+}
+
+async function registerSystemRegion(
+  registry: SharedMemoryRegistry,
+  settings: RouteSettings,
+  { request, params }: RouteContext,
+): Promise<Response> {
+  const body = await readJsonBody(request, settings) ?? {};
+  if (body.key === undefined) {
+    throw InferenceError.invalidArg("Shared memory register request has no 'key' field");
+  }
+  if (typeof body.key !== "string") {
+    throw InferenceError.invalidArg(
+      "Unable to parse 'key' of the shared memory register request: expected a string",
+    );
+  }
+  const byteSize = nonNegative(body, "byte_size");
+  if (byteSize === undefined) {
+    throw InferenceError.invalidArg("Shared memory register request has no 'byte_size' field");
+  }
+  registry.register({
+    name: params.region!,
+    key: body.key,
+    offset: nonNegative(body, "offset") ?? 0,
+    byteSize,
+  });
+  return empty(200);
 }
 
 /**
@@ -362,7 +413,45 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       },
     );
 
-  for (const [prefix, kind] of [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]]) {
+  const registry = settings.sharedMemory;
+  if (registry !== undefined) {
+    router
+      .add(
+        "GET",
+        route("/v2/systemsharedmemory/status"),
+        "shared-memory",
+        () => Promise.resolve(jsonResponse(registry.status())),
+      )
+      .add(
+        "GET",
+        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/status"),
+        "shared-memory",
+        ({ params }) => Promise.resolve(jsonResponse(registry.status(params.region!))),
+      )
+      .add(
+        "POST",
+        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/register"),
+        "shared-memory",
+        (context) => registerSystemRegion(registry, settings, context),
+      )
+      .add("POST", route("/v2/systemsharedmemory/unregister"), "shared-memory", () => {
+        registry.unregister();
+        return Promise.resolve(empty(200));
+      })
+      .add(
+        "POST",
+        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/unregister"),
+        "shared-memory",
+        ({ params }) => {
+          registry.unregister(params.region!);
+          return Promise.resolve(empty(200));
+        },
+      );
+  }
+  const unsupported = registry === undefined
+    ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]]
+    : [["cudasharedmemory", "CUDA"]];
+  for (const [prefix, kind] of unsupported) {
     router
       .add(
         "GET",
@@ -375,7 +464,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         route(`/v2/${prefix}/region/(?<region>[^/]+)/status`),
         "shared-memory",
         ({ params }) => {
-          throw InferenceError.invalidArg(
+          throw InferenceError.notFound(
             `Unable to find ${kind!.toLowerCase()} shared memory region: '${params.region}'`,
           );
         },

@@ -15,6 +15,7 @@ import { errorResponse, errorToResponse } from "./errors.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { EndpointGroup } from "./router.ts";
 import { buildRoutes, runHandler } from "./routes.ts";
+import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 export type { EndpointGroup } from "./router.ts";
 
@@ -72,6 +73,13 @@ export interface HttpFrontendOptions {
    * @default {engineRepository(engine): the models the engine loaded}
    */
   repository?: ModelRepository;
+  /**
+   * The server's system shared-memory regions (shared with the gRPC front end); without it the
+   * shared-memory endpoints answer "not supported".
+   *
+   * @default {undefined}
+   */
+  sharedMemory?: SharedMemoryRegistry;
 }
 
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -109,6 +117,7 @@ export function createHttpHandler(
     ),
     logger,
     ...(options.repository === undefined ? {} : { repository: options.repository }),
+    ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
   });
   const accessCheck = options.accessCheck;
   return async (request: Request): Promise<Response> => {

@@ -1,0 +1,245 @@
+/**
+ * One mapped system shared-memory region: `shm_open` + `mmap` through the C library
+ * (`engine/native/ffi.ts` opens it), with a reference count so the mapping outlives the requests
+ * that use it: {@linkcode SystemRegion.close} unmaps at once when nothing holds it, otherwise
+ * when the last {@linkcode RegionView} is released.
+ *
+ * @module
+ */
+
+import { InferenceError } from "../errors.ts";
+import { type LibcLibrary, openLibc } from "../engine/native/ffi.ts";
+
+const O_RDWR = 2;
+const PROT_READ = 1;
+const PROT_WRITE = 2;
+const MAP_SHARED = 1;
+const SEEK_END = 2;
+const SC_PAGESIZE = 30;
+const MAP_FAILED = 0xffff_ffff_ffff_ffffn;
+
+/** Where a region comes from, as a client registers it. */
+export interface RegionSpec {
+  /** The region's name. */
+  readonly name: string;
+  /** The shared-memory key: one name under `/dev/shm`, with or without its leading `/`. */
+  readonly key: string;
+  /** Where the region starts in the shared-memory object, in bytes. */
+  readonly offset: number;
+  /** The region's size in bytes. */
+  readonly byteSize: number;
+}
+
+/** Bytes of a region held by one request; release it once the request is done. */
+export interface RegionView {
+  /** The bytes, over the mapping (no copy), on an `ArrayBuffer` of their own. */
+  readonly bytes: Uint8Array<ArrayBuffer>;
+  /** Gives the hold back; the second call does nothing. */
+  release(): void;
+}
+
+/**
+ * Checks a shared-memory key: a leading `/` and no other, so `shm_open` stays in `/dev/shm`.
+ *
+ * @param key The key a client gave.
+ * @returns Why it is refused, or `undefined` when it is fine.
+ *
+ * @example
+ * ```ts
+ * import { keyProblem } from "./system_region.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(keyProblem("/input0"), undefined);
+ * assert.match(keyProblem("/a/b")!, /'\/'/);
+ * assert.match(keyProblem("/..")!, /'\.\.'/);
+ * ```
+ */
+export function keyProblem(key: string): string | undefined {
+  const name = key.startsWith("/") ? key.slice(1) : key;
+  if (name === "") return "the key names no object";
+  if (name.includes("/")) return "a key may hold no '/' after its first character";
+  if (name === "." || name === "..") return `'${name}' is not an object in /dev/shm`;
+  if (name.includes("\0")) return "a key may hold no NUL character";
+  if (name.length > 255) return "a key is at most 255 characters";
+  return undefined;
+}
+
+function errnoText(libc: LibcLibrary): string {
+  const at = libc.__errno_location();
+  const errno = at === null ? 0 : new Deno.UnsafePointerView(at).getInt32();
+  const text = libc.strerror(errno);
+  return text === null ? `errno ${errno}` : Deno.UnsafePointerView.getCString(text);
+}
+
+/**
+ * A mapped region. Create it with {@linkcode SystemRegion.open}; take views with
+ * {@linkcode SystemRegion.view}; {@linkcode SystemRegion.close} it on unregister.
+ *
+ * @example Map a region, read it, close it
+ * ```ts ignore
+ * import { SystemRegion } from "./system_region.ts";
+ * import assert from "node:assert/strict";
+ *
+ * // A 16-byte object in /dev/shm (on Linux, /dev/shm is a file system).
+ * Deno.writeFileSync("/dev/shm/denotriton_doc", new Uint8Array(16).fill(7));
+ * const region = SystemRegion.open({ name: "r", key: "/denotriton_doc", offset: 0, byteSize: 16 });
+ * const view = region.view(4, 4);
+ * assert.deepEqual([...view.bytes], [7, 7, 7, 7]);
+ * view.release();
+ * region.close();
+ * Deno.removeSync("/dev/shm/denotriton_doc");
+ * ```
+ */
+export class SystemRegion {
+  /** What the client registered. */
+  readonly spec: RegionSpec;
+  #libc: LibcLibrary;
+  #mapping: Deno.PointerObject;
+  #mappedBytes: number;
+  // Where `spec.offset` lies in the mapping (mmap offsets are whole pages).
+  #start: number;
+  #holds = 0;
+  #closed = false;
+  #unmapped = false;
+
+  private constructor(
+    spec: RegionSpec,
+    libc: LibcLibrary,
+    mapping: Deno.PointerObject,
+    mappedBytes: number,
+    start: number,
+  ) {
+    this.spec = spec;
+    this.#libc = libc;
+    this.#mapping = mapping;
+    this.#mappedBytes = mappedBytes;
+    this.#start = start;
+  }
+
+  /**
+   * Opens and maps a region, with Triton's errors.
+   *
+   * @param spec Name, key, offset and size.
+   * @returns The mapped region.
+   * @throws {InferenceError} (INVALID_ARG) For a bad key, or an offset and size beyond the
+   *   object; (INTERNAL) when the object cannot be opened or mapped; (UNSUPPORTED) without
+   *   `--allow-ffi`.
+   */
+  static open(spec: RegionSpec): SystemRegion {
+    const { name, key, offset, byteSize } = spec;
+    const problem = keyProblem(key);
+    if (problem !== undefined) {
+      throw InferenceError.invalidArg(`Unable to open shared memory region: '${key}': ${problem}`);
+    }
+    if (byteSize <= 0) {
+      throw InferenceError.invalidArg(
+        `failed to register shared memory region '${name}': invalid args: 'byte_size' must be above 0`,
+      );
+    }
+    let libc: LibcLibrary;
+    try {
+      libc = openLibc();
+    } catch (error) {
+      if (error instanceof Deno.errors.NotCapable) {
+        throw InferenceError.unsupported(
+          "System shared memory needs --allow-ffi (to map regions with shm_open and mmap)",
+          { cause: error },
+        );
+      }
+      throw InferenceError.internal((error as Error).message, { cause: error });
+    }
+    const path = new TextEncoder().encode(`/${key.startsWith("/") ? key.slice(1) : key}\0`);
+    const fd = libc.shm_open(path, O_RDWR, 0o600);
+    if (fd < 0) {
+      throw InferenceError.internal(
+        `Unable to open shared memory region: '${key}': ${errnoText(libc)}`,
+      );
+    }
+    try {
+      const size = Number(libc.lseek(fd, 0n, SEEK_END));
+      if (size < 0) {
+        throw InferenceError.internal(
+          `Invalid shared memory region: '${key}': ${errnoText(libc)}`,
+        );
+      }
+      if (offset + byteSize > size) {
+        throw InferenceError.invalidArg(
+          `failed to register shared memory region '${name}': invalid args: offset ${offset} + byte_size ${byteSize} is beyond the ${size} bytes of '${key}'`,
+        );
+      }
+      const page = Number(libc.sysconf(SC_PAGESIZE)) || 4096;
+      const base = offset - (offset % page);
+      const start = offset - base;
+      const mappedBytes = start + byteSize;
+      const mapping = libc.mmap(
+        null,
+        BigInt(mappedBytes),
+        PROT_READ | PROT_WRITE,
+        MAP_SHARED,
+        fd,
+        BigInt(base),
+      );
+      if (mapping === null || Deno.UnsafePointer.value(mapping) === MAP_FAILED) {
+        throw InferenceError.invalidArg(
+          `failed to register shared memory region '${name}': unable to map it: ${errnoText(libc)}`,
+        );
+      }
+      return new SystemRegion(spec, libc, mapping, mappedBytes, start);
+    } finally {
+      // The mapping keeps the object; the descriptor is not needed past mmap.
+      libc.close(fd);
+    }
+  }
+
+  /** Whether the mapping is still in place. */
+  get mapped(): boolean {
+    return !this.#unmapped;
+  }
+
+  /**
+   * Holds `byteSize` bytes from `offset` (relative to the region) for one request. The caller
+   * checked the bounds (see `SharedMemoryRegistry.acquire`).
+   *
+   * @param offset Offset in the region.
+   * @param byteSize Bytes.
+   * @returns The view and its release.
+   */
+  view(offset: number, byteSize: number): RegionView {
+    if (this.#closed) {
+      throw InferenceError.notFound(`Unable to find shared memory region: '${this.spec.name}'`);
+    }
+    this.#holds++;
+    // Each hold gets its own ArrayBuffer: a Worker may take it by transfer without detaching
+    // anyone else's view.
+    const bytes = byteSize === 0 ? new Uint8Array(0) : new Uint8Array(
+      Deno.UnsafePointerView.getArrayBuffer(this.#mapping, byteSize, this.#start + offset),
+    );
+    let released = false;
+    return {
+      bytes,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#holds--;
+        if (this.#closed && this.#holds === 0) this.#unmap();
+      },
+    };
+  }
+
+  /** The number of views not released yet. */
+  get holds(): number {
+    return this.#holds;
+  }
+
+  /** Unmaps now, or when the last view is released. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    if (this.#holds === 0) this.#unmap();
+  }
+
+  #unmap(): void {
+    if (this.#unmapped) return;
+    this.#unmapped = true;
+    this.#libc.munmap(this.#mapping, BigInt(this.#mappedBytes));
+  }
+}

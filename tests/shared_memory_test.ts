@@ -1,0 +1,272 @@
+/**
+ * System shared memory (the KServe v2 extension) end to end, on both engines:
+ *
+ * - `tests/interop/shared_memory_client.py` drives the server with `tritonclient`'s own
+ *   `shared_memory` module over HTTP and gRPC: register/status/unregister, inputs and outputs in
+ *   regions, a callable that writes into its input (the client sees the write: a view, not a
+ *   copy), and the bad-input cases with Triton's status and message;
+ * - a region unregistered while a request uses it stays mapped until that request is answered;
+ * - 100 register/unregister cycles leave no mapping and no descriptor behind;
+ * - `perf_analyzer --shared-memory system` over HTTP and gRPC, with zero failures.
+ */
+
+import assert from "node:assert/strict";
+import { bindAddSub } from "../examples/add_sub/model.ts";
+import { type BindOptions, workers } from "../mod.ts";
+import { ENGINES, PEERS_REQUIRED, startServer, watchdog } from "./_helpers.ts";
+import { slowModel } from "./_models.ts";
+import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
+
+const SCRIPT = new URL("./interop/shared_memory_client.py", import.meta.url).pathname;
+const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
+
+const SCRIBBLE = new URL("./_workers/scribble.ts", import.meta.url);
+
+/**
+ * `Scribble` (main thread) and `ScribbleWorker` (one Worker): write 42 into `INPUT[0]` and
+ * answer the value they replaced, as `OUTPUT` [1] (`tests/_workers/scribble.ts`).
+ *
+ * @returns The bind options of both.
+ */
+async function scribbleModels(): Promise<BindOptions[]> {
+  const { default: factory } = await import(SCRIBBLE.href);
+  const common = {
+    inputs: [{ name: "INPUT", dtype: "float32", shape: [-1] }],
+    outputs: [{ name: "OUTPUT", dtype: "float32", shape: [1] }],
+  } as const;
+  return [
+    { modelName: "Scribble", inferFunc: factory(), ...common },
+    { modelName: "ScribbleWorker", inferFunc: workers(SCRIBBLE, { count: 1 }), ...common },
+  ];
+}
+
+/** Lines of /proc/self/maps that map the given /dev/shm object. */
+function mappingsOf(key: string): number {
+  return Deno.readTextFileSync("/proc/self/maps").split("\n").filter((line) =>
+    line.includes(`/dev/shm/${key.replace(/^\//, "")}`)
+  ).length;
+}
+
+function openDescriptors(): number {
+  return [...Deno.readDirSync("/proc/self/fd")].length;
+}
+
+/** Makes a /dev/shm object of `bytes`, removed by the returned function. */
+function shmObject(key: string, bytes: Uint8Array): () => void {
+  const path = `/dev/shm/${key.replace(/^\//, "")}`;
+  Deno.writeFileSync(path, bytes);
+  return () => Deno.removeSync(path);
+}
+
+async function post(url: string, body?: unknown): Promise<Response> {
+  return await fetch(url, {
+    method: "POST",
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+const unique = `${Deno.pid}_${Date.now().toString(36)}`;
+
+for (const engine of ENGINES) {
+  for (const protocol of ["http", "grpc"] as const) {
+    const name = `tritonclient shared memory over ${protocol} on the ${engine} engine`;
+    Deno.test({
+      name: PYTHON ? name : `${name} (skipped: no python3 with tritonclient)`,
+      ignore: PYTHON === undefined && !PEERS_REQUIRED,
+      async fn(t): Promise<void> {
+        assert.ok(PYTHON, "python3 with tritonclient is required but was not found");
+        await using triton = await startServer({ engine, models: await scribbleModels() });
+        await bindAddSub(triton);
+        const url = protocol === "http" ? triton.urls.http : triton.urls.grpc;
+        assert.ok(url !== undefined, `The server has no ${protocol} URL`);
+        const result = await watchdog(
+          new Deno.Command(PYTHON.python, {
+            args: [
+              SCRIPT,
+              "--protocol",
+              protocol,
+              "--url",
+              url.replace(/^\w+:\/\//, ""),
+              "--tag",
+              `${unique}_${engine}_${protocol}`,
+            ],
+            stdout: "piped",
+            stderr: "piped",
+            signal: AbortSignal.timeout(120_000),
+          }).output(),
+          "the shared memory client script",
+          130_000,
+        );
+        const decoder = new TextDecoder();
+        const stdout = decoder.decode(result.stdout);
+        const stderr = decoder.decode(result.stderr);
+        const scenarios = [...stdout.matchAll(/^(PASS|FAIL) (\w+)(?:: (.*))?$/gm)];
+        for (const [, verdict, scenario, detail] of scenarios) {
+          await t.step(scenario!, () => {
+            assert.equal(verdict, "PASS", `${detail}\n${stdout}`);
+          });
+        }
+        assert.match(
+          stdout,
+          new RegExp(`^interop shm ${protocol}: 5 passed, 0 failed$`, "m"),
+          `${stdout}\n${stderr}`,
+        );
+        assert.equal(result.code, 0, `${stdout}\n${stderr}`);
+        // Every region the script registered is gone (unmapped) once it is done.
+        assert.equal(mappingsOf(`dt_${unique}_${engine}_${protocol}`), 0);
+      },
+    });
+  }
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`Unregistering a region in use unmaps it after the request [${engine}]`, async () => {
+    await using triton = await startServer({ engine, models: [slowModel(300)] });
+    const http = triton.urls.http!;
+    const key = `/dt_${unique}_inuse_${engine}`;
+    const values = new Float32Array([1, 2, 3, 4]);
+    const remove = shmObject(key, new Uint8Array(values.buffer));
+    try {
+      const register = await post(`${http}/v2/systemsharedmemory/region/inuse/register`, {
+        key,
+        offset: 0,
+        byte_size: 16,
+      });
+      assert.equal(register.status, 200, await register.text());
+      assert.equal(mappingsOf(key), 1);
+      const inflight = post(`${http}/v2/models/Slow/infer`, {
+        inputs: [{
+          name: "x",
+          datatype: "FP32",
+          shape: [1, 4],
+          parameters: { shared_memory_region: "inuse", shared_memory_byte_size: 16 },
+        }],
+        outputs: [{ name: "y", parameters: { binary_data: false } }],
+      });
+      // Let the request reach the model, then unregister under it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const unregister = await post(`${http}/v2/systemsharedmemory/region/inuse/unregister`);
+      assert.equal(unregister.status, 200);
+      await unregister.body?.cancel();
+      // Gone from the registry at once, still mapped for the request in flight.
+      const status = await fetch(`${http}/v2/systemsharedmemory/status`);
+      assert.deepEqual(await status.json(), []);
+      assert.equal(mappingsOf(key), 1);
+      const response = await watchdog(inflight, "the request in flight");
+      assert.equal(response.status, 200);
+      const body = await response.json();
+      assert.deepEqual(body.outputs[0].data, [1, 2, 3, 4]);
+      assert.equal(mappingsOf(key), 0);
+      // A new request naming it is refused; the server keeps serving.
+      const late = await post(`${http}/v2/models/Slow/infer`, {
+        inputs: [{
+          name: "x",
+          datatype: "FP32",
+          shape: [1, 4],
+          parameters: { shared_memory_region: "inuse", shared_memory_byte_size: 16 },
+        }],
+      });
+      assert.equal(late.status, 404);
+      assert.deepEqual(await late.json(), {
+        error: "Unable to find shared memory region: 'inuse'",
+      });
+    } finally {
+      remove();
+    }
+  });
+
+  Deno.test(`100 register/unregister cycles leave nothing mapped or open [${engine}]`, async () => {
+    await using triton = await startServer({ engine });
+    const http = triton.urls.http!;
+    const key = `/dt_${unique}_cycles_${engine}`;
+    const remove = shmObject(key, new Uint8Array(1 << 20));
+    try {
+      // One cycle first, so lazily opened libraries and sockets are in the baseline.
+      const cycle = async (): Promise<void> => {
+        const register = await post(`${http}/v2/systemsharedmemory/region/cycle/register`, {
+          key,
+          byte_size: 1 << 20,
+        });
+        assert.equal(register.status, 200, await register.text());
+        const unregister = await post(`${http}/v2/systemsharedmemory/region/cycle/unregister`);
+        assert.equal(unregister.status, 200);
+        await unregister.body?.cancel();
+      };
+      await cycle();
+      const descriptors = openDescriptors();
+      for (let i = 0; i < 100; i++) await cycle();
+      assert.equal(mappingsOf(key), 0);
+      // Keep-alive sockets may come and go; a leak would add one descriptor per cycle.
+      assert.ok(
+        openDescriptors() <= descriptors + 2,
+        `descriptors: ${descriptors} before, ${openDescriptors()} after`,
+      );
+    } finally {
+      remove();
+    }
+  });
+}
+
+const paMissing = "missing" in PERF_ANALYZER ? PERF_ANALYZER.missing : undefined;
+for (const engine of ENGINES) {
+  for (const protocol of ["http", "grpc"] as const) {
+    const name = `perf_analyzer --shared-memory system -i ${protocol} on the ${engine} engine`;
+    Deno.test({
+      name: paMissing === undefined ? name : `${name} (skipped: ${paMissing})`,
+      ignore: paMissing !== undefined && !PEERS_REQUIRED,
+      async fn(): Promise<void> {
+        if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${paMissing}`);
+        await using triton = await startServer({ engine });
+        await bindAddSub(triton);
+        const url = protocol === "http" ? triton.urls.http! : triton.urls.grpc!;
+        const result = await new Deno.Command(PERF_ANALYZER.path, {
+          args: [
+            "-m",
+            "AddSub",
+            "-u",
+            url.replace(/^\w+:\/\//, ""),
+            "-i",
+            protocol,
+            "--shape",
+            "a:1024",
+            "--shape",
+            "b:1024",
+            "--shared-memory",
+            "system",
+            "--output-shared-memory-size",
+            "4096",
+            "--concurrency-range",
+            "1:2",
+            "--measurement-mode",
+            "count_windows",
+            "--measurement-request-count",
+            "50",
+            "--max-trials",
+            "5",
+            // Zero failures is the point here, not stable figures on a shared machine.
+            "--stability-percentage",
+            "1000",
+          ],
+          env: PERF_ANALYZER.env,
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(120_000),
+        }).output();
+        const decoder = new TextDecoder();
+        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
+        for (const concurrency of [1, 2]) {
+          assert.match(output, new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+`));
+        }
+        assert.doesNotMatch(output, /error|Unable to unregister/i, output);
+        const stats = await (await fetch(`${triton.urls.http}/v2/models/AddSub/stats`)).json();
+        const inference = stats.model_stats[0].inference_stats;
+        assert.ok(Number(inference.success.count) >= 100, JSON.stringify(inference));
+        assert.equal(Number(inference.fail.count), 0, output);
+        // perf_analyzer unregisters its regions when it ends.
+        const status = await fetch(`${triton.urls.http}/v2/systemsharedmemory/status`);
+        assert.deepEqual(await status.json(), []);
+      },
+    });
+  }
+}
