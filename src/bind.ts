@@ -153,7 +153,8 @@ export function modelDefinitionOf(
   if (typeof name !== "string" || name.length === 0) {
     throw new TritonValidationError("Cannot bind model: name is empty");
   }
-  if (!MODEL_NAME.test(name)) {
+  // "." and ".." would name the repository's own directories in the Triton engine.
+  if (!MODEL_NAME.test(name) || name === "." || name === "..") {
     throw new TritonValidationError(
       `Cannot bind model '${name}': the name must match ${MODEL_NAME}`,
     );

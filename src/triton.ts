@@ -23,7 +23,11 @@ import {
 import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
 import type { GpuInventory } from "./gpu/devices.ts";
-import { TritonInvalidOperationError, type TritonUnrecoverableError } from "./errors.ts";
+import {
+  InferenceError,
+  TritonInvalidOperationError,
+  type TritonUnrecoverableError,
+} from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
@@ -31,6 +35,7 @@ import { SharedMemoryRegistry } from "./shm/registry.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import { inJupyterKernel } from "./jupyter.ts";
 import { Logger } from "./log.ts";
+import { BoundModelRepository } from "./model_repository.ts";
 import type { DeniedPermission } from "./permissions.ts";
 import { explainPermission, type PermissionUse, permissionUse } from "./server_permissions.ts";
 import { defaultTritonHome } from "./engine/native/install.ts";
@@ -155,6 +160,12 @@ function tritonHomeOrUndefined(): string | undefined {
 export class Triton implements AsyncDisposable {
   #options: TritonOptions;
   #models = new Map<string, ModelDefinition>();
+  /** The repository extension's view of the bound models: load, unload, index. */
+  #repository = new BoundModelRepository({
+    models: this.#models,
+    engine: () => this.#state === "running" ? this.#engine : undefined,
+    load: (model) => this.#load(model),
+  });
   #config: ResolvedTritonConfig | undefined;
   #security: ResolvedSecurityConfig;
   #logger: Logger | undefined;
@@ -244,7 +255,9 @@ export class Triton implements AsyncDisposable {
     }
     this.#models.set(key, model);
     if (this.#state === "running" || this.#state === "starting") {
-      return (this.#starting ?? Promise.resolve()).then(() => this.#load(model)).then(
+      return (this.#starting ?? Promise.resolve()).then(() =>
+        this.#repository.exclusive(name, () => this.#repository.loadVersion(model))
+      ).then(
         () => this.#logger?.flush(),
         (error) => {
           this.#models.delete(key);
@@ -313,11 +326,23 @@ export class Triton implements AsyncDisposable {
       );
     }
     await this.#starting?.catch(() => {});
-    for (const [key, model] of bound) {
-      if (this.#state === "running") await this.#engine!.unloadModel(model.name, model.version);
-      this.#models.delete(key);
-    }
+    await this.#repository.exclusive(name, async () => {
+      for (const [key, model] of bound) {
+        if (this.#state === "running") await this.#forget(model);
+        this.#models.delete(key);
+      }
+    });
     await this.#logger?.flush();
+  }
+
+  /** Unloads a model from the running engine, which forgets its name. */
+  async #forget(model: ModelDefinition): Promise<void> {
+    try {
+      await this.#engine!.unloadModel(model.name, model.version, { forget: true });
+    } catch (error) {
+      // Never loaded, or its last load failed: the engine does not know it.
+      if (!(error instanceof InferenceError && error.code === "NOT_FOUND")) throw error;
+    }
   }
 
   async #load(model: ModelDefinition): Promise<void> {
@@ -406,7 +431,7 @@ export class Triton implements AsyncDisposable {
     for (const [key, model] of this.#models) {
       try {
         await explainPermission(
-          () => this.#load(model),
+          () => this.#repository.loadVersion(model),
           (denied) => ({ grant: denied.flag, why: `model '${model.name}'` }),
         );
       } catch (error) {
@@ -428,6 +453,7 @@ export class Triton implements AsyncDisposable {
           HttpFrontend.start(engine, {
             ...httpOptionsOf(config),
             logger,
+            repository: this.#repository,
             ...(accessCheck === undefined ? {} : { accessCheck }),
             sharedMemory,
           }),
@@ -444,6 +470,7 @@ export class Triton implements AsyncDisposable {
         return await GrpcFrontend.start(engine, {
           ...grpcOptions,
           logger,
+          repository: this.#repository,
           security: this.#security,
           sharedMemory,
           ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),

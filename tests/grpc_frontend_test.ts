@@ -202,16 +202,10 @@ for (const engine of ENGINES) {
     await rejectsWith(
       client.call("RepositoryModelLoad", codecs.RepositoryModelRequest, codecs.Empty, {
         model_name: "AddSub",
+        parameters: { config: { string_param: "{}" } },
       }),
       grpc.status.UNIMPLEMENTED,
-      "Cannot load model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not loaded from a repository",
-    );
-    await rejectsWith(
-      client.call("RepositoryModelUnload", codecs.RepositoryModelRequest, codecs.Empty, {
-        model_name: "AddSub",
-      }),
-      grpc.status.UNIMPLEMENTED,
-      "Cannot unload model 'AddSub': DenoTriton models are bound in code with Triton.bind(), not unloaded from a repository",
+      "Cannot load model 'AddSub' with a new configuration: models are bound in code, not loaded from a repository",
     );
     await rejectsWith(
       client.raw("CudaSharedMemoryRegister", new Uint8Array()),

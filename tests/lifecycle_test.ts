@@ -35,16 +35,39 @@ async function call(url: string): Promise<Record<string, number[]>> {
   );
 }
 
+/** An HTTP answer's status and JSON body (a POST of a one-element `x` when `infer` is set). */
+async function answer(url: string, infer = false): Promise<{ status: number; body: unknown }> {
+  const body = JSON.stringify({
+    inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [1] }],
+  });
+  const response = await fetch(url, infer ? { method: "POST", body } : {});
+  return { status: response.status, body: await response.json() };
+}
+
 for (const engine of ENGINES) {
   Deno.test(`unbind and bind a changed model while serving [${engine}]`, async () => {
     await using triton = await startServer({ engine, models: [scale(2)] });
     for (const url of [triton.urls.http!, triton.urls.grpc!]) {
       assert.deepEqual(await call(url), { y: [2, 4] });
     }
+    // One rule on both engines: a version the model does not have, then an unbound name.
+    assert.deepEqual(await answer(`${triton.urls.http}/v2/models/Scale/versions/3`), {
+      status: 404,
+      body: { error: "Request for unknown model: 'Scale' version 3 is not found" },
+    });
     await triton.unbind("Scale");
     const gone = await fetch(`${triton.urls.http}/v2/models/Scale/ready`);
     await gone.body?.cancel();
     assert.notEqual(gone.status, 200);
+    for (const path of ["", "/config", "/infer"]) {
+      assert.deepEqual(
+        await answer(`${triton.urls.http}/v2/models/Scale${path}`, path === "/infer"),
+        {
+          status: 404,
+          body: { error: "Request for unknown model: 'Scale' is not found" },
+        },
+      );
+    }
     await triton.bind(scale(10, true));
     for (const url of [triton.urls.http!, triton.urls.grpc!]) {
       assert.deepEqual(await call(url), { y: [10, 20], z: [2, 3] });

@@ -342,3 +342,35 @@ Deno.test(
     }
   },
 );
+
+Deno.test(
+  { name: "native engine: a failed load says why, in the core's words", ignore },
+  async () => {
+    const engine = await started({ logFile: "/dev/null" });
+    try {
+      // bind() refuses this combination; straight to the engine, only the core can refuse it.
+      const model = define([double]);
+      const config = {
+        ...model.config,
+        batcher: {
+          ...model.config.batcher,
+          preserveOrdering: true,
+          priorityLevels: 2,
+          defaultPriorityLevel: 1,
+        },
+      };
+      await assert.rejects(engine.loadModel({ ...model, config }), {
+        name: "InferenceError",
+        code: "INTERNAL",
+        message:
+          "Failed to load model 'm' version 1: failed to load 'm', failed to poll from model repository (the Triton core: Poll failed for model directory 'm': Only one priority level is allowed when 'preserve_ordering' is true for m)",
+      });
+      // The engine keeps serving: the same name loads with a config the core accepts.
+      await engine.loadModel(define([double]));
+      const response = await engine.infer(request([1, 2]));
+      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4]);
+    } finally {
+      await engine.stop();
+    }
+  },
+);

@@ -245,6 +245,10 @@ for (const engine of ENGINES) {
       out.stderr,
       /^error: Uncaught \(in promise\) TritonUnrecoverableError: GPU lost$/m,
     );
+    // Logged once, by the server (not once more by the engine).
+    assert.deepEqual(out.stderr.match(/Unrecoverable error.*/g), [
+      "Unrecoverable error in a model, stopping the server: GPU lost",
+    ]);
   });
 }
 

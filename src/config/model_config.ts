@@ -280,9 +280,10 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
   let maxBatchSize = 0;
   if (batching) {
     maxBatchSize = config.maxBatchSize ?? 4;
-    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
+    // The core keeps it in an int32.
+    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1 || maxBatchSize > 2 ** 31 - 1) {
       throw new TritonBadParameterError(
-        `Invalid model config: maxBatchSize must be an integer >= 1 when batching is on, got ${maxBatchSize}`,
+        `Invalid model config: maxBatchSize must be an integer within [1, 2147483647] when batching is on, got ${maxBatchSize}`,
       );
     }
   }
@@ -333,6 +334,12 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
     "batcher.defaultQueuePolicy",
   );
   const preserveOrdering = batcher.preserveOrdering ?? false;
+  // The core refuses the combination (a queue per level cannot keep one order).
+  if (preserveOrdering && priorityLevels > 1) {
+    throw new TritonBadParameterError(
+      `Invalid model config: batcher.preserveOrdering allows one priority level at most, got priorityLevels ${priorityLevels}`,
+    );
+  }
   const decoupled = config.decoupled ?? false;
   const responseCache = config.responseCache ?? false;
   if (responseCache && decoupled) {

@@ -80,10 +80,17 @@ export function resolveTensorSpecs(
         `Invalid ${kind} '${name}': shape must be an array of integers`,
       );
     }
+    // The Triton core refuses a tensor without dimensions, and empty (0) dimensions: the
+    // built-in engine follows, so a model binds on both engines or on neither.
+    if (spec.shape.length === 0) {
+      throw new TritonValidationError(
+        `Invalid ${kind} '${name}': shape [] has no dimensions; give at least one ([1] for a single value)`,
+      );
+    }
     for (const dim of spec.shape) {
-      if (!Number.isInteger(dim) || dim < -1) {
+      if (!Number.isInteger(dim) || (dim < 1 && dim !== -1)) {
         throw new TritonValidationError(
-          `Invalid ${kind} '${name}': dimension ${dim} in shape [${spec.shape}] must be -1 or a non-negative integer`,
+          `Invalid ${kind} '${name}': dimension ${dim} in shape [${spec.shape}] must be -1 or an integer >= 1`,
         );
       }
     }

@@ -267,6 +267,18 @@ export interface ModelStatistics {
   memory_usage: { type: string; id: number; byte_size: number }[];
 }
 
+/** Options of {@linkcode Engine.unloadModel}. */
+export interface UnloadOptions {
+  /**
+   * Whether the engine forgets the model: afterwards its name is unknown (NOT_FOUND), as if it
+   * had never been loaded (an unbound model). Otherwise it stays known as unloaded
+   * (UNAVAILABLE), like a model the repository API unloads.
+   *
+   * @default {false}
+   */
+  forget?: boolean;
+}
+
 /** One entry of the repository index. */
 export interface RepositoryIndexEntry {
   /** Model name. */
@@ -314,8 +326,14 @@ export interface Engine extends AsyncDisposable {
   serverMetadata(): ServerMetadata;
   /** Loads a model and starts its instances; resolves when it is ready. */
   loadModel(model: ModelDefinition): Promise<void>;
-  /** Unloads a model version and stops its instances. */
-  unloadModel(name: string, version?: number): Promise<void>;
+  /**
+   * Unloads a model version (every version when `version` is undefined) and stops its
+   * instances. The model stays known as unloaded (requests get UNAVAILABLE) unless
+   * `options.forget` is set.
+   *
+   * @throws {InferenceError} NOT_FOUND for unknown models or versions.
+   */
+  unloadModel(name: string, version?: number, options?: UnloadOptions): Promise<void>;
   /**
    * Resolves the model version a request targets: the one lookup of a request.
    *

@@ -157,10 +157,9 @@ def infer_errors(client):
     wrong.set_data_from_numpy(np.array([[1, 2]], dtype=np.int32))
     expect_error(lambda: client.infer("AddSub", [wrong]), "StatusCode.INVALID_ARGUMENT", "")
     expect_error(
-        lambda: client.load_model("AddSub"), "StatusCode.UNIMPLEMENTED", "bound in code"
-    )
-    expect_error(
-        lambda: client.unload_model("AddSub"), "StatusCode.UNIMPLEMENTED", "bound in code"
+        lambda: client.load_model("Missing"),
+        "StatusCode.INTERNAL",
+        "failed to load 'Missing', failed to poll from model repository",
     )
     # The server keeps serving after every error.
     check(client.is_server_live(), "server not live after errors")

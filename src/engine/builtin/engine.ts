@@ -28,6 +28,7 @@ import {
   type ServerMetadata,
   type StreamResponse,
   type TritonModelConfigJson,
+  type UnloadOptions,
 } from "../engine.ts";
 import { modelMetadataOf } from "../model_handle.ts";
 import { warmUp } from "../warmup.ts";
@@ -187,11 +188,11 @@ export class BuiltinEngine implements Engine {
     try {
       await warmUp(model, entry.instances, this.#logger);
     } catch (error) {
-      entry.state = "UNAVAILABLE";
-      entry.reason = messageOf(error);
       await this.#dispose(entry);
+      // As when the instances fail to start: the engine knows the version as it did before.
+      this.#registry.forget(entry);
       throw InferenceError.internal(
-        `Failed to load model '${model.name}' version ${model.version}: ${entry.reason}`,
+        `Failed to load model '${model.name}' version ${model.version}: ${messageOf(error)}`,
         { cause: error },
       );
     }
@@ -203,9 +204,13 @@ export class BuiltinEngine implements Engine {
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
   }
 
+  /** Hands the error to the hook, which reports it; logs it only when there is no hook. */
   #unrecoverable(error: Error): void {
-    this.#logger?.error(`Unrecoverable error in a model: ${error.message}`);
-    this.#onUnrecoverable?.(error as TritonUnrecoverableError);
+    if (this.#onUnrecoverable !== undefined) {
+      this.#onUnrecoverable(error as TritonUnrecoverableError);
+    } else {
+      this.#logger?.error(`Unrecoverable error in a model: ${error.message}`);
+    }
   }
 
   /**
@@ -214,10 +219,12 @@ export class BuiltinEngine implements Engine {
    *
    * @param name Model name.
    * @param version Model version.
+   * @param options Whether the engine forgets the model.
    * @throws {InferenceError} NOT_FOUND for an unknown model or version.
    */
-  async unloadModel(name: string, version?: number): Promise<void> {
+  async unloadModel(name: string, version?: number, options: UnloadOptions = {}): Promise<void> {
     await Promise.all(this.#registry.named(name, version).map((entry) => this.#unload(entry)));
+    if (options.forget === true) this.#registry.remove(name, version);
   }
 
   async #unload(entry: ModelEntry): Promise<void> {

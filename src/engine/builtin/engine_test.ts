@@ -212,16 +212,16 @@ Deno.test("BuiltinEngine validates requests before queueing them", async () => {
   assert.deepEqual([...ok.outputs.keys()], ["y"]);
 });
 
-Deno.test("BuiltinEngine checks scalar shapes of non-batching models", async () => {
+Deno.test("BuiltinEngine checks the shapes of non-batching models", async () => {
   await using engine = new BuiltinEngine();
   await engine.loadModel(define([echo], {
-    inputs: [{ name: "x", dtype: "float32", shape: [] }],
-    outputs: [{ name: "y", dtype: "float32", shape: [] }],
+    inputs: [{ name: "x", dtype: "float32", shape: [1] }],
+    outputs: [{ name: "y", dtype: "float32", shape: [1] }],
     config: { batching: false },
   }));
-  const response = await engine.infer(requestOf([4], []));
-  assert.deepEqual(response.outputs.get("y")!.shape, []);
-  await assert.rejects(engine.infer(requestOf([4], [1])), isError("INVALID_ARG", /shape/));
+  const response = await engine.infer(requestOf([4], [1]));
+  assert.deepEqual(response.outputs.get("y")!.shape, [1]);
+  await assert.rejects(engine.infer(requestOf([4], [])), isError("INVALID_ARG", /shape/));
 });
 
 Deno.test("BuiltinEngine answers only the requested outputs, in declared order", async () => {

@@ -11,6 +11,7 @@ import { InferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { ModelDefinition, ModelHandle, RepositoryIndexEntry } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
+import { lookupVersion } from "../model_lookup.ts";
 import type { ModelScheduler } from "./scheduler.ts";
 import { ModelStatsRecorder } from "./statistics.ts";
 
@@ -33,6 +34,10 @@ export interface ModelEntry {
   scheduler: ModelScheduler | undefined;
   /** Its statistics. */
   readonly stats: ModelStatsRecorder;
+}
+
+function isReady(entry: ModelEntry): boolean {
+  return entry.state === "READY";
 }
 
 /**
@@ -122,17 +127,9 @@ export class ModelRegistry {
    */
   named(name: string, version?: number): ModelEntry[] {
     const versions = this.#models.get(name);
-    if (versions === undefined) {
-      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
-    }
-    if (version === undefined) return [...versions.values()];
-    const entry = versions.get(version);
-    if (entry === undefined) {
-      throw InferenceError.notFound(
-        `Request for unknown model: '${name}' version ${version} is not found`,
-      );
-    }
-    return [entry];
+    // Any version will do: this throws only for an unknown name or version.
+    const entry = lookupVersion(name, version, versions, () => true);
+    return version === undefined ? [...versions!.values()] : [entry];
   }
 
   /**
@@ -144,36 +141,24 @@ export class ModelRegistry {
    * @throws {InferenceError} NOT_FOUND / UNAVAILABLE with Triton's messages.
    */
   lookup(name: string, version?: number): ModelEntry {
+    return lookupVersion(name, version, this.#models.get(name), isReady);
+  }
+
+  /**
+   * Forgets every version of a model that is not ready or loading (an unbound model): its name
+   * is unknown afterwards, as if it had never been loaded.
+   *
+   * @param name Model name.
+   * @param version Model version; every version when undefined.
+   */
+  remove(name: string, version?: number): void {
     const versions = this.#models.get(name);
-    if (versions === undefined) {
-      throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
+    if (versions === undefined) return;
+    for (const [number, entry] of versions) {
+      if (version !== undefined && number !== version) continue;
+      if (entry.state === "UNAVAILABLE") versions.delete(number);
     }
-    if (version === undefined || version === -1) {
-      let best: ModelEntry | undefined;
-      for (const [number, entry] of versions) {
-        if (entry.state === "READY" && (best === undefined || number > best.definition.version)) {
-          best = entry;
-        }
-      }
-      if (best === undefined) {
-        throw InferenceError.unavailable(
-          `Request for unknown model: '${name}' has no available versions`,
-        );
-      }
-      return best;
-    }
-    const entry = versions.get(version);
-    if (entry === undefined) {
-      throw InferenceError.notFound(
-        `Request for unknown model: '${name}' version ${version} is not found`,
-      );
-    }
-    if (entry.state !== "READY") {
-      throw InferenceError.unavailable(
-        `Request for unknown model: '${name}' version ${version} is not at ready state`,
-      );
-    }
-    return entry;
+    if (versions.size === 0) this.#models.delete(name);
   }
 
   /**

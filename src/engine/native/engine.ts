@@ -31,11 +31,15 @@ import {
   type ServerMetadata,
   type StreamResponse,
   type TritonModelConfigJson,
+  type UnloadOptions,
 } from "../engine.ts";
+import { lookupVersion } from "../model_lookup.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import { findTritonInstall, setupCommand } from "./install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
+import { CoreLog, withCoreReasons } from "./core_log.ts";
+import { Logger } from "../../log.ts";
 import {
   disposeInstances,
   type LoadedModel,
@@ -51,10 +55,6 @@ import { createServer, type NativeEngineOptions } from "./server_options.ts";
 import { deleteServer, releaseServer } from "./shutdown.ts";
 
 export type { NativeEngineOptions } from "./server_options.ts";
-
-function notFound(name: string): InferenceError {
-  return InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
-}
 
 /**
  * The engine backed by Triton's in-process core.
@@ -94,12 +94,17 @@ export class NativeEngine implements Engine {
   #libraries: NativeLibraries | undefined;
   #queue: CompletionPump | undefined;
   #logSubscription: Disposable | undefined;
+  /** Forwards the core's log lines through the logger. */
+  #coreLog: CoreLog | undefined;
+  #ownLogger: Logger | undefined;
   #server: Deno.PointerValue = null;
   #repository: string | undefined;
   #models = new Map<string, LoadedModel>();
   /** The model behind each handle this engine gave out, while it is loaded. */
   #loaded = new WeakMap<ModelHandle, LoadedModel>();
   #loading = new Set<string>();
+  /** Models unloaded but not forgotten (the repository API's unload): name → version. */
+  #unloaded = new Map<string, number>();
   /** Decoupled requests' streams, by the number in their stream parameter. */
   #streams = new Map<number, ResponseStream>();
   #nextStream = 1;
@@ -117,6 +122,15 @@ export class NativeEngine implements Engine {
    */
   constructor(options: NativeEngineOptions = {}) {
     this.#options = options;
+  }
+
+  /** Where the core's lines go: the logger, else one of the engine's own (`logFile`). */
+  get #coreLogger(): Logger {
+    if (this.#options.logger !== undefined) return this.#options.logger;
+    this.#ownLogger ??= new Logger(
+      this.#options.logFile === undefined ? {} : { file: this.#options.logFile },
+    );
+    return this.#ownLogger;
   }
 
   get #core(): NativeLibraries["core"] {
@@ -137,7 +151,9 @@ export class NativeEngine implements Engine {
       streamOf: (token) => this.#streams.get(token),
       delivered: () => this.#queue?.drain(),
       ...(logger ? { logger } : {}),
-      ...(onUnrecoverable ? { onUnrecoverable } : {}),
+      // As the built-in engine: the hook reports the error; without one, the log does.
+      onUnrecoverable: onUnrecoverable ??
+        ((error) => logger?.error(`Unrecoverable error in a model: ${error.message}`)),
     };
   }
 
@@ -163,18 +179,23 @@ export class NativeEngine implements Engine {
       this.#options.logger?.info(`GPUs: ${describeGpus(this.#gpus.devices)}`);
     }
     const repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
+    let coreLog: CoreLog | undefined;
     try {
+      coreLog = await CoreLog.open(libraries.core, this.#coreLogger);
       this.#server = await createServer(
         libraries.core,
         install,
         repository,
-        this.#options,
+        { ...this.#options, logFile: coreLog.path },
         this.#gpus,
       );
+      coreLog.drain();
     } catch (error) {
+      coreLog?.[Symbol.dispose]();
       await Deno.remove(repository, { recursive: true }).catch(() => {});
       throw error;
     }
+    this.#coreLog = coreLog;
     this.#repository = repository;
     this.#libraries = libraries;
     this.#queue = new CompletionPump(libraries.bridge);
@@ -247,10 +268,16 @@ export class NativeEngine implements Engine {
       });
     }
     this.#loading.add(model.name);
+    using watch = this.#coreLog?.watch();
     try {
-      const loaded = await loadModel(this.#context, model);
+      const loaded = await loadModel(this.#context, model).catch((error) => {
+        this.#coreLog?.drain();
+        throw withCoreReasons(error, model.name, watch?.records ?? []);
+      });
+      this.#coreLog?.drain();
       this.#models.set(model.name, loaded);
       this.#loaded.set(loaded.handle, loaded);
+      this.#unloaded.delete(model.name);
       this.#options.logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
     } finally {
       this.#loading.delete(model.name);
@@ -262,25 +289,41 @@ export class NativeEngine implements Engine {
    *
    * @param name Model name.
    * @param version Model version; the loaded one when undefined.
+   * @param options Whether the engine forgets the model.
    * @throws {InferenceError} NOT_FOUND for unknown models or versions.
    */
-  async unloadModel(name: string, version?: number): Promise<void> {
+  async unloadModel(name: string, version?: number, options: UnloadOptions = {}): Promise<void> {
     this.#core; // throws when not started
+    // Any known version will do: this throws only for an unknown name or version.
+    lookupVersion(name, version, this.#versionsOf(name), () => true);
     const loaded = this.#models.get(name);
-    if (loaded === undefined) throw notFound(name);
-    if (version !== undefined && version !== -1 && version !== loaded.definition.version) {
-      throw InferenceError.notFound(
-        `Request for unknown model: '${name}' version ${version} is not found`,
+    if (loaded !== undefined) {
+      const context = this.#context;
+      await unloadFromCore(context, loaded).finally(() => this.#coreLog?.drain());
+      this.#models.delete(name);
+      this.#loaded.delete(loaded.handle);
+      this.#unloaded.set(name, loaded.definition.version);
+      await disposeInstances(context, name, loaded.instances);
+      this.#options.logger?.info(
+        `Successfully unloaded '${name}' version ${loaded.definition.version}`,
       );
     }
-    const context = this.#context;
-    await unloadFromCore(context, loaded);
-    this.#models.delete(name);
-    this.#loaded.delete(loaded.handle);
-    await disposeInstances(context, name, loaded.instances);
-    this.#options.logger?.info(
-      `Successfully unloaded '${name}' version ${loaded.definition.version}`,
-    );
+    if (options.forget === true) {
+      this.#unloaded.delete(name);
+      // The core lists every model directory of its repository in its index. (bind() refuses
+      // names that are not one plain path segment; this checks again before removing.)
+      if (/^[^/\\]+$/.test(name) && name !== "." && name !== "..") {
+        await Deno.remove(`${this.#repository}/${name}`, { recursive: true }).catch(() => {});
+      }
+    }
+  }
+
+  /** The versions of a model this engine knows (one), with its loaded model while loaded. */
+  #versionsOf(name: string): Map<number, LoadedModel | undefined> | undefined {
+    const loaded = this.#models.get(name);
+    if (loaded !== undefined) return new Map([[loaded.definition.version, loaded]]);
+    const unloaded = this.#unloaded.get(name);
+    return unloaded === undefined ? undefined : new Map([[unloaded, undefined]]);
   }
 
   /**
@@ -289,17 +332,18 @@ export class NativeEngine implements Engine {
    * @param name Model name.
    * @param version Model version; the loaded one when undefined or -1.
    * @returns Its handle.
-   * @throws {InferenceError} NOT_FOUND for unknown models and versions.
+   * @throws {InferenceError} NOT_FOUND / UNAVAILABLE with Triton's messages (`../model_lookup.ts`).
    */
   model(name: string, version?: number): ModelHandle {
     const loaded = this.#models.get(name);
     if (
-      loaded === undefined ||
-      (version !== undefined && version !== -1 && version !== loaded.definition.version)
+      loaded !== undefined &&
+      (version === undefined || version === -1 || version === loaded.definition.version)
     ) {
-      throw notFound(name);
+      return loaded.handle;
     }
-    return loaded.handle;
+    return lookupVersion(name, version, this.#versionsOf(name), (model) => model !== undefined)!
+      .handle;
   }
 
   /**
@@ -324,6 +368,8 @@ export class NativeEngine implements Engine {
    * @returns `{name, versions, platform, inputs, outputs}`.
    */
   modelMetadata(name: string, version?: number): ModelMetadata {
+    this.#core; // throws when not started
+    this.model(name, version); // the lookup rule both engines share, before the core's
     return queries.modelMetadata(this.#core, this.#server, name, version);
   }
 
@@ -336,6 +382,8 @@ export class NativeEngine implements Engine {
    * @returns The config JSON.
    */
   modelConfig(name: string, version?: number): TritonModelConfigJson {
+    this.#core; // throws when not started
+    this.model(name, version); // the lookup rule both engines share, before the core's
     const config = queries.modelConfig(this.#core, this.#server, name, version);
     const definition = this.#models.get(name)?.definition;
     if (definition !== undefined && definition.config.warmup.length > 0) {
@@ -518,8 +566,13 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
-    if (!clean) return;
+    this.#unloaded.clear();
+    if (!clean) {
+      this.#closeCoreLog();
+      return;
+    }
     await deleteServer(this.#libraries.core, server, this.#options.logger);
+    this.#closeCoreLog();
     await this.#queue?.idle();
     this.#queue?.[Symbol.dispose]();
     this.#queue = undefined;
@@ -527,6 +580,13 @@ export class NativeEngine implements Engine {
       await Deno.remove(this.#repository, { recursive: true }).catch(() => {});
       this.#repository = undefined;
     }
+  }
+
+  #closeCoreLog(): void {
+    this.#coreLog?.[Symbol.dispose]();
+    this.#coreLog = undefined;
+    this.#ownLogger?.close();
+    this.#ownLogger = undefined;
   }
 
   /** Stops the engine. */

@@ -44,6 +44,7 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerOptionsSetStrictReadiness: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetExitTimeout: { parameters: [P, "u32"], result: P },
   TRITONSERVER_ServerOptionsSetLogFile: { parameters: [P, B], result: P },
+  TRITONSERVER_LogMessage: { parameters: ["i32", B, "i32", B], result: P },
   TRITONSERVER_ServerOptionsSetLogInfo: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogWarn: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetLogError: { parameters: [P, "bool"], result: P },
@@ -258,8 +259,15 @@ export function openCuda(path: string): CudaDriverLibrary {
  * The libc symbols system shared memory needs (POSIX; `shm_open` is in `libc.so.6` since glibc
  * 2.34 and in `librt.so.1` before). A region's size comes from `lseek(fd, 0, SEEK_END)` rather
  * than `fstat`, whose `struct stat` layout differs between architectures.
+ *
+ * `open` and `read` read the core's log file (`core_log.ts`): the core writes it into the
+ * temporary directory, and reading it through Deno's file API would need a read grant there that
+ * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
+ * `open`'s optional mode argument is not passed (no file is created).
  */
 export const LIBC_SYMBOLS = {
+  open: { parameters: [B, "i32"], result: "i32" },
+  read: { parameters: ["i32", B, "usize"], result: "isize" },
   shm_open: { parameters: [B, "i32", "u32"], result: "i32", optional: true },
   mmap: { parameters: [P, "usize", "i32", "i32", "i32", "i64"], result: P },
   munmap: { parameters: [P, "usize"], result: "i32" },
@@ -270,8 +278,12 @@ export const LIBC_SYMBOLS = {
   sysconf: { parameters: ["i32"], result: "i64" },
 } as const;
 
-/** The libc functions system shared memory calls, `shm_open` always present. */
+/** The libc functions DenoTriton calls, `shm_open` always present. */
 export interface LibcLibrary {
+  /** `open(path, flags)`. */
+  readonly open: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["open"];
+  /** `read(fd, buffer, count)`. */
+  readonly read: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["read"];
   /** `shm_open(name, flags, mode)`. */
   readonly shm_open: (name: BufferSource, flags: number, mode: number) => number;
   /** `mmap(addr, length, prot, flags, fd, offset)`. */
@@ -295,7 +307,8 @@ export interface LibcLibrary {
 let libc: LibcLibrary | undefined;
 
 /**
- * Opens the C library for system shared memory, once per process (Linux/glibc).
+ * Opens the C library for system shared memory and the core's log, once per process
+ * (Linux/glibc).
  *
  * @returns Its symbols.
  * @throws {TritonError} When it cannot be opened or has no `shm_open` (nor `librt.so.1`).

@@ -21,7 +21,7 @@ import { consumeInstance } from "./backend_bridge.ts";
 import { connectDoorbell } from "./doorbell.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { BACKEND_NAME } from "./install.ts";
-import { CHANNEL_PARAMETER } from "./queries.ts";
+import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
 import type { ResponseStream } from "./response_stream.ts";
 import { check, cString } from "./status.ts";
 
@@ -237,4 +237,16 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
   // Triton finalizes the instances once in-flight batches are done; the consumers then end.
   await loaded.consumers;
   bridge.dt_channel_close(loaded.channel);
+  // The core's unload does not wait for the model to be unloaded, and its state leaves
+  // UNLOADING a moment after the instances are finalized: wait, so that the index says
+  // UNAVAILABLE once the unload resolved, as on the built-in engine.
+  for (let waited = 0; waited < UNLOAD_WAIT_MS; waited += 5) {
+    const entry = repositoryIndex(core, context.server, false)
+      .find((model) => model.name === name && model.version === String(loaded.definition.version));
+    if (entry?.state !== "UNLOADING") break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
+
+/** How long an unload waits for the core to report the model unloaded, in milliseconds. */
+const UNLOAD_WAIT_MS = 5000;

@@ -25,7 +25,8 @@ export interface NativeEngineOptions extends CommonEngineOptions {
    */
   exitOnError?: boolean;
   /**
-   * Triton's own log file; its logs go to stderr otherwise.
+   * Where the core's log lines go when the engine has no `logger` (they go through the logger
+   * otherwise, `core_log.ts`); stderr when undefined too. `createServer` points the core at it.
    *
    * @default {undefined}
    */

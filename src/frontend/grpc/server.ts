@@ -10,6 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import { Buffer } from "node:buffer";
 import type { Engine } from "../../engine/engine.ts";
+import type { ModelRepository } from "../../engine/repository.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
@@ -58,6 +59,12 @@ export interface GrpcFrontendOptions {
    * @default {new Logger()}
    */
   logger?: Logger;
+  /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
   /**
    * Access tokens for restricted endpoint groups.
    *
@@ -244,6 +251,7 @@ export class GrpcFrontend implements AsyncDisposable {
     const { inference, health } = createServices(engine, {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
       logger,
+      ...(options.repository === undefined ? {} : { repository: options.repository }),
       ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
     });
     const guard = (service: GrpcService): GrpcService =>

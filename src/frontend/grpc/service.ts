@@ -11,6 +11,11 @@
 
 import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
+import {
+  engineRepository,
+  type ModelRepository,
+  refuseNewConfiguration,
+} from "../../engine/repository.ts";
 import type { Engine, InferenceRequest, ModelHandle } from "../../engine/engine.ts";
 import type { ParameterValue } from "../../callable/types.ts";
 import type { RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -45,6 +50,12 @@ export interface GrpcServiceOptions {
    * @default {new Logger()}
    */
   logger?: Logger;
+  /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
   /**
    * The server's system shared-memory regions; without it the shared-memory RPCs answer
    * "not supported".
@@ -150,6 +161,7 @@ export function createServices(
   options: GrpcServiceOptions = {},
 ): { inference: GrpcService; health: GrpcService } {
   const { logger = new Logger(), headerForwardPattern, sharedMemory } = options;
+  const repository = options.repository ?? engineRepository(engine);
 
   const fail = (error: unknown, rpc: string): InferenceError => {
     const inferenceError = toInferenceError(error);
@@ -178,7 +190,10 @@ export function createServices(
     return { name: ref.name ?? "", version: parseModelVersion(ref.version) };
   };
 
-  const repositoryRequest = (bytes: Uint8Array, action: string): never => {
+  const repositoryRequest = async (
+    bytes: Uint8Array,
+    action: "load" | "unload",
+  ): Promise<Record<string, never>> => {
     const request: RepositoryModelRequest = decode(
       codecs.RepositoryModelRequest,
       `repository ${action} request`,
@@ -187,9 +202,14 @@ export function createServices(
     if (request.repository_name) {
       throw InferenceError.unsupported("'repository_name' specification is not supported");
     }
-    throw InferenceError.unsupported(
-      `Cannot ${action} model '${request.model_name}': DenoTriton models are bound in code with Triton.bind(), not ${action}ed from a repository`,
-    );
+    const name = request.model_name ?? "";
+    if (action === "unload") {
+      await repository.unload(name);
+    } else {
+      refuseNewConfiguration(name, Object.keys(request.parameters ?? {}));
+      await repository.load(name);
+    }
+    return {};
   };
 
   const notSupported = (message: string) => (): never => {
@@ -411,7 +431,7 @@ export function createServices(
       if (request.repository_name) {
         throw InferenceError.unsupported("'repository_name' specification is not supported");
       }
-      const models = engine.repositoryIndex(request.ready ?? false);
+      const models = repository.index(request.ready ?? false);
       return { models };
     }),
     RepositoryModelLoad: unary("RepositoryModelLoad", (bytes) => repositoryRequest(bytes, "load")),

@@ -7,6 +7,11 @@
  */
 
 import type { Engine } from "../../engine/engine.ts";
+import {
+  engineRepository,
+  type ModelRepository,
+  refuseNewConfiguration,
+} from "../../engine/repository.ts";
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { changeLogSettings, tritonLogSettings } from "../log_settings.ts";
@@ -50,6 +55,8 @@ export interface RouteSettings {
   readonly headerForwardPattern: RegExp | undefined;
   /** The logger, whose settings `/v2/logging` reads and changes. */
   readonly logger: Logger;
+  /** The repository extension's models; the engine's when undefined. */
+  readonly repository?: ModelRepository;
   /** The server's system shared-memory regions; `undefined` answers "not supported". */
   readonly sharedMemory?: SharedMemoryRegistry;
 }
@@ -150,26 +157,24 @@ async function infer(
   );
 }
 
-async function loadModel(
-  engine: Engine,
+async function repositoryAction(
+  repository: ModelRepository,
   settings: RouteSettings,
   context: RouteContext,
 ): Promise<Response> {
   const model = context.params.model!;
   const body = await readJsonBody(context.request, settings);
-  const parameters = body?.parameters;
-  if (
-    typeof parameters === "object" && parameters !== null &&
-    Object.keys(parameters).some((key) => key === "config" || key.startsWith("file:"))
-  ) {
-    throw InferenceError.unsupported(
-      `Cannot load model '${model}' with a new configuration: models are bound in code, not loaded from a repository`,
-    );
+  if (context.params.action === "unload") {
+    await repository.unload(model);
+    return empty(200);
   }
-  if (engine.modelReady(model)) return empty(200);
-  throw InferenceError.invalidArg(
-    `Cannot load model '${model}': models are bound in code with Triton.bind(), not loaded from a repository`,
+  const parameters = body?.parameters;
+  refuseNewConfiguration(
+    model,
+    typeof parameters === "object" && parameters !== null ? Object.keys(parameters) : [],
   );
+  await repository.load(model);
+  return empty(200);
 }
 
 function traceSettings(): Record<string, unknown> {
@@ -280,6 +285,7 @@ async function registerSystemRegion(
 export function buildRoutes(engine: Engine, settings: RouteSettings): Router<RouteHandler> {
   const router = new Router<RouteHandler>();
   const route = (path: string): RegExp => new RegExp(`^${path}$`);
+  const repository = settings.repository ?? engineRepository(engine);
 
   router
     .add(
@@ -384,7 +390,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     if (typeof ready !== "boolean") {
       throw InferenceError.invalidArg("Invalid 'ready' in the request: expected a boolean");
     }
-    return jsonResponse(engine.repositoryIndex(ready));
+    return jsonResponse(repository.index(ready));
   };
   router
     .add("POST", route("/v2/repository/index"), "model-repository", index)
@@ -392,14 +398,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "POST",
       route(`/v2/repository/models/(?<model>[^/]+)/${REPO_ACTION}`),
       "model-repository",
-      (
-        context,
-      ) => {
-        if (context.params.action === "load") return loadModel(engine, settings, context);
-        throw InferenceError.unsupported(
-          `Cannot unload model '${context.params.model}': models are bound in code and stay loaded until the server stops`,
-        );
-      },
+      (context) => repositoryAction(repository, settings, context),
     )
     // Triton ignores a repository name on the index, and refuses it on load/unload.
     .add("POST", route("/v2/repository/(?<repo>[^/]+)/index"), "model-repository", index)

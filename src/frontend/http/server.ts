@@ -7,6 +7,7 @@
  */
 
 import type { Engine } from "../../engine/engine.ts";
+import type { ModelRepository } from "../../engine/repository.ts";
 import { InferenceError } from "../../errors.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
@@ -67,6 +68,12 @@ export interface HttpFrontendOptions {
    */
   accessCheck?: AccessCheck;
   /**
+   * The models the repository extension loads, unloads and lists.
+   *
+   * @default {engineRepository(engine): the models the engine loaded}
+   */
+  repository?: ModelRepository;
+  /**
    * The server's system shared-memory regions (shared with the gRPC front end); without it the
    * shared-memory endpoints answer "not supported".
    *
@@ -109,6 +116,7 @@ export function createHttpHandler(
       "HTTP headerForwardPattern",
     ),
     logger,
+    ...(options.repository === undefined ? {} : { repository: options.repository }),
     ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
   });
   const accessCheck = options.accessCheck;
