@@ -7,6 +7,10 @@
  * Decoded 64-bit integers are decimal strings (exact); encoders accept numbers, strings or
  * bigints. Decoded `bytes` fields are views into the received buffer (no copy).
  *
+ * Over 500 lines for a reason: the plain-object shape of every message the service uses is
+ * declared here beside its codec, and the hand-written raw-contents encoder must sit beside the
+ * schema it bypasses.
+ *
  * @module
  */
 

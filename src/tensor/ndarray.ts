@@ -3,6 +3,9 @@
  * bytes), plus the few operations the library needs: build, size, raw byte views, batch-axis
  * concatenation and slicing.
  *
+ * Over 500 lines for a reason: a third of it is the JSDoc, with asserting examples, of the public
+ * `NDArray` API, and the operations share its validation helpers.
+ *
  * @module
  */
 

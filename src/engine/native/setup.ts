@@ -21,6 +21,9 @@
  *    linked to the hashed core file so its `DT_NEEDED` binds to the already loaded core;
  * 4. write `install.json`.
  *
+ * Over 500 lines for a reason: the wheel download, its checks, the compile and the fingerprint
+ * are one sequence a user runs once, read top to bottom.
+ *
  * @module
  */
 

@@ -6,6 +6,10 @@
  * gets a clear INVALID_ARGUMENT (and, on the stream, an `error_message`) instead of grpc-js's
  * bare INTERNAL.
  *
+ * Over 500 lines for a reason: one handler per RPC of the service (inference, metadata,
+ * repository, statistics, logging, shared memory), each short, share the decoding and error
+ * mapping at the top of this file.
+ *
  * @module
  */
 

@@ -3,6 +3,9 @@
  * JSON request (with JSON `data` or the binary tensor extension's trailing bytes), and the raw
  * binary request (`Inference-Header-Content-Length: 0`) whose whole body is the single input.
  *
+ * Over 500 lines for a reason: the JSON request, the binary extension and the raw binary request
+ * share the per-input checks (shape, datatype, byte size, shared-memory parameters).
+ *
  * @module
  */
 

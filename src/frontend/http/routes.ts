@@ -3,6 +3,9 @@
  * to the `Engine` contract. Triton 2.51's `http_server.cc` is the reference for paths, bodies
  * and statuses.
  *
+ * Over 500 lines for a reason: the route table is data, and each of its routes' handlers is
+ * short; keeping them together keeps the table readable against `http_server.cc`.
+ *
  * @module
  */
 
