@@ -202,7 +202,7 @@ Deno.test("readRequestBody() places a large body's binary section on an 8-byte b
   const body = new Uint8Array(300_000);
   for (let i = 0; i < body.byteLength; i++) body[i] = i % 251;
   await using server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    { hostname: "127.0.0.1", port: 0, onListen(): void {} },
     async (r): Promise<Response> => {
       const alignAt = Number(new URL(r.url).searchParams.get("at"));
       const read = await readRequestBody(r, 1_000_000, { alignAt });
