@@ -11,8 +11,12 @@
  *   may `DENOTRITON_PEER_LIBS`. A temporary folder of symlinks under the plain names goes on
  *   `LD_LIBRARY_PATH`.
  *
+ * {@linkcode runPerfAnalyzer} runs perf_analyzer the way the interop tests check it.
+ *
  * @module
  */
+
+import assert from "node:assert/strict";
 
 /** A Python interpreter that imports `tritonclient.http`. */
 export interface PythonPeer {
@@ -230,3 +234,59 @@ export async function findPerfAnalyzer(
 
 /** The Python peer, found once at load. */
 export const PYTHON: PythonPeer | undefined = await findPython();
+
+/** Options of {@linkcode runPerfAnalyzer}. */
+export interface PerfAnalyzerRun {
+  /** The highest concurrency level (from 1). */
+  readonly maxConcurrency: number;
+  /** `--max-trials`: how many windows a level may take to agree. */
+  readonly maxTrials: number;
+  /** `--stability-percentage`: how far windows may disagree. */
+  readonly stabilityPercentage: number;
+}
+
+/**
+ * Runs perf_analyzer with count windows of 50 requests per concurrency level and checks the run:
+ * exit 0, a throughput line per level, no error in its output.
+ *
+ * @param peer The perf_analyzer to run.
+ * @param args The model, URL, protocol and data arguments.
+ * @param run The concurrency range and how steady the windows must be.
+ * @returns perf_analyzer's stdout and stderr.
+ */
+export async function runPerfAnalyzer(
+  peer: PerfAnalyzerPeer,
+  args: readonly string[],
+  run: PerfAnalyzerRun,
+): Promise<string> {
+  const result = await new Deno.Command(peer.path, {
+    args: [
+      ...args,
+      "--concurrency-range",
+      `1:${run.maxConcurrency}`,
+      "--measurement-mode",
+      "count_windows",
+      "--measurement-request-count",
+      "50",
+      "--max-trials",
+      String(run.maxTrials),
+      "--stability-percentage",
+      String(run.stabilityPercentage),
+    ],
+    env: peer.env,
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(120_000),
+  }).output();
+  const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+  assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
+  for (let concurrency = 1; concurrency <= run.maxConcurrency; concurrency++) {
+    assert.match(
+      output,
+      new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+ infer/sec`),
+      `No throughput line for concurrency ${concurrency}:\n${output}`,
+    );
+  }
+  assert.doesNotMatch(output, /error/i, `perf_analyzer reported errors:\n${output}`);
+  return output;
+}

@@ -15,7 +15,7 @@ import { bindAddSub } from "../examples/add_sub/model.ts";
 import { type BindOptions, workers } from "../mod.ts";
 import { ENGINES, PEERS_REQUIRED, startServer, watchdog } from "./_helpers.ts";
 import { slowModel } from "./_models.ts";
-import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
+import { findPerfAnalyzer, PYTHON, runPerfAnalyzer } from "./_peers.ts";
 
 const SCRIPT = new URL("./interop/shared_memory_client.py", import.meta.url).pathname;
 const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
@@ -219,46 +219,28 @@ for (const engine of ENGINES) {
         await using triton = await startServer({ engine });
         await bindAddSub(triton);
         const url = protocol === "http" ? triton.urls.http! : triton.urls.grpc!;
-        const result = await new Deno.Command(PERF_ANALYZER.path, {
-          args: [
-            "-m",
-            "AddSub",
-            "-u",
-            url.replace(/^\w+:\/\//, ""),
-            "-i",
-            protocol,
-            "--shape",
-            "a:1024",
-            "--shape",
-            "b:1024",
-            "--shared-memory",
-            "system",
-            "--output-shared-memory-size",
-            "4096",
-            "--concurrency-range",
-            "1:2",
-            "--measurement-mode",
-            "count_windows",
-            "--measurement-request-count",
-            "50",
-            "--max-trials",
-            "5",
-            // Zero failures is the point here, not stable figures on a shared machine.
-            "--stability-percentage",
-            "1000",
-          ],
-          env: PERF_ANALYZER.env,
-          stdout: "piped",
-          stderr: "piped",
-          signal: AbortSignal.timeout(120_000),
-        }).output();
-        const decoder = new TextDecoder();
-        const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
-        assert.equal(result.code, 0, `perf_analyzer failed:\n${output}`);
-        for (const concurrency of [1, 2]) {
-          assert.match(output, new RegExp(`Concurrency: ${concurrency}, throughput: [\\d.]+`));
-        }
-        assert.doesNotMatch(output, /error|Unable to unregister/i, output);
+        const output = await runPerfAnalyzer(PERF_ANALYZER, [
+          "-m",
+          "AddSub",
+          "-u",
+          url.replace(/^\w+:\/\//, ""),
+          "-i",
+          protocol,
+          "--shape",
+          "a:1024",
+          "--shape",
+          "b:1024",
+          "--shared-memory",
+          "system",
+          "--output-shared-memory-size",
+          "4096",
+        ], {
+          maxConcurrency: 2,
+          maxTrials: 5,
+          // Zero failures is the point here, not stable figures on a shared machine.
+          stabilityPercentage: 1000,
+        });
+        assert.doesNotMatch(output, /Unable to unregister/i, output);
         const stats = await (await fetch(`${triton.urls.http}/v2/models/AddSub/stats`)).json();
         const inference = stats.model_stats[0].inference_stats;
         assert.ok(Number(inference.success.count) >= 100, JSON.stringify(inference));
