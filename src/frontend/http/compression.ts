@@ -167,9 +167,9 @@ async function readInPlace(
   try {
     while (filled < length) {
       const { done, value } = await reader.read(new Uint8Array(buffer, start + filled));
+      // Each read transfers the buffer, the last one too; keep the one handed back.
+      if (value !== undefined) buffer = value.buffer as ArrayBuffer;
       if (done) break;
-      // Each read transfers the buffer; keep the one handed back.
-      buffer = value.buffer as ArrayBuffer;
       filled += value.byteLength;
     }
   } finally {
