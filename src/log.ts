@@ -197,8 +197,8 @@ export class Logger {
     try {
       if (this.#file) this.#file.writeSync(encoder.encode(`${line}\n`));
       else if (this.#cell) {
-        const sent = writeToCell(`${line}\n`);
-        this.#sent = Promise.all([this.#sent, sent]).then(() => {}, () => {});
+        // One send at a time: a refused send is tried again, and later lines must wait for it.
+        this.#sent = this.#sent.then(() => writeToCell(`${line}\n`)).catch(() => {});
       } else Deno.stderr.writeSync(encoder.encode(`${line}\n`));
     } catch {
       // A closed stderr or file must never break serving.
