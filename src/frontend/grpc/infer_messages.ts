@@ -116,9 +116,13 @@ export function toInferenceRequest(
 
   const inputsMessage = message.inputs ?? [];
   const raw = message.raw_input_contents ?? [];
-  // Inputs in shared memory take no raw entry (Triton counts only the others).
-  const rawInputs =
-    inputsMessage.filter((input) => input.parameters?.shared_memory_region === undefined).length;
+  // Each input's parameters, decoded once: a parameter with no value set is no parameter, here
+  // and for sharedMemoryRef() below. Inputs in shared memory take no raw entry (Triton counts only
+  // the others).
+  const inputParameters = inputsMessage.map((input) =>
+    input.parameters === undefined ? undefined : fromInferParameters(input.parameters)
+  );
+  const rawInputs = inputParameters.filter((p) => p?.shared_memory_region === undefined).length;
   if (raw.length > 0 && raw.length !== rawInputs) {
     throw InferenceError.invalidArg(
       `Invalid request for model '${modelName}': expected ${rawInputs} raw_input_contents (one per input${
@@ -128,7 +132,7 @@ export function toInferenceRequest(
   }
   const sharedMemory = new SharedMemoryBinding(context.sharedMemory);
   try {
-    return decodeTensors(message, context, sharedMemory, raw, modelName, {
+    return decodeTensors(message, inputParameters, context, sharedMemory, raw, modelName, {
       modelVersion,
       parameters,
       priority,
@@ -151,6 +155,7 @@ interface DecodedHead {
 
 function decodeTensors(
   message: ModelInferRequest,
+  inputParameters: readonly (Readonly<Record<string, unknown>> | undefined)[],
   context: InferRequestContext,
   sharedMemory: SharedMemoryBinding,
   raw: readonly Uint8Array[],
@@ -162,7 +167,7 @@ function decodeTensors(
   const inputsMessage = message.inputs ?? [];
   const inputs = new Map<string, NDArray>();
   let rawIndex = 0;
-  inputsMessage.forEach((input) => {
+  inputsMessage.forEach((input, index) => {
     const what = `input '${input.name}'`;
     if (inputs.has(input.name)) {
       throw InferenceError.invalidArg(
@@ -172,10 +177,7 @@ function decodeTensors(
     const dtype = parseDatatype(input.datatype, what);
     const shape = parseShape(input.shape ?? [], what);
     const contents = input.contents;
-    const shm = sharedMemoryRef(
-      input.parameters === undefined ? undefined : fromInferParameters(input.parameters),
-      what,
-    );
+    const shm = sharedMemoryRef(inputParameters[index], what);
     if (shm !== undefined) {
       if (contents && hasAnyContents(contents)) {
         throw InferenceError.invalidArg(

@@ -85,3 +85,17 @@ Deno.test("toInferResponseMessage encodes parameters and raw outputs", () => {
     raw_output_contents: [[2, 0, 0, 0, 97, 98]],
   });
 });
+
+Deno.test("toInferenceRequest(): a shared_memory_region parameter with no value set takes its raw entry", () => {
+  const float = (value: number): Uint8Array => new Uint8Array(new Float32Array([value]).buffer);
+  const { request } = toInferenceRequest({
+    model_name: "m",
+    inputs: [
+      { name: "a", datatype: "FP32", shape: ["1"], parameters: { shared_memory_region: {} } },
+      { name: "b", datatype: "FP32", shape: ["1"] },
+    ],
+    raw_input_contents: [float(1), float(2)],
+  });
+  assert.deepEqual([...(request.inputs.get("a")!.data as Float32Array)], [1]);
+  assert.deepEqual([...(request.inputs.get("b")!.data as Float32Array)], [2]);
+});
