@@ -178,15 +178,24 @@ export function createServices(
   };
 
   // A handler may answer at once or later; what it throws either way becomes the call's status.
+  // What it hands to `after` runs once the answer is sent: grpc-js serializes the response inside
+  // `callback`, so memory the response views (a shared-memory region) must outlive that call.
   const unary = <Res>(
     rpc: string,
-    handler: (bytes: Uint8Array, call: grpc.ServerUnaryCall<Raw, Res>) => Res | Promise<Res>,
+    handler: (
+      bytes: Uint8Array,
+      call: grpc.ServerUnaryCall<Raw, Res>,
+      after: (cleanup: () => void) => void,
+    ) => Res | Promise<Res>,
   ): grpc.handleUnaryCall<Raw, Res> =>
   (call, callback): void => {
-    Promise.try(() => handler(call.request, call)).then(
+    const cleanups: (() => void)[] = [];
+    Promise.try(() => handler(call.request, call, (cleanup) => cleanups.push(cleanup))).then(
       (response) => callback(null, response),
       (error) => callback(statusError(fail(error, rpc))),
-    );
+    ).finally(() => {
+      for (const cleanup of cleanups) cleanup();
+    });
   };
 
   const modelRef = (bytes: Uint8Array): { name: string; version: number | undefined } => {
@@ -235,37 +244,29 @@ export function createServices(
   };
 
   // Runs a decoded request to its response message: outputs directed to shared memory are
-  // written there, and the regions are released once the message is built.
+  // written there. The caller releases the regions once the message is sent: its tensors may
+  // still view an input's region until grpc-js serializes it.
   const inferMessage = async (
     decoded: ReturnType<typeof toInferenceRequest>,
     model: ModelHandle,
     extra?: Readonly<Record<string, ParameterValue>>,
   ): Promise<ModelInferResponse> => {
-    try {
-      const response = await engine.infer(decoded.request, model);
-      decoded.sharedMemory.writeOutputs(response.outputs);
-      return toInferResponseMessage(response, extra, decoded.sharedMemory.outputs);
-    } finally {
-      decoded.sharedMemory.release();
-    }
+    const response = await engine.infer(decoded.request, model);
+    decoded.sharedMemory.writeOutputs(response.outputs);
+    return toInferResponseMessage(response, extra, decoded.sharedMemory.outputs);
   };
 
   const modelInfer: grpc.handleUnaryCall<Raw, unknown> = unary(
     "ModelInfer",
-    async (bytes, call) => {
+    async (bytes, call, after) => {
       const controller = new AbortController();
       call.on("cancelled", () => controller.abort(InferenceError.cancelled(CLIENT_CANCELLED)));
       const decoded = decodeInfer(bytes, call.metadata, controller.signal);
+      after(() => decoded.sharedMemory.release());
       const { request } = decoded;
       // The request's one lookup: the engine takes the handle as it is.
-      let model: ModelHandle;
-      try {
-        model = engine.model(request.modelName, request.modelVersion);
-        if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
-      } catch (error) {
-        decoded.sharedMemory.release();
-        throw error;
-      }
+      const model = engine.model(request.modelName, request.modelVersion);
+      if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
       return await inferMessage(decoded, model);
     },
   );
