@@ -125,10 +125,7 @@ export function fromModelInferResponse(message: ModelInferResponse): TransportIn
         );
       } catch (error) {
         // The protocol's message names the output already.
-        throw new ClientInferenceServerError(
-          `Invalid inference response from server: ${(error as Error).message}`,
-          { cause: error },
-        );
+        throw invalid((error as Error).message, error);
       }
     }
   });

@@ -28,13 +28,6 @@ export interface SharedMemoryRef {
   readonly offset: number;
 }
 
-/** The three parameter names of the extension. */
-export const SHARED_MEMORY_PARAMETERS: readonly string[] = [
-  "shared_memory_region",
-  "shared_memory_byte_size",
-  "shared_memory_offset",
-];
-
 function byteCount(value: unknown, key: string, what: string): number {
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {

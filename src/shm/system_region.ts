@@ -191,11 +191,6 @@ export class SystemRegion {
     }
   }
 
-  /** Whether the mapping is still in place. */
-  get mapped(): boolean {
-    return !this.#unmapped;
-  }
-
   /**
    * Holds `byteSize` bytes from `offset` (relative to the region) for one request. The caller
    * checked the bounds (see `SharedMemoryRegistry.acquire`).
@@ -224,11 +219,6 @@ export class SystemRegion {
         if (this.#closed && this.#holds === 0) this.#unmap();
       },
     };
-  }
-
-  /** The number of views not released yet. */
-  get holds(): number {
-    return this.#holds;
   }
 
   /** Unmaps now, or when the last view is released. Idempotent. */
