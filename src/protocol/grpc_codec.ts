@@ -16,6 +16,7 @@
 
 import protobuf from "protobufjs";
 import { PROTO_FILES } from "./_proto_text.ts";
+import { concatBytes } from "../tensor/concat_bytes.ts";
 
 /** A 64-bit integer as the codec accepts it; decoding yields decimal strings. */
 export type Int64 = number | string | bigint;
@@ -452,17 +453,6 @@ function push(pieces: Pieces, chunk: Uint8Array): void {
 }
 
 /** Joins pieces into one buffer: the only copy of the raw contents. */
-function join(pieces: Pieces): Uint8Array {
-  if (pieces.chunks.length === 1) return pieces.chunks[0]!;
-  const out = new Uint8Array(pieces.size);
-  let at = 0;
-  for (const chunk of pieces.chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
-}
-
 /**
  * The codec of a message whose last field is `repeated bytes` raw tensor contents
  * (`raw_input_contents`, `raw_output_contents`): protobufjs encodes the other fields, and each
@@ -490,7 +480,7 @@ function rawContentsCodec<T>(
     encode(value: T): Uint8Array {
       const into: Pieces = { chunks: [], size: 0 };
       pieces(value, into);
-      return join(into);
+      return concatBytes(into.chunks, into.size);
     },
     decode: head.decode,
   };
@@ -516,7 +506,7 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
         push(into, fieldPrefix(2, nested.size));
         for (const chunk of nested.chunks) push(into, chunk);
       }
-      return join(into);
+      return concatBytes(into.chunks, into.size);
     },
     decode: head.decode,
   };

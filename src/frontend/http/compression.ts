@@ -9,6 +9,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import { HttpError } from "./errors.ts";
+import { concatBytes } from "../../tensor/concat_bytes.ts";
 
 /** A compression Triton's HTTP front end speaks. */
 export type Encoding = "gzip" | "deflate";
@@ -52,7 +53,7 @@ async function collect(
   } finally {
     reader.releaseLock();
   }
-  return joined(chunks, size);
+  return concatBytes(chunks, size);
 }
 
 // A deflate stream expands at most about 1032:1, so feeding the inflater this many compressed
@@ -134,7 +135,7 @@ async function inflateWithin(
   } finally {
     input.releaseLock();
   }
-  return joined(chunks, size);
+  return concatBytes(chunks, size);
 }
 
 // Binary tensor data starts on a multiple of this, so 64-bit elements can be viewed in place.
@@ -442,16 +443,4 @@ export function bytesResponse(
   return new Response(stream, {
     headers: { ...headers, "content-length": String(body.byteLength) },
   });
-}
-
-/** The chunks as one array (the chunk itself when there is one: no copy). */
-function joined(chunks: Uint8Array[], size: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
