@@ -256,5 +256,6 @@ Deno.test("readRequestBody() returns what came of a body shorter than its Conten
   );
   assert.equal(read.byteLength, 70_000);
   assert.equal((read.byteOffset + 3) % 8, 0);
-  assert.deepEqual(read, data);
+  // Every byte, without deepEqual's per-element walk of 70,000 elements.
+  assert.ok(read.every((byte) => byte === 7));
 });
