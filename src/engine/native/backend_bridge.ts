@@ -363,8 +363,11 @@ async function runBatch(
           if (allCancelled()) break;
           // The next step waits until every consumer of this batch has room for it.
           const rooms = streams.flatMap((stream) => stream.room() ?? []);
-          if (rooms.length > 0) await unlessStopped(Promise.all(rooms), stopping);
-          if (allCancelled()) break;
+          if (rooms.length > 0) {
+            await unlessStopped(Promise.all(rooms), stopping);
+            // Cancellations that came while it waited.
+            if (allCancelled()) break;
+          }
         }
       } finally {
         // Stopped reading early (every request cancelled): the instance ends the stream, and

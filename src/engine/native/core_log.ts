@@ -261,6 +261,8 @@ export class CoreLog implements Disposable {
   #fd: number;
   /** An incomplete last line, kept until its end arrives. */
   #partial = "";
+  /** Where each read lands: reads are synchronous, so one buffer serves them all. */
+  #buffer = new Uint8Array(64 * 1024);
   #read = 0;
   #timer: ReturnType<typeof setInterval>;
   #rotateBytes: number;
@@ -337,7 +339,7 @@ export class CoreLog implements Disposable {
   }
 
   #readAll(): void {
-    const buffer = new Uint8Array(64 * 1024);
+    const buffer = this.#buffer;
     let text = this.#partial;
     for (;;) {
       // A log that cannot be read (-1) must never break serving: it ends the reading.
