@@ -196,15 +196,6 @@ DT_EXPORT int32_t dt_take_batch(uint64_t id, uint32_t index) {
   return result;
 }
 
-/** How many instances Triton attached to the channel so far. */
-DT_EXPORT uint32_t dt_channel_attached(uint64_t id) {
-  pthread_mutex_lock(&g_mu);
-  dt_channel* c = find_channel_locked(id);
-  uint32_t n = c ? c->attached : 0;
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
 static void slot_reserve(dt_slot* s, uint32_t count) {
   if (count <= s->capacity) return;
   s->requests = realloc(s->requests, count * sizeof *s->requests);

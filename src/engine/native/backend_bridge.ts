@@ -321,12 +321,11 @@ async function runBatch(
   if (requests.length === 0) return;
   // The core marks a request cancelled when its client goes away: polled while the callable
   // runs, so it sees request.signal abort (and a stream is not pulled any further).
-  const isCancelled = bridge.dt_request_cancelled;
   const allCancelled = (): boolean => {
     let live = 0;
     indices.forEach((index, i) => {
       const controller = controllers[i]!;
-      if (!controller.signal.aborted && isCancelled?.(channel, slot, index) === 1) {
+      if (!controller.signal.aborted && bridge.dt_request_cancelled(channel, slot, index) === 1) {
         controller.abort(
           InferenceError.cancelled(`Request for model '${model.name}' was cancelled`),
         );
@@ -335,7 +334,7 @@ async function runBatch(
     });
     return live === 0;
   };
-  const poll = isCancelled === null ? undefined : setInterval(allCancelled, CANCEL_POLL_MS);
+  const poll = setInterval(allCancelled, CANCEL_POLL_MS);
   try {
     if (model.config.decoupled) {
       const steps = instance.stream(requests, native)[Symbol.asyncIterator]();

@@ -88,7 +88,6 @@ export const BRIDGE_SYMBOLS = {
   dt_bridge_version: { parameters: [], result: "u32" },
   dt_channel_open: { parameters: ["u32", "i32"], result: "u64" },
   dt_channel_close: { parameters: ["u64"], result: "void" },
-  dt_channel_attached: { parameters: ["u64"], result: "u32" },
   dt_channel_notify: { parameters: ["u64", "function"], result: "void" },
   dt_take_batch: { parameters: ["u64", "u32"], result: "i32" },
   dt_batch_read: { parameters: ["u64", "u32", B, "u64"], result: "u64" },
@@ -100,9 +99,7 @@ export const BRIDGE_SYMBOLS = {
   dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
   dt_batch_done: { parameters: ["u64", "u32"], result: "i32" },
   dt_batch_fail: { parameters: ["u64", "u32", "i32", B], result: "i32" },
-  // Optional: a backend built before it existed still loads (cancellation then reaches the
-  // callable only at batch start).
-  dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32", optional: true },
+  dt_request_cancelled: { parameters: ["u64", "u32", "u32"], result: "i32" },
   dt_events_open: { parameters: [], result: "u64" },
   dt_events_close: { parameters: ["u64"], result: "void" },
   dt_wait_events: { parameters: ["u64", "i32"], result: "i32", nonblocking: true },
