@@ -109,9 +109,23 @@ export interface ConsumeOptions {
   delivered?: () => void;
 }
 
-// Nothing rings when an instance is finalized or its channel closes: looked for this often.
-const FALLBACK_MS = 50;
 const CANCEL_POLL_MS = 20;
+
+// The cancellation checks of the running batches. One interval serves them all and stops at the
+// first tick that finds none, so batches do not each start and clear a timer.
+const watching = new Set<() => unknown>();
+let watcher: ReturnType<typeof setInterval> | undefined;
+
+function watch(): void {
+  watcher ??= setInterval(() => {
+    if (watching.size === 0) {
+      clearInterval(watcher);
+      watcher = undefined;
+      return;
+    }
+    for (const check of watching) check();
+  }, CANCEL_POLL_MS);
+}
 
 /**
  * Serves one instance's batches until Triton finalizes the instance or the channel closes.
@@ -134,7 +148,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
       return;
     }
     if (count === 0) {
-      await rung(channel, slot, FALLBACK_MS);
+      await rung(channel, slot);
       continue;
     }
     // Whatever goes wrong, the batch ends here: Triton's instance thread waits for it.
@@ -235,6 +249,9 @@ function sendError(
   checkSent(options, status, index);
 }
 
+// An output's shape for `dt_output`, read synchronously: one buffer serves every output.
+let shapeScratch = new BigInt64Array(8);
+
 /** Writes one request's outputs into the response buffers and sends the response. */
 function sendResult(
   options: ConsumeOptions,
@@ -245,22 +262,24 @@ function sendResult(
   final: boolean,
 ): void {
   const { bridge, channel, slot } = options;
-  const out = new BigUint64Array(1);
   for (const name of requested) {
     const array: NDArray | undefined = result[name];
     if (array === undefined) continue;
     const bytes = toRawBytes(array);
-    const shape = new BigInt64Array(array.shape.map((d) => BigInt(d)));
+    const dims = array.shape.length;
+    if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
+    for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
+    // The bridge copies the bytes into the buffer the client's allocator hands out.
     const status = bridge.dt_output(
       channel,
       slot,
       index,
       nameOf(name),
       tritonDataType(array.dtype),
-      shape,
-      array.shape.length,
+      shapeScratch,
+      dims,
+      bytes,
       BigInt(bytes.byteLength),
-      out,
     );
     if (status !== 0) {
       const message = readCString(bridge.dt_slot_error(channel, slot));
@@ -268,7 +287,6 @@ function sendResult(
       sendError(options, index, code, message);
       return;
     }
-    if (bytes.byteLength > 0) viewAt(Number(out[0]), bytes.byteLength).set(bytes);
   }
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
 }
@@ -334,7 +352,8 @@ async function runBatch(
     });
     return live === 0;
   };
-  const poll = setInterval(allCancelled, CANCEL_POLL_MS);
+  watching.add(allCancelled);
+  watch();
   try {
     if (model.config.decoupled) {
       const steps = instance.stream(requests, native)[Symbol.asyncIterator]();
@@ -388,7 +407,7 @@ async function runBatch(
     for (const index of indices) sendError(options, index, failure.code, failure.message);
     if (error instanceof TritonUnrecoverableError) options.onUnrecoverable?.(error);
   } finally {
-    clearInterval(poll);
+    watching.delete(allCancelled);
   }
   await untilDone(options, views);
 }

@@ -79,9 +79,10 @@ export class Packer {
     this.#room(8);
     if (typeof value === "bigint") {
       this.#view.setBigInt64(this.#length, value, true);
-    } else if (value >= 0 && value <= 0xffffffff) {
-      this.#view.setUint32(this.#length, value, true);
-      this.#view.setUint32(this.#length + 4, 0, true);
+    } else if (value >= 0 && value <= Number.MAX_SAFE_INTEGER) {
+      // Two halves, no bigint: addresses and sizes are safe integers.
+      this.#view.setUint32(this.#length, value % 0x100000000, true);
+      this.#view.setUint32(this.#length + 4, Math.floor(value / 0x100000000), true);
     } else {
       this.#view.setBigInt64(this.#length, BigInt(value), true);
     }

@@ -54,7 +54,6 @@ export function submitRequest(
   // Input memory must outlive the request: the core reads it until the release event.
   const keep: unknown[] = [];
   const packed = packRequest(request, keep).bytes();
-  const slot = new BigUint64Array(1);
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
   try {
@@ -102,14 +101,14 @@ export function submitRequest(
     // One call builds, binds and submits it; on failure the bridge has deleted it.
     const failure = takeError(
       core,
-      bridge.dt_infer(server, packed, BigInt(packed.byteLength), tag, slot),
+      bridge.dt_infer(server, packed, BigInt(packed.byteLength), tag, submitted),
     );
     if (failure !== undefined) throw failure;
-    handle = pointerOf(slot);
+    handle = pointerOf(submitted);
     request.signal?.addEventListener("abort", onAbort, { once: true });
     // A cache hit completes inside ServerInferAsync, on this thread; dispatched once the caller
-    // has its handlers in place.
-    queueMicrotask(() => queue.drain());
+    // has its handlers in place. Nothing queued (the usual case): nothing to drain.
+    if (submitted[1] !== 0n) queueMicrotask(() => queue.drain());
   } catch (error) {
     // Before a successful submit no callback fires, and the bridge deleted the request.
     if (tag !== undefined) queue.unregister(tag);
@@ -118,6 +117,8 @@ export function submitRequest(
 }
 
 const packer = new Packer();
+// What `dt_infer` hands back: the request, and how many events its queue holds after the submit.
+const submitted = new BigUint64Array(2);
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
@@ -153,9 +154,7 @@ function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
     const bytes = toRawBytes(array);
     // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
     keep.push(bytes.buffer, bytes);
-    packer.i64(
-      bytes.byteLength === 0 ? 0n : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)),
-    );
+    packer.i64(bytes.byteLength === 0 ? 0 : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
     packer.i64(bytes.byteLength);
   }
   for (const name of outputs) packer.string(name);
