@@ -185,6 +185,9 @@ function stopped(): InferenceError {
   return InferenceError.unavailable("Server stopped before the request completed");
 }
 
+// The works racing each `stopping` signal: one abort listener per signal, not one per batch.
+const stopWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+
 /** Settles like `work`, or rejects with {@linkcode stopped} once `signal` aborts. */
 function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return work;
@@ -192,10 +195,26 @@ function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Pr
     work.catch(() => {});
     return Promise.reject(stopped());
   }
+  let waiters = stopWaiters.get(signal);
+  if (waiters === undefined) {
+    const all = new Set<() => void>();
+    signal.addEventListener("abort", () => {
+      for (const waiter of all) waiter();
+      all.clear();
+    }, { once: true });
+    stopWaiters.set(signal, waiters = all);
+  }
+  const pending = waiters;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(stopped());
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    const onStop = (): void => reject(stopped());
+    pending.add(onStop);
+    work.then((value) => {
+      pending.delete(onStop);
+      resolve(value);
+    }, (error) => {
+      pending.delete(onStop);
+      reject(error);
+    });
   });
 }
 
@@ -302,8 +321,10 @@ async function runBatch(
   const indices: number[] = [];
   // The streams of decoupled requests, whose consumers' room paces the callable.
   const streams: ResponseStream[] = [];
-  // Addresses too, so instances in Workers can read the inputs in place.
-  const native: Record<string, NativeTensorLocation>[] = [];
+  // Addresses too, so instances in Workers can read the inputs in place (only they need them).
+  const native: Record<string, NativeTensorLocation>[] | undefined = instance.isolated
+    ? []
+    : undefined;
   // Every view of the core's memory, to revoke if the server gives up on the batch.
   const views: Uint8Array[] = [];
   described.forEach((entry, index) => {
@@ -315,7 +336,9 @@ async function runBatch(
         const view = viewAt(input.address, input.size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
-        locations[input.name] = { address: input.address, byteLength: input.size };
+        if (native !== undefined) {
+          locations[input.name] = { address: input.address, byteLength: input.size };
+        }
       }
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
@@ -328,7 +351,7 @@ async function runBatch(
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
       });
-      native.push(locations);
+      native?.push(locations);
       controllers.push(controller);
       indices.push(index);
     } catch (error) {

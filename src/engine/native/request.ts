@@ -105,7 +105,8 @@ export function submitRequest(
     );
     if (failure !== undefined) throw failure;
     handle = pointerOf(submitted);
-    request.signal?.addEventListener("abort", onAbort, { once: true });
+    // No { once } options object: the listener is removed at the end in any case.
+    request.signal?.addEventListener("abort", onAbort);
     // A cache hit completes inside ServerInferAsync, on this thread; dispatched once the caller
     // has its handlers in place. Nothing queued (the usual case): nothing to drain.
     if (submitted[1] !== 0n) queueMicrotask(() => queue.drain());
