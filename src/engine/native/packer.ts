@@ -90,6 +90,23 @@ export class Packer {
   }
 
   /**
+   * Writes a u32 count of padding bytes that brings the data to an `alignment`-byte offset, the
+   * padding, then `bytes` (the reader finds them at that offset from the start).
+   *
+   * @param bytes The data.
+   * @param alignment A power of two.
+   */
+  bytesAligned(bytes: Uint8Array, alignment: number): void {
+    const padding = (alignment - ((this.#length + 4) & (alignment - 1))) & (alignment - 1);
+    this.u32(padding);
+    this.#room(padding + bytes.byteLength);
+    this.#buffer.fill(0, this.#length, this.#length + padding);
+    this.#length += padding;
+    this.#buffer.set(bytes, this.#length);
+    this.#length += bytes.byteLength;
+  }
+
+  /**
    * Writes a 64-bit float.
    *
    * @param value The value.
@@ -108,7 +125,10 @@ export class Packer {
   string(text: string): void {
     // UTF-8 needs at most 3 bytes per UTF-16 unit.
     this.#room(4 + text.length * 3 + 1);
-    const { written } = encoder.encodeInto(text, this.#buffer.subarray(this.#length + 4));
+    const start = this.#length + 4;
+    // Names are short and ASCII: copied by hand, they need no call into the encoder.
+    let written = text.length <= SHORT_STRING ? asciiInto(text, this.#buffer, start) : -1;
+    if (written < 0) written = encoder.encodeInto(text, this.#buffer.subarray(start)).written;
     this.#view.setUint32(this.#length, written, true);
     this.#buffer[this.#length + 4 + written] = 0;
     this.#length += 4 + written + 1;
@@ -116,6 +136,30 @@ export class Packer {
 }
 
 const decoder = new TextDecoder();
+
+// Strings up to this many units take the ASCII paths first (names, ids).
+const SHORT_STRING = 64;
+
+/** Writes `text` at `at` if it is all ASCII and returns its length; -1 (nothing usable) if not. */
+function asciiInto(text: string, buffer: Uint8Array, at: number): number {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0x80) return -1;
+    buffer[at + i] = unit;
+  }
+  return text.length;
+}
+
+/** The ASCII string of `bytes[start, end)`, or undefined if a byte is not ASCII. */
+function asciiAt(bytes: Uint8Array, start: number, end: number): string | undefined {
+  let text = "";
+  for (let i = start; i < end; i++) {
+    const byte = bytes[i]!;
+    if (byte >= 0x80) return undefined;
+    text += String.fromCharCode(byte);
+  }
+  return text;
+}
 
 /** Typed parameter kinds in packed descriptions (`out_param` in `ffi/dt_pack.c`). */
 const PARAMETER_STRING = 0;
@@ -188,8 +232,10 @@ export class Unpacker {
     if (this.#at + length > this.#bytes.byteLength) {
       throw new RangeError("Cannot read a string past the end of the description");
     }
-    const text = decoder.decode(this.#bytes.subarray(this.#at, this.#at + length));
-    this.#at += length;
+    const end = this.#at + length;
+    const text = (length <= SHORT_STRING ? asciiAt(this.#bytes, this.#at, end) : undefined) ??
+      decoder.decode(this.#bytes.subarray(this.#at, end));
+    this.#at = end;
     return text;
   }
 
