@@ -311,7 +311,6 @@ static const char* rd_str(dt_reader* r) {
 }
 
 enum { DT_REQ_STRING = 0, DT_REQ_INT = 1, DT_REQ_BOOL = 2, DT_REQ_DOUBLE = 3 };
-enum { DT_INPUT_ADDRESS = 0, DT_INPUT_INLINE = 1 };
 
 static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request, dt_reader* r) {
   TRITONSERVER_Error* err = NULL;
@@ -334,21 +333,8 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
       break;
     }
     for (uint32_t d = 0; d < dims; ++d) shape[d] = (int64_t)rd_u64(r);
+    const void* data = (const void*)(uintptr_t)rd_u64(r);
     uint64_t size = rd_u64(r);
-    const void* data = NULL;
-    if (rd_u32(r) == DT_INPUT_INLINE) {
-      /* The bytes follow, after the padding that aligns them: the description outlives the
-         request (JS keeps it until the release event). */
-      uint32_t padding = rd_u32(r);
-      if (r->bad || (uint64_t)(r->end - r->at) < (uint64_t)padding + size) {
-        r->bad = 1;
-        break;
-      }
-      data = r->at + padding;
-      r->at += padding + size;
-    } else {
-      data = (const void*)(uintptr_t)rd_u64(r);
-    }
     if (r->bad) break;
     err = TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims);
     if (!err) {
@@ -399,14 +385,13 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
 /**
  * Builds a request from the packed description `packed` (`length` bytes; the layout is written
  * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
- * (name, datatype, shape, byte size, and either their bytes after an aligning padding or their
- * address), the requested outputs and the typed parameters), routes its
+ * with their data addresses, the requested outputs and the typed parameters), routes its
  * events to the queue under `tag` and submits it. On success `out[0]` holds the request (the
  * caller deletes it after its release event) and `out[1]` how many events the queue holds now
  * (a cache hit completes inside ServerInferAsync, on the caller's thread, so the caller drains
  * only when that is not 0); on failure nothing is left to clean up and the error comes back
- * (the caller deletes it). Input data is not copied: it (and the description, when inputs are
- * inside it) must stay valid until the release event.
+ * (the caller deletes it). Input data is not copied: it must stay valid until the release
+ * event.
  */
 DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_t* packed,
                                        uint64_t length, uint64_t tag, uint64_t* out) {

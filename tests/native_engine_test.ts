@@ -110,34 +110,6 @@ Deno.test({ name: "native engine: load, infer, metadata, stop", ignore }, async 
   assert.equal(engine.isLive(), false);
 });
 
-Deno.test(
-  { name: "native engine: small and large inputs reach the model intact", ignore },
-  async () => {
-    // Small inputs travel inside the request's description, large ones by address: both paths,
-    // around the size where one becomes the other, and in one batch.
-    const engine = await started();
-    try {
-      await engine.loadModel(define([double], { maxBatchSize: 8 }));
-      const sizes = [1, 1023, 1024, 1025, 5000];
-      const responses = await Promise.all(
-        sizes.map((size) =>
-          engine.infer(request(Array.from({ length: size }, (_, i) => i % 1000 - 500.5)))
-        ),
-      );
-      responses.forEach((response, n) => {
-        const y = response.outputs.get("y")!;
-        assert.deepEqual(y.shape, [1, sizes[n]!]);
-        const data = y.data as Float32Array;
-        for (let i = 0; i < sizes[n]!; i++) {
-          assert.equal(data[i], 2 * (i % 1000 - 500.5));
-        }
-      });
-    } finally {
-      await engine.stop();
-    }
-  },
-);
-
 Deno.test({ name: "native engine: Triton's dynamic batcher forms the batch", ignore }, async () => {
   const batches: number[] = [];
   const engine = await started();

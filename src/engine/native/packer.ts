@@ -90,23 +90,6 @@ export class Packer {
   }
 
   /**
-   * Writes a u32 count of padding bytes that brings the data to an `alignment`-byte offset, the
-   * padding, then `bytes` (the reader finds them at that offset from the start).
-   *
-   * @param bytes The data.
-   * @param alignment A power of two.
-   */
-  bytesAligned(bytes: Uint8Array, alignment: number): void {
-    const padding = (alignment - ((this.#length + 4) & (alignment - 1))) & (alignment - 1);
-    this.u32(padding);
-    this.#room(padding + bytes.byteLength);
-    this.#buffer.fill(0, this.#length, this.#length + padding);
-    this.#length += padding;
-    this.#buffer.set(bytes, this.#length);
-    this.#length += bytes.byteLength;
-  }
-
-  /**
    * Writes a 64-bit float.
    *
    * @param value The value.

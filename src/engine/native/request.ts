@@ -53,14 +53,7 @@ export function submitRequest(
   }
   // Input memory must outlive the request: the core reads it until the release event.
   const keep: unknown[] = [];
-  const inlined = packRequest(request, keep);
-  let packed = packer.bytes();
-  if (inlined) {
-    // With inputs inside, the description must outlive the call: a copy of its own. Reading
-    // `.buffer` moves an on-heap copy off-heap, so its address stays put.
-    packed = packed.slice();
-    keep.push(packed.buffer, packed);
-  }
+  const packed = packRequest(request, keep).bytes();
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
   try {
@@ -125,10 +118,6 @@ export function submitRequest(
 }
 
 const packer = new Packer();
-// Inputs up to this size are copied into the description; larger ones are passed by address.
-const INLINE_INPUT_BYTES = 4096;
-const INPUT_ADDRESS = 0;
-const INPUT_INLINE = 1;
 // What `dt_infer` hands back: the request, and how many events its queue holds after the submit.
 const submitted = new BigUint64Array(2);
 // Typed parameter kinds `dt_infer` reads.
@@ -138,15 +127,11 @@ const PARAMETER_BOOL = 2;
 const PARAMETER_DOUBLE = 3;
 
 /**
- * Writes the description `dt_infer` reads into `packer`: model, version, id, priority, timeout,
- * the inputs (name, datatype, shape, byte size, then the bytes themselves up to
- * {@linkcode INLINE_INPUT_BYTES}, else their address), the requested outputs and the typed
- * parameters. The bytes of inputs passed by address are pushed onto `keep`.
- *
- * @returns Whether an input's bytes are inside the description, which must then live until the
- *   release event.
+ * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
+ * (name, datatype, shape, data address and size), the requested outputs and the typed
+ * parameters. Each input's bytes are pushed onto `keep`.
  */
-function packRequest(request: InferenceRequest, keep: unknown[]): boolean {
+function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
   packer.reset();
   packer.string(request.modelName);
   packer.i64(request.modelVersion ?? -1);
@@ -162,26 +147,16 @@ function packRequest(request: InferenceRequest, keep: unknown[]): boolean {
   packer.u32(request.inputs.size);
   packer.u32(outputs.length);
   packer.u32(parameters.length);
-  let inlined = false;
   for (const [name, array] of request.inputs) {
     packer.string(name);
     packer.u32(tritonDataType(array.dtype));
     packer.u32(array.shape.length);
     for (const d of array.shape) packer.i64(d);
     const bytes = toRawBytes(array);
+    // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
+    keep.push(bytes.buffer, bytes);
+    packer.i64(bytes.byteLength === 0 ? 0 : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
     packer.i64(bytes.byteLength);
-    if (bytes.byteLength <= INLINE_INPUT_BYTES) {
-      // Small inputs travel inside the description (kept until the release event), 16-byte
-      // aligned so the backend can read them in place: no pointer of their own to look up.
-      packer.u32(INPUT_INLINE);
-      packer.bytesAligned(bytes, 16);
-      inlined = true;
-    } else {
-      packer.u32(INPUT_ADDRESS);
-      // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
-      keep.push(bytes.buffer, bytes);
-      packer.i64(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
-    }
   }
   for (const name of outputs) packer.string(name);
   for (const [key, value] of parameters) {
@@ -200,5 +175,5 @@ function packRequest(request: InferenceRequest, keep: unknown[]): boolean {
       packer.f64(value);
     }
   }
-  return inlined;
+  return packer;
 }
