@@ -172,6 +172,19 @@ export class SharedMemoryBinding {
   }
 
   /**
+   * The request's fields for its outputs in shared memory: `outputBuffers`, each output's bytes
+   * in its region (for an engine to write there directly), or nothing when there are none.
+   *
+   * @returns Fields to spread into the `InferenceRequest`.
+   */
+  requestFields(): { outputBuffers?: ReadonlyMap<string, Uint8Array> } {
+    if (this.#outputs.size === 0) return {};
+    return {
+      outputBuffers: new Map([...this.#outputs].map(([name, view]) => [name, view.bytes])),
+    };
+  }
+
+  /**
    * Writes each output directed to a region into it (one copy per output).
    *
    * @param outputs The engine's outputs.
@@ -188,7 +201,8 @@ export class SharedMemoryBinding {
           `shared memory size specified with the request for output '${name}' (${view.bytes.byteLength} bytes) should be at least ${bytes.byteLength} bytes to hold the results`,
         );
       }
-      // An identity model hands back the input's own view: nothing to copy then.
+      // Already there: the engine wrote into the region (Triton engine), or an identity model
+      // handed back the input's own view.
       if (bytes.buffer !== view.bytes.buffer || bytes.byteOffset !== view.bytes.byteOffset) {
         view.bytes.set(bytes);
       }

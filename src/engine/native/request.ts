@@ -53,7 +53,9 @@ export function submitRequest(
   }
   // Input memory must outlive the request: the core reads it until the release event.
   const keep: unknown[] = [];
-  const packed = packRequest(request, keep).bytes();
+  // The bound-output table must outlive the last response, which may follow the release.
+  let bound = boundOutputs(request);
+  const packed = packRequest(request, keep, bound).bytes();
   const slot = new BigUint64Array(1);
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
@@ -70,6 +72,7 @@ export function submitRequest(
     };
     const finish = (): void => {
       if (released && finalSeen) {
+        bound = undefined;
         request.signal?.removeEventListener("abort", onAbort);
         queue.unregister(tag!);
       }
@@ -118,18 +121,51 @@ export function submitRequest(
 }
 
 const packer = new Packer();
+const tablePacker = new Packer();
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
 const PARAMETER_BOOL = 2;
 const PARAMETER_DOUBLE = 3;
 
+/** The address of `bytes` (off-heap: reading `.buffer` moves small on-heap arrays there). */
+function addressOf(bytes: Uint8Array): bigint {
+  void bytes.buffer;
+  return Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes));
+}
+
+/**
+ * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
+ * `ffi/dt_client.c`): u64 table length, u32 count, then name, address and byte size per
+ * requested output found in `request.outputBuffers`; `undefined` when there are none.
+ */
+function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
+  const buffers = request.outputBuffers;
+  if (buffers === undefined || buffers.size === 0) return undefined;
+  tablePacker.reset();
+  tablePacker.i64(0);
+  tablePacker.u32(buffers.size);
+  for (const [name, bytes] of buffers) {
+    tablePacker.string(name);
+    tablePacker.i64(bytes.byteLength === 0 ? 0n : addressOf(bytes));
+    tablePacker.i64(bytes.byteLength);
+  }
+  const table = tablePacker.bytes().slice();
+  new DataView(table.buffer).setBigUint64(0, BigInt(table.byteLength), true);
+  return table;
+}
+
 /**
  * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
- * (name, datatype, shape, data address and size), the requested outputs and the typed
- * parameters. Each input's bytes are pushed onto `keep`.
+ * (name, datatype, shape, data address and size), the requested outputs, the typed parameters
+ * and the address of the bound-output table (0: none). Each input's bytes are pushed onto
+ * `keep`.
  */
-function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
+function packRequest(
+  request: InferenceRequest,
+  keep: unknown[],
+  bound: Uint8Array | undefined,
+): Packer {
   packer.reset();
   packer.string(request.modelName);
   packer.i64(request.modelVersion ?? -1);
@@ -175,5 +211,6 @@ function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
       packer.f64(value);
     }
   }
+  packer.i64(bound === undefined ? 0n : addressOf(bound));
   return packer;
 }
