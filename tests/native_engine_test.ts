@@ -232,6 +232,32 @@ Deno.test(
   },
 );
 
+Deno.test(
+  { name: "native engine: the callable reads an input on the request's own ArrayBuffer", ignore },
+  async () => {
+    const engine = await started();
+    try {
+      const seen: ArrayBufferLike[] = [];
+      await engine.loadModel(define([(requests) => {
+        seen.push(...requests.map((r) => (r.data.x!.data as Float32Array).buffer));
+        return double(requests);
+      }]));
+      const input = new Float32Array(1024).fill(1.5);
+      const response = await engine.infer({
+        modelName: "m",
+        parameters: {},
+        inputs: new Map([["x", ndarray(input, [1, 1024])]]),
+      });
+      assert.equal((response.outputs.get("y")!.data as Float32Array)[1023], 3);
+      // Not a new ArrayBuffer over the core's pointer (V8 counts those as external memory).
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0], input.buffer);
+    } finally {
+      await engine.stop();
+    }
+  },
+);
+
 Deno.test({ name: "native engine: start and stop repeatedly in one process", ignore }, async () => {
   for (let round = 0; round < 3; round++) {
     const engine = await started();

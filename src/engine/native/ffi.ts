@@ -261,6 +261,10 @@ export function openCuda(path: string): CudaDriverLibrary {
  * temporary directory, and reading it through Deno's file API would need a read grant there that
  * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
  * `open`'s optional mode argument is not passed (no file is created).
+ *
+ * `memcpy` writes a result into memory the core handed out (`backend_bridge.ts`) without an
+ * `ArrayBuffer` over the destination: V8 counts every such buffer as external memory, and one of
+ * megabytes per request triggers a garbage collection per request.
  */
 export const LIBC_SYMBOLS = {
   open: { parameters: [B, "i32"], result: "i32" },
@@ -273,6 +277,7 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: P },
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
+  memcpy: { parameters: [P, B, "usize"], result: P },
 } as const;
 
 /** The libc functions DenoTriton calls, `shm_open` always present. */
@@ -299,6 +304,8 @@ export interface LibcLibrary {
   readonly strerror: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["strerror"];
   /** `sysconf(name)`. */
   readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
+  /** `memcpy(destination, source, count)`. */
+  readonly memcpy: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpy"];
 }
 
 let libc: LibcLibrary | undefined;

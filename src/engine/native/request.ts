@@ -15,7 +15,7 @@ import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { Packer } from "./packer.ts";
 import { pointerOf, takeError } from "./status.ts";
-import { tritonDataType } from "./tensors.ts";
+import { addressOf, lend, returnLent, tritonDataType } from "./tensors.ts";
 
 const RESPONSE_FINAL = 1;
 const RELEASE_ALL = 1;
@@ -52,10 +52,22 @@ export function submitRequest(
     throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
   // Input memory must outlive the request: the core reads it until the release event.
-  const keep: unknown[] = [];
+  const keep: Uint8Array[] = [];
+  const lentAt: bigint[] = [];
+  const giveBack = (): void => {
+    for (const address of lentAt) returnLent(address);
+    lentAt.length = 0;
+    keep.length = 0;
+  };
   // The bound-output table must outlive the last response, which may follow the release.
   let bound = boundOutputs(request);
-  const packed = packRequest(request, keep, bound).bytes();
+  let packed: Uint8Array;
+  try {
+    packed = packRequest(request, keep, lentAt, bound).bytes();
+  } catch (error) {
+    giveBack();
+    throw error;
+  }
   const slot = new BigUint64Array(1);
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
@@ -98,7 +110,7 @@ export function submitRequest(
         released = true;
         const failure = core.TRITONSERVER_InferenceRequestDelete(handle);
         if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
-        keep.length = 0;
+        giveBack();
         finish();
       },
     });
@@ -116,6 +128,7 @@ export function submitRequest(
   } catch (error) {
     // Before a successful submit no callback fires, and the bridge deleted the request.
     if (tag !== undefined) queue.unregister(tag);
+    giveBack();
     throw error;
   }
 }
@@ -127,12 +140,6 @@ const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
 const PARAMETER_BOOL = 2;
 const PARAMETER_DOUBLE = 3;
-
-/** The address of `bytes` (off-heap: reading `.buffer` moves small on-heap arrays there). */
-function addressOf(bytes: Uint8Array): bigint {
-  void bytes.buffer;
-  return Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes));
-}
 
 /**
  * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
@@ -159,11 +166,12 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
  * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
  * (name, datatype, shape, data address and size), the requested outputs, the typed parameters
  * and the address of the bound-output table (0: none). Each input's bytes are pushed onto
- * `keep`.
+ * `keep`, and the addresses of those lent to the core (see `lend`) onto `lentAt`.
  */
 function packRequest(
   request: InferenceRequest,
-  keep: unknown[],
+  keep: Uint8Array[],
+  lentAt: bigint[],
   bound: Uint8Array | undefined,
 ): Packer {
   packer.reset();
@@ -187,11 +195,15 @@ function packRequest(
     packer.u32(array.shape.length);
     for (const d of array.shape) packer.i64(d);
     const bytes = toRawBytes(array);
-    // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
-    keep.push(bytes.buffer, bytes);
-    packer.i64(
-      bytes.byteLength === 0 ? 0n : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)),
-    );
+    keep.push(bytes);
+    if (bytes.byteLength === 0) {
+      packer.i64(0);
+    } else {
+      // The backend then views these bytes on their own ArrayBuffer.
+      const address = lend(bytes);
+      lentAt.push(address);
+      packer.i64(address);
+    }
     packer.i64(bytes.byteLength);
   }
   for (const name of outputs) packer.string(name);

@@ -15,7 +15,7 @@ import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { errorCodeName } from "./status.ts";
-import { dtypeOfTriton, tensorCopy, tensorInPlace, viewAt } from "./tensors.ts";
+import { addressOf, dtypeOfTriton, tensorCopy, tensorInPlace, viewAt } from "./tensors.ts";
 
 /** A tensor as the bridge describes it. */
 export interface DescribedTensor {
@@ -126,7 +126,7 @@ export function readResponse(
       output.name,
       buffer !== undefined && output.size <= buffer.byteLength &&
         (output.size === 0 ||
-          Deno.UnsafePointer.value(Deno.UnsafePointer.of(buffer)) === output.address)
+          addressOf(buffer) === output.address)
         ? tensorInPlace(dtype, output.shape, buffer.subarray(0, output.size))
         : tensorCopy(dtype, output.shape, viewAt(output.address, output.size)),
     );
