@@ -262,8 +262,9 @@ export function openCuda(path: string): CudaDriverLibrary {
  * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
  * `open`'s optional mode argument is not passed (no file is created).
  *
- * `memcpy` writes a result into memory the core handed out (`backend_bridge.ts`) without an
- * `ArrayBuffer` over the destination: V8 counts every such buffer as external memory, and one of
+ * `memcpy` writes a result into memory the core handed out (`backend_bridge.ts`), and
+ * `memcpyFrom` copies an output out of a response (`tensors.ts`), without an `ArrayBuffer` over
+ * the core's memory: V8 counts every such buffer as external memory, and one of
  * megabytes per request triggers a garbage collection per request.
  */
 export const LIBC_SYMBOLS = {
@@ -278,6 +279,7 @@ export const LIBC_SYMBOLS = {
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
   memcpy: { parameters: [P, B, "usize"], result: P },
+  memcpyFrom: { name: "memcpy", parameters: [B, P, "usize"], result: P },
 } as const;
 
 /** The libc functions DenoTriton calls, `shm_open` always present. */
@@ -304,8 +306,10 @@ export interface LibcLibrary {
   readonly strerror: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["strerror"];
   /** `sysconf(name)`. */
   readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
-  /** `memcpy(destination, source, count)`. */
+  /** `memcpy(destination, source, count)`, into foreign memory. */
   readonly memcpy: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpy"];
+  /** `memcpy(destination, source, count)`, out of foreign memory. */
+  readonly memcpyFrom: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpyFrom"];
 }
 
 let libc: LibcLibrary | undefined;

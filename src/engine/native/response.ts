@@ -15,7 +15,7 @@ import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { errorCodeName } from "./status.ts";
-import { addressOf, dtypeOfTriton, tensorCopy, tensorInPlace, viewAt } from "./tensors.ts";
+import { addressOf, dtypeOfTriton, tensorCopy, tensorInPlace } from "./tensors.ts";
 
 /** A tensor as the bridge describes it. */
 export interface DescribedTensor {
@@ -128,7 +128,7 @@ export function readResponse(
         (output.size === 0 ||
           addressOf(buffer) === output.address)
         ? tensorInPlace(dtype, output.shape, buffer.subarray(0, output.size))
-        : tensorCopy(dtype, output.shape, viewAt(output.address, output.size)),
+        : tensorCopy(dtype, output.shape, output.address, output.size),
     );
   }
   const outputs = new Map<string, NDArray>();

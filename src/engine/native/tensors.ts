@@ -8,6 +8,7 @@
 import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import { openLibc } from "./ffi.ts";
 
 const BY_DTYPE: Readonly<Record<DType, number>> = {
   bool: 1,
@@ -150,13 +151,24 @@ export function tensorInPlace(dtype: DType, shape: readonly number[], bytes: Uin
 }
 
 /**
- * An NDArray that owns a copy of core-owned memory (for data that dies with a response).
+ * An NDArray that owns a copy of core-owned memory (for data that dies with a response), copied
+ * with `memcpy` rather than through a view of that memory.
  *
  * @param dtype The element type.
  * @param shape The dimensions.
- * @param bytes The raw data.
- * @returns The tensor, independent of `bytes`.
+ * @param address Where the data lies.
+ * @param size Its byte count.
+ * @returns The tensor, independent of that memory.
  */
-export function tensorCopy(dtype: DType, shape: readonly number[], bytes: Uint8Array): NDArray {
-  return fromRawBytes(dtype, shape, bytes.slice());
+export function tensorCopy(
+  dtype: DType,
+  shape: readonly number[],
+  address: number | bigint,
+  size: number,
+): NDArray {
+  const copy = new Uint8Array(size);
+  if (size > 0 && address !== 0 && address !== 0n) {
+    openLibc().memcpyFrom(copy, Deno.UnsafePointer.create(BigInt(address)), BigInt(size));
+  }
+  return fromRawBytes(dtype, shape, copy);
 }
