@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { ServerMetadata } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
 import type { RegionView, SharedMemoryRegistry } from "../shm/registry.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -26,6 +27,37 @@ export interface SharedMemoryRef {
   readonly byteSize: number;
   /** Its offset in the region, in bytes. */
   readonly offset: number;
+}
+
+/**
+ * The server metadata a front end answers: the engine's, plus `system_shared_memory` where the
+ * front end serves regions (as Triton lists it). `cuda_shared_memory` is never listed: CUDA
+ * registration is refused.
+ *
+ * @param metadata The engine's server metadata.
+ * @param registry The front end's regions; `undefined` where it has none.
+ * @returns The metadata to answer.
+ *
+ * @example
+ * ```ts
+ * import { withSharedMemoryExtension } from "./shared_memory.ts";
+ * import { SharedMemoryRegistry } from "../shm/registry.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const metadata = { name: "triton", version: "2.51.0", extensions: ["parameters"] };
+ * assert.deepEqual(withSharedMemoryExtension(metadata, undefined), metadata);
+ * assert.deepEqual(
+ *   withSharedMemoryExtension(metadata, new SharedMemoryRegistry()).extensions,
+ *   ["parameters", "system_shared_memory"],
+ * );
+ * ```
+ */
+export function withSharedMemoryExtension(
+  metadata: ServerMetadata,
+  registry: SharedMemoryRegistry | undefined,
+): ServerMetadata {
+  if (registry === undefined) return metadata;
+  return { ...metadata, extensions: [...metadata.extensions, "system_shared_memory"] };
 }
 
 function byteCount(value: unknown, key: string, what: string): number {

@@ -37,6 +37,7 @@ import {
   type RepositoryModelRequest,
 } from "../../protocol/grpc_codec.ts";
 import { FINAL_RESPONSE_PARAMETER } from "../../protocol/constants.ts";
+import { withSharedMemoryExtension } from "../../protocol/shared_memory.ts";
 import { parseModelVersion, toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
 import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
 
@@ -414,7 +415,7 @@ export function createServices(
       return { ready: engine.modelReady(name, version) };
     }),
     ServerMetadata: unary("ServerMetadata", () => {
-      const metadata = engine.serverMetadata();
+      const metadata = withSharedMemoryExtension(engine.serverMetadata(), sharedMemory);
       return { ...metadata, extensions: [...metadata.extensions] };
     }),
     ModelMetadata: unary("ModelMetadata", (bytes) => {

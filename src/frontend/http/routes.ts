@@ -33,6 +33,7 @@ import {
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
+import { withSharedMemoryExtension } from "../../protocol/shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -307,7 +308,10 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       route("/v2"),
       "metadata",
-      () => Promise.resolve(jsonResponse(engine.serverMetadata())),
+      () =>
+        Promise.resolve(
+          jsonResponse(withSharedMemoryExtension(engine.serverMetadata(), settings.sharedMemory)),
+        ),
     )
     .add(
       "GET",
