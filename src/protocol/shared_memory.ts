@@ -60,7 +60,32 @@ export function withSharedMemoryExtension(
   return { ...metadata, extensions: [...metadata.extensions, "system_shared_memory"] };
 }
 
-function byteCount(value: unknown, key: string, what: string): number {
+/** Names a register request in {@linkcode byteCount}'s errors. */
+export const REGISTER_REQUEST = "the shared memory register request";
+
+/**
+ * Reads a byte count or offset of the shared-memory extension, one rule for both front ends
+ * and for tensor parameters and register requests alike: a non-negative safe integer.
+ *
+ * @param value The value (a JSON number or bigint, or a decoded gRPC integer as a bigint).
+ * @param key Its name, e.g. `offset`.
+ * @param what Names where it came from in errors, e.g. `the shared memory register request`.
+ * @returns The count.
+ * @throws {InferenceError} (INVALID_ARG) For anything else.
+ *
+ * @example
+ * ```ts
+ * import { byteCount } from "./shared_memory.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(byteCount(16n, "offset", "the shared memory register request"), 16);
+ * assert.throws(
+ *   () => byteCount(2n ** 64n - 1n, "offset", "the shared memory register request"),
+ *   /Unable to parse 'offset' of the shared memory register request: expected a non-negative integer/,
+ * );
+ * ```
+ */
+export function byteCount(value: unknown, key: string, what: string): number {
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
     throw InferenceError.invalidArg(

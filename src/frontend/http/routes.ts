@@ -33,7 +33,11 @@ import {
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
-import { withSharedMemoryExtension } from "../../protocol/shared_memory.ts";
+import {
+  byteCount,
+  REGISTER_REQUEST,
+  withSharedMemoryExtension,
+} from "../../protocol/shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -224,14 +228,7 @@ function sharedMemoryUnsupported(kind: string): never {
 
 function nonNegative(body: Record<string, unknown>, key: string): number | undefined {
   const value = body[key];
-  if (value === undefined) return undefined;
-  const number = typeof value === "bigint" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
-    throw InferenceError.invalidArg(
-      `Unable to parse '${key}' of the shared memory register request: expected a non-negative integer`,
-    );
-  }
-  return number;
+  return value === undefined ? undefined : byteCount(value, key, REGISTER_REQUEST);
 }
 
 async function registerSystemRegion(
