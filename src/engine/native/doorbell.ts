@@ -89,7 +89,16 @@ export async function untilFinalized(
   let done = false;
   const settled = ended.finally(() => done = true);
   while (!done) {
-    for (let slot = 0; slot < slots; slot++) ring(Number(channel), slot);
+    // Only consumers that wait are woken: one running a batch looks at its slot when it is done,
+    // and one that has ended must leave no mark behind.
+    for (let slot = 0; slot < slots; slot++) {
+      const key = keyOf(Number(channel), slot);
+      const waiter = waiting.get(key);
+      if (typeof waiter === "function") {
+        waiting.delete(key);
+        waiter();
+      }
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([settled, new Promise((resolve) => timer = setTimeout(resolve, everyMs))]);
     clearTimeout(timer);
