@@ -9,6 +9,8 @@
 
 #include "dt_abi.h"
 
+#include <sys/prctl.h>
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -149,15 +151,22 @@ DT_EXPORT uint64_t dt_channel_open(uint32_t slot_count, int32_t decoupled) {
 /**
  * Closes a channel: waiting JS calls return -1 and later batches are answered UNAVAILABLE by
  * Execute itself. The struct stays allocated because Triton may still hold instances of it.
+ * Each slot's doorbell is rung, so a consumer waiting for a batch sees the close at once; JS
+ * calls this on the doorbell's own thread, where the ring runs synchronously.
  */
 DT_EXPORT void dt_channel_close(uint64_t id) {
   pthread_mutex_lock(&g_mu);
   dt_channel* c = find_channel_locked(id);
+  void (*notify)(uint32_t, uint32_t) = NULL;
+  uint32_t slots = 0;
   if (c) {
     c->closed = 1;
     for (uint32_t i = 0; i < c->slot_count; ++i) pthread_cond_broadcast(&c->slots[i].done_cv);
+    notify = c->notify;
+    slots = c->slot_count;
   }
   pthread_mutex_unlock(&g_mu);
+  for (uint32_t i = 0; notify && i < slots; ++i) notify((uint32_t)id, i);
 }
 
 /**
@@ -425,13 +434,14 @@ DT_EXPORT const char* dt_slot_error(uint64_t id, uint32_t index) {
 }
 
 /**
- * Adds output `name` to the open response of request `request` and returns its buffer (CPU
- * memory from the client's allocator) through `buffer_out`. Returns 0, or a negative Triton
- * error code (message in `dt_slot_error`); -100 for UNKNOWN, -99 for a bad slot.
+ * Adds output `name` to the open response of request `request`, takes its buffer from the
+ * client's allocator (CPU memory) and copies `byte_size` bytes of `data` into it. Returns 0, or
+ * a negative Triton error code (message in `dt_slot_error`); -100 for UNKNOWN, -99 for a bad
+ * slot.
  */
 DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const char* name,
                             int32_t datatype, const int64_t* shape, uint32_t dims,
-                            uint64_t byte_size, void** buffer_out) {
+                            const void* data, uint64_t byte_size) {
   dt_slot* s = taken_slot(id, index, request);
   if (!s) return -99;
   if (!s->compute_end) s->compute_end = now_ns();
@@ -451,7 +461,7 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
              "Cannot write output '%s': the client allocated GPU memory", name);
     return -DT_CODE_UNSUPPORTED;
   }
-  *buffer_out = buffer;
+  if (byte_size > 0) memcpy(buffer, data, (size_t)byte_size);
   return 0;
 }
 
@@ -604,6 +614,11 @@ DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* ba
 
 
 DT_EXPORT TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
+  /* The core creates this model's dynamic-batcher and instance threads from this (model-load)
+     thread right after this call, and threads inherit their timer slack. Linux's default slack
+     (50 µs) lets the batcher's max_queue_delay wait end up to 50 µs late on every batch it
+     waits for; 1 ns keeps the delay what the config says. */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   const char* name = "";
   TRITONBACKEND_ModelName(model, &name);
   TRITONSERVER_Message* message = NULL;

@@ -431,16 +431,17 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
  * Builds a request from the packed description `packed` (`length` bytes; the layout is written
  * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
  * with their data addresses, the requested outputs, the typed parameters and the address of the
- * table of bound output buffers, which must outlive the last response), routes its
- * events to the queue under `tag` and submits it. On success the request is stored in
- * `*request_out` (the caller deletes it after its release event); on failure nothing is left
- * to clean up and the error comes back (the caller deletes it). Input data is not copied: it
- * must stay valid until the release event.
+ * table of bound output buffers, which must outlive the last response), routes its events to the
+ * queue under `tag` and submits it. On success `out[0]` holds the request (the caller deletes it
+ * after its release event) and `out[1]` how many events the queue holds now (a cache hit
+ * completes inside ServerInferAsync, on the caller's thread, so the caller drains only when that
+ * is not 0); on failure nothing is left to clean up and the error comes back (the caller deletes
+ * it). Input data is not copied: it must stay valid until the release event.
  */
 DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_t* packed,
-                                       uint64_t length, uint64_t tag,
-                                       TRITONSERVER_InferenceRequest** request_out) {
-  *request_out = NULL;
+                                       uint64_t length, uint64_t tag, uint64_t* out) {
+  out[0] = 0;
+  out[1] = 0;
   dt_reader r = {packed, packed + length, 0};
   const char* model = rd_str(&r);
   int64_t version = (int64_t)rd_u64(&r);
@@ -461,7 +462,11 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
     if (ignored) TRITONSERVER_ErrorDelete(ignored);
     return err;
   }
-  *request_out = request;
+  out[0] = (uint64_t)(uintptr_t)request;
+  pthread_mutex_lock(&q_mu);
+  dt_queue* q = find_queue_locked(tag >> DT_QUEUE_SHIFT);
+  out[1] = q ? q->len : 0;
+  pthread_mutex_unlock(&q_mu);
   return NULL;
 }
 
@@ -561,5 +566,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 4; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 5; }
 

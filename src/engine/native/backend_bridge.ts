@@ -28,7 +28,7 @@ import type { ModelInstance, NativeTensorLocation } from "../../instances/instan
 import type { Logger } from "../../log.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
-import { type BridgeLibrary, openLibc } from "./ffi.ts";
+import type { BridgeLibrary } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
 import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
@@ -111,9 +111,23 @@ export interface ConsumeOptions {
   delivered?: () => void;
 }
 
-// Nothing rings when an instance is finalized or its channel closes: looked for this often.
-const FALLBACK_MS = 50;
 const CANCEL_POLL_MS = 20;
+
+// The cancellation checks of the running batches. One interval serves them all and stops at the
+// first tick that finds none, so batches do not each start and clear a timer.
+const watching = new Set<() => unknown>();
+let watcher: ReturnType<typeof setInterval> | undefined;
+
+function watch(): void {
+  watcher ??= setInterval(() => {
+    if (watching.size === 0) {
+      clearInterval(watcher);
+      watcher = undefined;
+      return;
+    }
+    for (const check of watching) check();
+  }, CANCEL_POLL_MS);
+}
 
 /**
  * Serves one instance's batches until Triton finalizes the instance or the channel closes.
@@ -136,7 +150,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
       return;
     }
     if (count === 0) {
-      await rung(channel, slot, FALLBACK_MS);
+      await rung(channel, slot);
       continue;
     }
     // Whatever goes wrong, the batch ends here: Triton's instance thread waits for it.
@@ -173,6 +187,9 @@ function stopped(): InferenceError {
   return InferenceError.unavailable("Server stopped before the request completed");
 }
 
+// The works racing each `stopping` signal: one abort listener per signal, not one per batch.
+const stopWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+
 /** Settles like `work`, or rejects with {@linkcode stopped} once `signal` aborts. */
 function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (signal === undefined) return work;
@@ -180,10 +197,26 @@ function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Pr
     work.catch(() => {});
     return Promise.reject(stopped());
   }
+  let waiters = stopWaiters.get(signal);
+  if (waiters === undefined) {
+    const all = new Set<() => void>();
+    signal.addEventListener("abort", () => {
+      for (const waiter of all) waiter();
+      all.clear();
+    }, { once: true });
+    stopWaiters.set(signal, waiters = all);
+  }
+  const pending = waiters;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(stopped());
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    const onStop = (): void => reject(stopped());
+    pending.add(onStop);
+    work.then((value) => {
+      pending.delete(onStop);
+      resolve(value);
+    }, (error) => {
+      pending.delete(onStop);
+      reject(error);
+    });
   });
 }
 
@@ -237,6 +270,9 @@ function sendError(
   checkSent(options, status, index);
 }
 
+// An output's shape for `dt_output`, read synchronously: one buffer serves every output.
+let shapeScratch = new BigInt64Array(8);
+
 /** Writes one request's outputs into the response buffers and sends the response. */
 function sendResult(
   options: ConsumeOptions,
@@ -247,32 +283,30 @@ function sendResult(
   final: boolean,
 ): void {
   const { bridge, channel, slot } = options;
-  const out = new BigUint64Array(1);
   for (const name of requested) {
     const array: NDArray | undefined = result[name];
     if (array === undefined) continue;
     const bytes = toRawBytes(array);
-    const shape = new BigInt64Array(array.shape.map((d) => BigInt(d)));
+    const dims = array.shape.length;
+    if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
+    for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
+    // The bridge copies the bytes into the buffer the client's allocator hands out.
     const status = bridge.dt_output(
       channel,
       slot,
       index,
       nameOf(name),
       tritonDataType(array.dtype),
-      shape,
-      array.shape.length,
+      shapeScratch,
+      dims,
+      bytes,
       BigInt(bytes.byteLength),
-      out,
     );
     if (status !== 0) {
       const message = readCString(bridge.dt_slot_error(channel, slot));
       const code = status < 0 && status >= -7 ? errorCodeName(-status) : "INTERNAL";
       sendError(options, index, code, message);
       return;
-    }
-    // memcpy, not a view: a view of the core's buffer would count as external memory for V8.
-    if (bytes.byteLength > 0) {
-      openLibc().memcpy(Deno.UnsafePointer.create(out[0]!), bytes, BigInt(bytes.byteLength));
     }
   }
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
@@ -289,8 +323,10 @@ async function runBatch(
   const indices: number[] = [];
   // The streams of decoupled requests, whose consumers' room paces the callable.
   const streams: ResponseStream[] = [];
-  // Addresses too, so instances in Workers can read the inputs in place.
-  const native: Record<string, NativeTensorLocation>[] = [];
+  // Addresses too, so instances in Workers can read the inputs in place (only they need them).
+  const native: Record<string, NativeTensorLocation>[] | undefined = instance.isolated
+    ? []
+    : undefined;
   // Every view of the core's memory, to revoke if the server gives up on the batch.
   const views: Uint8Array[] = [];
   described.forEach((entry, index) => {
@@ -302,7 +338,9 @@ async function runBatch(
         const view = viewAt(input.address, input.size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
-        locations[input.name] = { address: input.address, byteLength: input.size };
+        if (native !== undefined) {
+          locations[input.name] = { address: input.address, byteLength: input.size };
+        }
       }
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
@@ -315,7 +353,7 @@ async function runBatch(
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
       });
-      native.push(locations);
+      native?.push(locations);
       controllers.push(controller);
       indices.push(index);
     } catch (error) {
@@ -339,7 +377,8 @@ async function runBatch(
     });
     return live === 0;
   };
-  const poll = setInterval(allCancelled, CANCEL_POLL_MS);
+  watching.add(allCancelled);
+  watch();
   try {
     if (model.config.decoupled) {
       const steps = instance.stream(requests, native)[Symbol.asyncIterator]();
@@ -393,7 +432,7 @@ async function runBatch(
     for (const index of indices) sendError(options, index, failure.code, failure.message);
     if (error instanceof TritonUnrecoverableError) options.onUnrecoverable?.(error);
   } finally {
-    clearInterval(poll);
+    watching.delete(allCancelled);
   }
   await untilDone(options, views);
 }

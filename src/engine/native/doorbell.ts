@@ -6,9 +6,12 @@
  * That is one thread hop per batch, where a nonblocking FFI wait cost a thread-pool dispatch, a
  * condition-variable wake-up and a promise per batch.
  *
- * The callback is unref'd: a consumer waiting for a batch keeps the event loop alive with its
- * fallback timer, which also notices a finalized instance or a closed channel (nothing rings
- * for those).
+ * The callback is unref'd: a waiting consumer does not keep the event loop alive (pending
+ * requests do, through the completion pump). Closing a channel rings each of its slots (the
+ * bridge's `dt_channel_close`, called on this thread, where the ring runs synchronously); an
+ * instance the core finalizes rings nothing, because the core finalizes on its own threads and
+ * those must not wait for this isolate, so {@linkcode untilFinalized} looks while an unload
+ * runs. No timer runs per batch.
  *
  * @module
  */
@@ -52,29 +55,55 @@ export function connectDoorbell(bridge: BridgeLibrary, channel: bigint): void {
 }
 
 /**
- * Waits until the slot is rung or `fallbackMs` pass, whichever comes first.
+ * Waits until the slot is rung (a batch was parked, or the channel closed).
  *
  * @param channel The channel id.
  * @param slot The slot index.
- * @param fallbackMs The longest wait.
  * @returns Resolves when it is time to look at the slot again.
  */
-export function rung(channel: bigint, slot: number, fallbackMs: number): Promise<void> {
+export function rung(channel: bigint, slot: number): Promise<void> {
   const key = keyOf(Number(channel), slot);
   if (waiting.get(key) === true) {
     waiting.delete(key);
     return Promise.resolve();
   }
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      waiting.delete(key);
-      resolve();
-    }, fallbackMs);
-    waiting.set(key, () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  return new Promise((resolve) => waiting.set(key, resolve));
+}
+
+/**
+ * Waits for `ended` (a channel's consumers) while the core finalizes the channel's instances,
+ * waking the consumers every `everyMs` to look at their slots: nothing rings for a finalized
+ * instance.
+ *
+ * @param channel The channel id.
+ * @param slots How many slots it has.
+ * @param ended Settles when every consumer of the channel has ended.
+ * @param everyMs How often the consumers look, in milliseconds.
+ */
+export async function untilFinalized(
+  channel: bigint,
+  slots: number,
+  ended: Promise<void>,
+  everyMs = 5,
+): Promise<void> {
+  let done = false;
+  const settled = ended.finally(() => done = true);
+  while (!done) {
+    // Only consumers that wait are woken: one running a batch looks at its slot when it is done,
+    // and one that has ended must leave no mark behind.
+    for (let slot = 0; slot < slots; slot++) {
+      const key = keyOf(Number(channel), slot);
+      const waiter = waiting.get(key);
+      if (typeof waiter === "function") {
+        waiting.delete(key);
+        waiter();
+      }
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([settled, new Promise((resolve) => timer = setTimeout(resolve, everyMs))]);
+    clearTimeout(timer);
+  }
+  await settled;
 }
 
 /**

@@ -47,6 +47,7 @@ export class CompletionPump implements Disposable {
   #draining = false;
   #again = false;
   #linger: ReturnType<typeof setTimeout> | undefined;
+  #idleSince = 0;
 
   /**
    * Creates the queue.
@@ -81,10 +82,6 @@ export class CompletionPump implements Disposable {
   register(handlers: CompletionHandlers): bigint {
     const tag = this.#nextTag++;
     this.#handlers.set(tag, handlers);
-    if (this.#linger !== undefined) {
-      clearTimeout(this.#linger);
-      this.#linger = undefined;
-    }
     this.#pump ??= this.#run();
     return tag;
   }
@@ -96,11 +93,24 @@ export class CompletionPump implements Disposable {
    */
   unregister(tag: bigint): void {
     this.#handlers.delete(tag);
-    if (this.#handlers.size === 0 && this.#pump !== undefined && this.#linger === undefined) {
-      const linger = setTimeout(() => this.#stopWaiting(), LINGER_MS);
-      Deno.unrefTimer(linger);
-      this.#linger = linger;
+    if (this.#handlers.size === 0 && this.#pump !== undefined) {
+      this.#idleSince = performance.now();
+      // One timer per linger period, not per request: it re-arms itself while requests keep
+      // coming and going.
+      this.#linger ??= this.#lingerFor(LINGER_MS);
     }
+  }
+
+  #lingerFor(ms: number): ReturnType<typeof setTimeout> {
+    const linger = setTimeout(() => {
+      this.#linger = undefined;
+      if (this.#handlers.size > 0) return;
+      const idle = performance.now() - this.#idleSince;
+      if (idle >= LINGER_MS) this.#stopWaiting();
+      else this.#linger = this.#lingerFor(LINGER_MS - idle);
+    }, ms);
+    Deno.unrefTimer(linger);
+    return linger;
   }
 
   /**

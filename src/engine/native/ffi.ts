@@ -93,7 +93,7 @@ export const BRIDGE_SYMBOLS = {
   dt_batch_read: { parameters: ["u64", "u32", B, "u64"], result: "u64" },
   dt_slot_error: { parameters: ["u64", "u32"], result: P },
   dt_output: {
-    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", "u64", B],
+    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", B, "u64"],
     result: "i32",
   },
   dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
@@ -129,7 +129,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 4;
+export const BRIDGE_VERSION = 5;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.
@@ -262,10 +262,10 @@ export function openCuda(path: string): CudaDriverLibrary {
  * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
  * `open`'s optional mode argument is not passed (no file is created).
  *
- * `memcpy` writes a result into memory the core handed out (`backend_bridge.ts`), and
- * `memcpyFrom` copies an output out of a response (`tensors.ts`), without an `ArrayBuffer` over
- * the core's memory: V8 counts every such buffer as external memory, and one of
- * megabytes per request triggers a garbage collection per request.
+ * `memcpyFrom` copies an output out of a response (`tensors.ts`) without an `ArrayBuffer` over
+ * the core's memory: V8 counts every such buffer as external memory, and one of megabytes per
+ * request triggers a garbage collection per request. (Results go the other way inside
+ * `dt_output`, which copies them in C.)
  */
 export const LIBC_SYMBOLS = {
   open: { parameters: [B, "i32"], result: "i32" },
@@ -278,7 +278,6 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: P },
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
-  memcpy: { parameters: [P, B, "usize"], result: P },
   memcpyFrom: { name: "memcpy", parameters: [B, P, "usize"], result: P },
 } as const;
 
@@ -306,8 +305,6 @@ export interface LibcLibrary {
   readonly strerror: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["strerror"];
   /** `sysconf(name)`. */
   readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
-  /** `memcpy(destination, source, count)`, into foreign memory. */
-  readonly memcpy: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpy"];
   /** `memcpy(destination, source, count)`, out of foreign memory. */
   readonly memcpyFrom: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpyFrom"];
 }

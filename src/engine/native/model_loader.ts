@@ -18,7 +18,7 @@ import type { ModelDefinition, ModelHandle } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
 import { warmUp } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
-import { connectDoorbell } from "./doorbell.ts";
+import { connectDoorbell, untilFinalized } from "./doorbell.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { BACKEND_NAME } from "./install.ts";
 import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
@@ -235,7 +235,7 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
     `Failed to unload model '${name}'`,
   );
   // Triton finalizes the instances once in-flight batches are done; the consumers then end.
-  await loaded.consumers;
+  await untilFinalized(loaded.channel, loaded.instances.length, loaded.consumers);
   bridge.dt_channel_close(loaded.channel);
   // The core's unload does not wait for the model to be unloaded, and its state leaves
   // UNLOADING a moment after the instances are finalized: wait, so that the index says

@@ -79,9 +79,10 @@ export class Packer {
     this.#room(8);
     if (typeof value === "bigint") {
       this.#view.setBigInt64(this.#length, value, true);
-    } else if (value >= 0 && value <= 0xffffffff) {
-      this.#view.setUint32(this.#length, value, true);
-      this.#view.setUint32(this.#length + 4, 0, true);
+    } else if (value >= 0 && value <= Number.MAX_SAFE_INTEGER) {
+      // Two halves, no bigint: addresses and sizes are safe integers.
+      this.#view.setUint32(this.#length, value % 0x100000000, true);
+      this.#view.setUint32(this.#length + 4, Math.floor(value / 0x100000000), true);
     } else {
       this.#view.setBigInt64(this.#length, BigInt(value), true);
     }
@@ -107,7 +108,10 @@ export class Packer {
   string(text: string): void {
     // UTF-8 needs at most 3 bytes per UTF-16 unit.
     this.#room(4 + text.length * 3 + 1);
-    const { written } = encoder.encodeInto(text, this.#buffer.subarray(this.#length + 4));
+    const start = this.#length + 4;
+    // Names are short and ASCII: copied by hand, they need no call into the encoder.
+    let written = text.length <= SHORT_STRING ? asciiInto(text, this.#buffer, start) : -1;
+    if (written < 0) written = encoder.encodeInto(text, this.#buffer.subarray(start)).written;
     this.#view.setUint32(this.#length, written, true);
     this.#buffer[this.#length + 4 + written] = 0;
     this.#length += 4 + written + 1;
@@ -115,6 +119,30 @@ export class Packer {
 }
 
 const decoder = new TextDecoder();
+
+// Strings up to this many units take the ASCII paths first (names, ids).
+const SHORT_STRING = 64;
+
+/** Writes `text` at `at` if it is all ASCII and returns its length; -1 (nothing usable) if not. */
+function asciiInto(text: string, buffer: Uint8Array, at: number): number {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0x80) return -1;
+    buffer[at + i] = unit;
+  }
+  return text.length;
+}
+
+/** The ASCII string of `bytes[start, end)`, or undefined if a byte is not ASCII. */
+function asciiAt(bytes: Uint8Array, start: number, end: number): string | undefined {
+  let text = "";
+  for (let i = start; i < end; i++) {
+    const byte = bytes[i]!;
+    if (byte >= 0x80) return undefined;
+    text += String.fromCharCode(byte);
+  }
+  return text;
+}
 
 /** Typed parameter kinds in packed descriptions (`out_param` in `ffi/dt_pack.c`). */
 const PARAMETER_STRING = 0;
@@ -187,8 +215,10 @@ export class Unpacker {
     if (this.#at + length > this.#bytes.byteLength) {
       throw new RangeError("Cannot read a string past the end of the description");
     }
-    const text = decoder.decode(this.#bytes.subarray(this.#at, this.#at + length));
-    this.#at += length;
+    const end = this.#at + length;
+    const text = (length <= SHORT_STRING ? asciiAt(this.#bytes, this.#at, end) : undefined) ??
+      decoder.decode(this.#bytes.subarray(this.#at, end));
+    this.#at = end;
     return text;
   }
 

@@ -68,7 +68,6 @@ export function submitRequest(
     giveBack();
     throw error;
   }
-  const slot = new BigUint64Array(1);
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
   try {
@@ -117,14 +116,15 @@ export function submitRequest(
     // One call builds, binds and submits it; on failure the bridge has deleted it.
     const failure = takeError(
       core,
-      bridge.dt_infer(server, packed, BigInt(packed.byteLength), tag, slot),
+      bridge.dt_infer(server, packed, BigInt(packed.byteLength), tag, submitted),
     );
     if (failure !== undefined) throw failure;
-    handle = pointerOf(slot);
-    request.signal?.addEventListener("abort", onAbort, { once: true });
+    handle = pointerOf(submitted);
+    // No { once } options object: the listener is removed at the end in any case.
+    request.signal?.addEventListener("abort", onAbort);
     // A cache hit completes inside ServerInferAsync, on this thread; dispatched once the caller
-    // has its handlers in place.
-    queueMicrotask(() => queue.drain());
+    // has its handlers in place. Nothing queued (the usual case): nothing to drain.
+    if (submitted[1] !== 0n) queueMicrotask(() => queue.drain());
   } catch (error) {
     // Before a successful submit no callback fires, and the bridge deleted the request.
     if (tag !== undefined) queue.unregister(tag);
@@ -134,6 +134,8 @@ export function submitRequest(
 }
 
 const packer = new Packer();
+// What `dt_infer` hands back: the request, and how many events its queue holds after the submit.
+const submitted = new BigUint64Array(2);
 const tablePacker = new Packer();
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;

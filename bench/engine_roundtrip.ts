@@ -1,0 +1,184 @@
+/**
+ * The engines' own round trip, without HTTP (issue 16): `engine.infer()` on `examples/add_sub`
+ * in a closed loop, on the built-in engine and on the Triton core, each in its own subprocess,
+ * with the model's queue delay at 100 µs (as `examples/add_sub` binds it) and at 0 (the round
+ * trip alone). What the front end costs is the same for both engines, so this shows what the
+ * engines add, with less noise than `bench:engines` on a shared machine: the engines alternate
+ * over short rounds and each cell keeps its median round.
+ *
+ * Usage: `deno task bench:roundtrip [--rounds 5] [--duration 1] [--concurrency 1,8]
+ * [--delays 100,0] [--engines builtin,triton]`
+ *
+ * @module
+ */
+
+import { addSub } from "../examples/add_sub/model.ts";
+import type { InferCallable } from "../src/callable/types.ts";
+import { resolveModelConfig } from "../src/config/model_config.ts";
+import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
+import type { Engine, EngineKind, InferenceRequest } from "../src/engine/engine.ts";
+import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { ndarray } from "../src/tensor/ndarray.ts";
+
+function flag(name: string, fallback: string): string {
+  const at = Deno.args.indexOf(`--${name}`);
+  return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
+}
+
+/** CPU seconds (user + system) of this process, or of its main thread. */
+function cpuSeconds(mainThreadOnly: boolean): number {
+  const path = mainThreadOnly ? `/proc/self/task/${Deno.pid}/stat` : "/proc/self/stat";
+  const stat = Deno.readTextFileSync(path);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+function request(): InferenceRequest {
+  return {
+    modelName: "AddSub",
+    parameters: {},
+    inputs: new Map([
+      ["a", ndarray(new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]), [1, 8])],
+      ["b", ndarray(new Float32Array([8, 7, 6, 5, 4, 3, 2, 1]), [1, 8])],
+    ]),
+  };
+}
+
+/** One measured round of one cell, as the subprocess reports it. */
+interface Round {
+  rps: number;
+  p50Us: number;
+  cpuUs: number;
+  mainCpuUs: number;
+}
+
+/** Serves `rounds` rounds per (delay, concurrency) cell in this process; one JSON line each. */
+async function measure(
+  kind: EngineKind,
+  delays: readonly number[],
+  levels: readonly number[],
+  seconds: number,
+): Promise<void> {
+  for (const delay of delays) {
+    const engine: Engine = kind === "triton"
+      ? new (await import("../src/engine/native/engine.ts")).NativeEngine({ exitTimeoutSecs: 5 })
+      : new (await import("../src/engine/builtin/engine.ts")).BuiltinEngine();
+    await engine.start();
+    await engine.loadModel({
+      name: "AddSub",
+      version: 1,
+      strict: false,
+      inputs: resolveTensorSpecs([
+        { name: "a", dtype: "float32", shape: [-1] },
+        { name: "b", dtype: "float32", shape: [-1] },
+      ], "input"),
+      outputs: resolveTensorSpecs([
+        { name: "add", dtype: "float32", shape: [-1] },
+        { name: "sub", dtype: "float32", shape: [-1] },
+      ], "output"),
+      config: resolveModelConfig({
+        maxBatchSize: 128,
+        batcher: { maxQueueDelayMicroseconds: delay },
+      }),
+      // Typed for bind(); the engines take the untyped callable bind() hands them.
+      instances: new MainThreadInstances([addSub as InferCallable]),
+    });
+    try {
+      for (const concurrency of levels) {
+        const drive = async (s: number): Promise<number[]> => {
+          const latencies: number[] = [];
+          const end = performance.now() + s * 1000;
+          await Promise.all(Array.from({ length: concurrency }, async () => {
+            while (performance.now() < end) {
+              const sent = performance.now();
+              await engine.infer(request());
+              latencies.push(performance.now() - sent);
+            }
+          }));
+          return latencies.sort((a, b) => a - b);
+        };
+        await drive(0.3);
+        const cpu = cpuSeconds(false);
+        const mainCpu = cpuSeconds(true);
+        const latencies = await drive(seconds);
+        const n = latencies.length;
+        const round: Round = {
+          rps: n / seconds,
+          p50Us: latencies[Math.floor(n / 2)]! * 1000,
+          cpuUs: (cpuSeconds(false) - cpu) * 1e6 / n,
+          mainCpuUs: (cpuSeconds(true) - mainCpu) * 1e6 / n,
+        };
+        console.log(JSON.stringify({ delay, concurrency, ...round }));
+      }
+    } finally {
+      await engine.stop();
+    }
+  }
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+if (import.meta.main) {
+  const served = flag("serve", "");
+  const delays = flag("delays", "100,0").split(",").map(Number);
+  const levels = flag("concurrency", "1,8").split(",").map(Number);
+  const seconds = Number(flag("duration", "1"));
+  if (served !== "") {
+    await measure(served as EngineKind, delays, levels, seconds);
+  } else {
+    const engines = flag("engines", "builtin,triton").split(",") as EngineKind[];
+    const rounds = Number(flag("rounds", "5"));
+    const cells = new Map<string, Round[]>();
+    for (let round = 0; round < rounds; round++) {
+      for (const kind of round % 2 === 0 ? engines : [...engines].reverse()) {
+        const output = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            import.meta.filename!,
+            "--serve",
+            kind,
+            "--delays",
+            delays.join(","),
+            "--concurrency",
+            levels.join(","),
+            "--duration",
+            String(seconds),
+          ],
+          stderr: "inherit",
+        }).output();
+        if (!output.success) throw new Error(`The ${kind} round failed`);
+        for (const line of new TextDecoder().decode(output.stdout).trim().split("\n")) {
+          const { delay, concurrency, ...round } = JSON.parse(line) as Round & {
+            delay: number;
+            concurrency: number;
+          };
+          const key = `${kind} ${delay} ${concurrency}`;
+          cells.set(key, [...cells.get(key) ?? [], round]);
+        }
+      }
+    }
+    console.log(
+      `Engine round trip, add_sub in process (Deno ${Deno.version.deno}, ` +
+        `${navigator.hardwareConcurrency} CPUs, load ${
+          Deno.loadavg().map((v) => v.toFixed(1)).join(" ")
+        }), median of ${rounds} rounds of ${seconds} s:\n`,
+    );
+    console.log(
+      "| engine | queue delay µs | concurrency | infer/s | p50 µs | CPU µs/req | main thread CPU µs/req |",
+    );
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const [key, list] of cells) {
+      const [kind, delay, concurrency] = key.split(" ");
+      console.log(
+        `| ${kind} | ${delay} | ${concurrency} | ${median(list.map((r) => r.rps)).toFixed(0)} | ` +
+          `${median(list.map((r) => r.p50Us)).toFixed(0)} | ` +
+          `${median(list.map((r) => r.cpuUs)).toFixed(0)} | ` +
+          `${median(list.map((r) => r.mainCpuUs)).toFixed(0)} |`,
+      );
+    }
+  }
+}
