@@ -173,3 +173,44 @@ Deno.test("Decoded raw contents are views of the received bytes", () => {
   assert.equal(raw.buffer, received.buffer);
   assert.equal(raw.byteOffset, 5 + wire.byteLength - 4);
 });
+
+Deno.test("Encoding with headroom leaves that many free bytes before the same message", () => {
+  const response = {
+    model_name: "m",
+    model_version: "1",
+    outputs: [{ name: "y", datatype: "INT32", shape: [1] }],
+    raw_output_contents: [new Uint8Array([7, 0, 0, 0])],
+  };
+  const cases: [string, Uint8Array, Uint8Array][] = [
+    [
+      "ModelInferResponse",
+      codecs.ModelInferResponse.encode(response),
+      codecs.ModelInferResponse.encode(response, 5),
+    ],
+    [
+      "ModelStreamInferResponse",
+      codecs.ModelStreamInferResponse.encode({ infer_response: response }),
+      codecs.ModelStreamInferResponse.encode({ infer_response: response }, 5),
+    ],
+    [
+      "ModelStreamInferResponse without a response",
+      codecs.ModelStreamInferResponse.encode({ error_message: "e" }),
+      codecs.ModelStreamInferResponse.encode({ error_message: "e" }, 5),
+    ],
+    [
+      "ServerLiveResponse",
+      codecs.ServerLiveResponse.encode({ live: true }),
+      codecs.ServerLiveResponse.encode({ live: true }, 5),
+    ],
+  ];
+  for (const [what, plain, framed] of cases) {
+    assert.equal(framed.byteLength, plain.byteLength + 5, what);
+    assert.deepEqual([...framed.subarray(0, 5)], [0, 0, 0, 0, 0], what);
+    assert.deepEqual([...framed.subarray(5)], [...plain], what);
+  }
+  assert.deepEqual([...cases[0]![1]], [
+    ...[0x0a, 0x01, 0x6d, 0x12, 0x01, 0x31], // model_name "m", model_version "1"
+    ...[0x2a, 0x0d, 0x0a, 0x01, 0x79, 0x12, 0x05, 0x49, 0x4e, 0x54, 0x33, 0x32, 0x1a, 0x01, 0x01],
+    ...[0x32, 0x04, 7, 0, 0, 0], // raw_output_contents
+  ]);
+});
