@@ -20,6 +20,25 @@ import { PROTO_FILES } from "./_proto_text.ts";
 /** A 64-bit integer as the codec accepts it; decoding yields decimal strings. */
 export type Int64 = number | string | bigint;
 
+/** Options of {@linkcode MessageCodec.encode}. */
+export interface EncodeOptions {
+  /**
+   * Bytes left free before the message for the caller's framing (the 5-byte gRPC message
+   * prefix), so framing needs no second copy of the message.
+   *
+   * @default {0}
+   */
+  headroom?: number;
+  /**
+   * Provides the buffer for a message whose size is known before it is written (messages with
+   * raw tensor contents); it must return exactly `bytes` bytes, whose contents are all
+   * overwritten.
+   *
+   * @default {(bytes) => new Uint8Array(bytes)}
+   */
+  allocate?: (bytes: number) => Uint8Array;
+}
+
 /** Encodes and decodes one message type. */
 export interface MessageCodec<T> {
   /** The fully qualified message name, e.g. `inference.ModelInferRequest`. */
@@ -28,11 +47,10 @@ export interface MessageCodec<T> {
    * Encodes a plain object (proto field names; unknown fields are ignored).
    *
    * @param value The message.
-   * @param headroom Bytes left free before the message for the caller's framing (the 5-byte
-   *   gRPC message prefix), so framing needs no second copy of the message.
-   * @returns The wire bytes, after `headroom` unwritten bytes.
+   * @param options Room to leave before the message, and where its buffer comes from.
+   * @returns The wire bytes, after `options.headroom` unwritten bytes.
    */
-  encode(value: T, headroom?: number): Uint8Array;
+  encode(value: T, options?: EncodeOptions): Uint8Array;
   /**
    * Decodes wire bytes to a plain object with every field present (defaults filled in).
    *
@@ -404,8 +422,9 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
   const type = protoRoot().lookupType(name);
   return {
     name,
-    encode(value: T, headroom = 0): Uint8Array {
+    encode(value: T, options: EncodeOptions = {}): Uint8Array {
       const bytes = type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+      const headroom = options.headroom ?? 0;
       return headroom === 0 ? bytes : withHeadroom(bytes, headroom);
     },
     decode(bytes: Uint8Array): T {
@@ -415,6 +434,10 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
       return type.toObject(type.decode(view), DECODE_OPTIONS) as T;
     },
   };
+}
+
+function newBytes(bytes: number): Uint8Array {
+  return new Uint8Array(bytes);
 }
 
 function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
@@ -504,10 +527,11 @@ function rawContentsCodec<T>(
   return {
     name,
     layout,
-    encode(value: T, headroom = 0): Uint8Array {
+    encode(value: T, options: EncodeOptions = {}): Uint8Array {
       const planned = layout(value);
-      if (planned.raw.length === 0) return head.encode(value, headroom);
-      const out = new Uint8Array(headroom + planned.size);
+      if (planned.raw.length === 0) return head.encode(value, options);
+      const { headroom = 0, allocate = newBytes } = options;
+      const out = allocate(headroom + planned.size);
       writeLayout(out, headroom, planned);
       return out;
     },
@@ -525,14 +549,13 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
   );
   return {
     name,
-    encode(value: ModelStreamInferResponse, headroom = 0): Uint8Array {
+    encode(value: ModelStreamInferResponse, options: EncodeOptions = {}): Uint8Array {
       const response = value.infer_response;
-      if (response === undefined || response === null) return head.encode(value, headroom);
+      if (response === undefined || response === null) return head.encode(value, options);
+      const { headroom = 0, allocate = newBytes } = options;
       const outer = head.encode({ ...value, infer_response: null });
       const nested = inner.layout(response);
-      const out = new Uint8Array(
-        headroom + outer.byteLength + prefixSize(2, nested.size) + nested.size,
-      );
+      const out = allocate(headroom + outer.byteLength + prefixSize(2, nested.size) + nested.size);
       out.set(outer, headroom);
       const at = writePrefix(out, headroom + outer.byteLength, 2, nested.size);
       writeLayout(out, at, nested);
@@ -615,7 +638,7 @@ function lazyCodec<T>(
   const get = (): MessageCodec<T> => codec ??= make();
   return {
     name,
-    encode: (value: T, headroom?: number): Uint8Array => get().encode(value, headroom),
+    encode: (value: T, options?: EncodeOptions): Uint8Array => get().encode(value, options),
     decode: (bytes: Uint8Array): T => get().decode(bytes),
   };
 }

@@ -21,7 +21,8 @@
 
 import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
-import type { MessageCodec } from "../../protocol/grpc_codec.ts";
+import type { EncodeOptions, MessageCodec } from "../../protocol/grpc_codec.ts";
+import { BufferPool } from "./buffer_pool.ts";
 
 /** The length of the prefix before each gRPC message. */
 export const MESSAGE_PREFIX_BYTES = 5;
@@ -231,7 +232,7 @@ export class AlignedMessageDecoder {
   }
 }
 
-type Encode = (value: unknown, headroom: number) => Uint8Array;
+type Encode = (value: unknown, options: EncodeOptions) => Uint8Array;
 
 const serializers = new WeakMap<(value: unknown) => Buffer, Encode>();
 
@@ -257,7 +258,7 @@ export function messageSerializer<T>(codec: MessageCodec<T>): (value: unknown) =
     const bytes = codec.encode(value as T);
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   };
-  serializers.set(serialize, (value, headroom) => codec.encode(value as T, headroom));
+  serializers.set(serialize, (value, options) => codec.encode(value as T, options));
   return serialize;
 }
 
@@ -266,10 +267,15 @@ export function messageSerializer<T>(codec: MessageCodec<T>): (value: unknown) =
  *
  * @param encode Encodes the message after the given headroom.
  * @param value The message.
+ * @param allocate Provides the buffer of a large message.
  * @returns The prefix and the message.
  */
-function framed(encode: Encode, value: unknown): Buffer {
-  const bytes = encode(value, MESSAGE_PREFIX_BYTES);
+function framed(
+  encode: Encode,
+  value: unknown,
+  allocate: (bytes: number) => Uint8Array,
+): Buffer {
+  const bytes = encode(value, { headroom: MESSAGE_PREFIX_BYTES, allocate });
   const length = bytes.byteLength - MESSAGE_PREFIX_BYTES;
   // Not compressed (flag 0), then the length, big-endian.
   bytes[0] = 0;
@@ -281,6 +287,7 @@ function framed(encode: Encode, value: unknown): Buffer {
 interface FramingHooks {
   decoder: { write(data: Uint8Array): Uint8Array[] };
   serializeMessage(value: unknown): Buffer;
+  sendMessage(message: unknown, callback: () => void): void;
   maxReceiveMessageSize: number;
 }
 
@@ -293,6 +300,13 @@ export interface FramingOptions {
    * @default {new Map()}
    */
   rawFields?: ReadonlyMap<string, number>;
+  /**
+   * Where the buffers of large responses come from; each goes back once the HTTP/2 stream has
+   * taken its bytes.
+   *
+   * @default {new BufferPool()}
+   */
+  pool?: BufferPool;
 }
 
 /**
@@ -315,11 +329,14 @@ export interface FramingOptions {
  */
 export function framingInterceptor(options: FramingOptions = {}): grpc.ServerInterceptor {
   const rawFields = options.rawFields ?? new Map<string, number>();
+  const pool = options.pool ?? new BufferPool();
+  const allocate = (bytes: number): Uint8Array => pool.take(bytes);
   return (method, call) => {
     const base = call as unknown as Partial<FramingHooks>;
     if (
       typeof base.decoder?.write === "function" &&
       typeof base.serializeMessage === "function" &&
+      typeof base.sendMessage === "function" &&
       typeof base.maxReceiveMessageSize === "number"
     ) {
       base.decoder = new AlignedMessageDecoder(
@@ -327,7 +344,23 @@ export function framingInterceptor(options: FramingOptions = {}): grpc.ServerInt
         rawFields.get(method.path),
       );
       const encode = serializers.get(method.responseSerialize as (value: unknown) => Buffer);
-      if (encode !== undefined) base.serializeMessage = (value) => framed(encode, value);
+      if (encode !== undefined) {
+        // grpc-js serializes inside sendMessage, then calls back once the stream has taken the
+        // bytes: the buffer is free from then on. One message is sent at a time per call.
+        let sending: Buffer | undefined;
+        base.serializeMessage = (value) => sending = framed(encode, value, allocate);
+        const send = base.sendMessage.bind(base);
+        base.sendMessage = (message, callback) => {
+          // Set once sendMessage returns: a callback run before that gives nothing back.
+          const sent: { buffer?: Buffer | undefined } = {};
+          sending = undefined;
+          send(message, () => {
+            if (sent.buffer !== undefined) pool.give(sent.buffer);
+            callback();
+          });
+          sent.buffer = sending;
+        };
+      }
     }
     // The call itself, not a wrapper: a pass-through layer would cost every call a little.
     return call as grpc.ServerInterceptingCall;
