@@ -23,6 +23,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { EncodeOptions, MessageCodec } from "../../protocol/grpc_codec.ts";
 import { BufferPool } from "./buffer_pool.ts";
+import { STREAM_WINDOW_BYTES } from "./connection_tuning.ts";
 
 /** The length of the prefix before each gRPC message. */
 export const MESSAGE_PREFIX_BYTES = 5;
@@ -30,8 +31,16 @@ export const MESSAGE_PREFIX_BYTES = 5;
 /** The boundary the first raw entry of a received message is placed on (a cache line). */
 export const RAW_ALIGNMENT = 64;
 
-/** How much of a message may arrive before its raw entry is found; past it, none is sought. */
+/** How far into a message its raw entry is sought. */
 const SEARCH_LIMIT = 64 * 1024;
+
+/**
+ * The largest message whose buffer is made when its first bytes arrive; a larger one keeps its
+ * pieces until it is complete, as grpc-js does, so that a prefix announcing a huge message
+ * costs nothing until the bytes come. A client may send this much without waiting for us
+ * anyway: it is the stream's flow-control window.
+ */
+const UPFRONT_BYTES = STREAM_WINDOW_BYTES;
 
 /** Where the first entry of a length-delimited field starts, if the bytes show it yet. */
 type RawStart = number | "more" | "none";
@@ -132,6 +141,8 @@ export class AlignedMessageDecoder {
   #pendingBytes = 0;
   #message: Buffer | undefined;
   #filled = 0;
+  // Set once a message was refused: the call is failing, and nothing more is read.
+  #refused: Error | undefined;
 
   /**
    * Makes a decoder for one call.
@@ -153,6 +164,7 @@ export class AlignedMessageDecoder {
    * @throws {Error} When a message is larger than the limit.
    */
   write(data: Uint8Array): Buffer[] {
+    if (this.#refused !== undefined) throw this.#refused;
     const done: Buffer[] = [];
     let at = 0;
     while (at < data.length) {
@@ -182,11 +194,13 @@ export class AlignedMessageDecoder {
 
   #startMessage(done: Buffer[]): void {
     const prefix = this.#prefix;
-    this.#size = ((prefix[1]! << 24) >>> 0) + (prefix[2]! << 16) + (prefix[3]! << 8) +
+    const size = ((prefix[1]! << 24) >>> 0) + (prefix[2]! << 16) + (prefix[3]! << 8) +
       prefix[4]!;
-    if (this.#maxBytes !== -1 && this.#size > this.#maxBytes) {
-      throw new Error(`Received message larger than max (${this.#size} vs ${this.#maxBytes})`);
+    if (this.#maxBytes !== -1 && size > this.#maxBytes) {
+      this.#refused = new Error(`Received message larger than max (${size} vs ${this.#maxBytes})`);
+      throw this.#refused;
     }
+    this.#size = size;
     if (this.#size === 0) {
       this.#place(0);
       this.#finish(done);
@@ -196,13 +210,11 @@ export class AlignedMessageDecoder {
   // Places the message's buffer once the raw entry's offset is known, or known not to be found.
   #maybePlace(): void {
     const complete = this.#pendingBytes === this.#size;
+    if (!complete && this.#size > UPFRONT_BYTES) return;
     let start: RawStart = "none";
-    if (this.#rawField !== undefined && this.#pendingBytes <= SEARCH_LIMIT) {
-      const head = this.#pending.length === 1
-        ? this.#pending[0]!
-        : Buffer.concat(this.#pending, this.#pendingBytes);
-      start = rawFieldStart(head, this.#rawField);
-      if (start === "more" && !complete) return;
+    if (this.#rawField !== undefined) {
+      start = rawFieldStart(this.#head(), this.#rawField);
+      if (start === "more" && !complete && this.#pendingBytes < SEARCH_LIMIT) return;
     }
     this.#place(typeof start === "number" ? start : 0);
     for (const piece of this.#pending) {
@@ -211,6 +223,22 @@ export class AlignedMessageDecoder {
     }
     this.#pending = [];
     this.#pendingBytes = 0;
+  }
+
+  // The first bytes received of the message, as far as its raw entry is sought.
+  #head(): Uint8Array {
+    const first = this.#pending[0]!;
+    const length = Math.min(this.#pendingBytes, SEARCH_LIMIT);
+    if (first.byteLength >= length) return first;
+    const head = new Uint8Array(length);
+    let at = 0;
+    for (const piece of this.#pending) {
+      if (at === length) break;
+      const take = Math.min(piece.byteLength, length - at);
+      head.set(piece.subarray(0, take), at);
+      at += take;
+    }
+    return head;
   }
 
   // Allocates the message's buffer so that body offset `rawOffset` lands on the alignment.

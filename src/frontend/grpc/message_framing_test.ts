@@ -70,12 +70,31 @@ Deno.test("AlignedMessageDecoder without a raw field, or with no entry, keeps th
   ]);
 });
 
-Deno.test("AlignedMessageDecoder refuses a message over the limit as grpc-js does", () => {
+Deno.test("AlignedMessageDecoder refuses a message over the limit, and everything after it", () => {
   const decoder = new AlignedMessageDecoder(1024, 7);
-  assert.throws(
-    () => decoder.write(Buffer.from([0, 0, 0, 8, 0])),
-    { message: "Received message larger than max (2048 vs 1024)" },
-  );
+  const refused = { message: "Received message larger than max (2048 vs 1024)" };
+  assert.throws(() => decoder.write(Buffer.from([0, 0, 0, 8, 0])), refused);
+  // The client goes on sending the body: none of it is taken as a message, or buffered.
+  assert.throws(() => decoder.write(Buffer.from(new Uint8Array(2048))), refused);
+});
+
+Deno.test("AlignedMessageDecoder holds a message over the stream window until it is whole", () => {
+  const raw = bytes(17 * 1024 * 1024, 3);
+  const wire = frame(request("m", raw));
+  const decoder = new AlignedMessageDecoder(-1, 7);
+  const chunk = 64 * 1024;
+  let out: Uint8Array[] = [];
+  for (let start = 0; start < wire.byteLength; start += chunk) {
+    assert.deepEqual(out, [], `a message before its last byte (at ${start})`);
+    out = decoder.write(Buffer.from(wire.subarray(start, start + chunk)));
+  }
+  assert.equal(out.length, 1);
+  const message = out[0]!;
+  assert.equal(message.byteLength, wire.byteLength);
+  const mismatch = message.findIndex((value, i) => value !== wire[i]);
+  assert.equal(mismatch, -1, `differs at byte ${mismatch}`);
+  const start = rawFieldStart(message.subarray(5), 7) as number;
+  assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0);
 });
 
 Deno.test("rawFieldStart skips varint, fixed and other length-delimited fields", () => {
