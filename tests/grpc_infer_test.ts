@@ -333,7 +333,10 @@ for (const engine of ENGINES) {
 for (const engine of ENGINES) {
   Deno.test(`ModelInfer carries 4 MiB tensors both ways, concurrently, byte for byte [${engine}]`, async () => {
     await using server = await startTestServer(engine);
-    using client = new TestGrpcClient(server.frontend.port);
+    // grpc-js clients take 4 MiB by default; the response is a little more.
+    using client = new TestGrpcClient(server.frontend.port, {
+      channelOptions: { "grpc.max_receive_message_length": 8 * 1024 * 1024 },
+    });
     const elements = 1 << 20;
     // Each request its own values, so a response buffer reused too early shows up as a mismatch.
     const tensor = (seed: number): Float32Array => {
