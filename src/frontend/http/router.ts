@@ -29,8 +29,15 @@ export interface Route<H> {
 }
 
 /** The outcome of {@linkcode Router.match}. */
+/** How many (method, path) matches a router keeps. */
+const MATCH_CACHE_SIZE = 512;
+
 export type RouteMatch<H> =
-  | { readonly kind: "found"; readonly route: Route<H>; readonly params: Record<string, string> }
+  | {
+    readonly kind: "found";
+    readonly route: Route<H>;
+    readonly params: Readonly<Record<string, string>>;
+  }
   | { readonly kind: "method-not-allowed"; readonly allowed: readonly Method[] }
   | { readonly kind: "not-found" };
 
@@ -56,6 +63,7 @@ export type RouteMatch<H> =
  */
 export class Router<H> {
   #routes: Route<H>[] = [];
+  #cache = new Map<string, RouteMatch<H>>();
 
   /** The routes, in match order. */
   get routes(): readonly Route<H>[] {
@@ -73,6 +81,7 @@ export class Router<H> {
    */
   add(method: Method, pattern: RegExp, group: EndpointGroup, handler: H): this {
     this.#routes.push({ method, pattern, group, handler });
+    this.#cache.clear();
     return this;
   }
 
@@ -85,6 +94,18 @@ export class Router<H> {
    */
   match(method: string, path: string): RouteMatch<H> {
     const wanted = method === "HEAD" ? "GET" : method;
+    // Clients repeat a handful of paths (one infer path per model): a match is kept, so a
+    // request skips the walk over every pattern. Paths come from clients, so the cache is bounded.
+    const key = `${wanted} ${path}`;
+    const cached = this.#cache.get(key);
+    if (cached !== undefined) return cached;
+    const matched = this.#walk(wanted, path);
+    if (this.#cache.size >= MATCH_CACHE_SIZE) this.#cache.clear();
+    this.#cache.set(key, matched);
+    return matched;
+  }
+
+  #walk(wanted: string, path: string): RouteMatch<H> {
     const allowed: Method[] = [];
     for (const route of this.#routes) {
       const found = route.pattern.exec(path);
@@ -104,7 +125,7 @@ export class Router<H> {
         }
       }
       if (!valid) continue;
-      return { kind: "found", route, params };
+      return { kind: "found", route, params: Object.freeze(params) };
     }
     return allowed.length > 0 ? { kind: "method-not-allowed", allowed } : { kind: "not-found" };
   }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Engine } from "../../engine/engine.ts";
 import { Logger } from "../../log.ts";
-import { ENDPOINT_GROUPS } from "./router.ts";
+import { ENDPOINT_GROUPS, Router } from "./router.ts";
 import { buildRoutes } from "./routes.ts";
 
 const router = buildRoutes({} as Engine, {
@@ -76,4 +76,18 @@ Deno.test("buildRoutes() gives not-found and method-not-allowed", () => {
   assert.deepEqual(router.match("GET", "/v2/logging").kind, "found");
   assert.equal(router.match("HEAD", "/v2/health/ready").kind, "found");
   assert.equal(router.match("GET", "/v2/models/%E0%A4%A/ready").kind, "not-found");
+});
+
+Deno.test("Router.match() answers a repeated path the same and sees routes added later", () => {
+  const local = new Router<string>().add("GET", /^\/a$/, "health", "first");
+  const once = local.match("GET", "/b");
+  assert.equal(once.kind, "not-found");
+  local.add("GET", /^\/b$/, "health", "second");
+  const found = local.match("GET", "/b");
+  assert.equal(found.kind === "found" && found.route.handler, "second");
+  assert.equal(local.match("GET", "/b"), found);
+  assert.equal(local.match("POST", "/b").kind, "method-not-allowed");
+  // The cache is bounded: many distinct paths still answer right.
+  for (let i = 0; i < 2000; i++) assert.equal(local.match("GET", `/x${i}`).kind, "not-found");
+  assert.equal(local.match("HEAD", "/a").kind, "found");
 });

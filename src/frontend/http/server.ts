@@ -12,6 +12,7 @@ import { InferenceError } from "../../errors.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
+import { LateCalls } from "./disconnect_watch.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { EndpointGroup } from "./router.ts";
 import { buildRoutes, runHandler } from "./routes.ts";
@@ -85,6 +86,13 @@ export interface HttpFrontendOptions {
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 
 /**
+ * How long an inference request runs (up to twice that) before its client's disconnect is
+ * watched, in ms: short enough that a model feels a disconnect while it still matters, long
+ * enough that most small requests are answered first and never pay for the signal.
+ */
+const LINK_DELAY_MS = 20;
+
+/**
  * Builds the request handler of the KServe v2 HTTP API over an engine, usable with any
  * `Deno.serve` (or called directly in tests).
  *
@@ -120,6 +128,7 @@ export function createHttpHandler(
     ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
   });
   const accessCheck = options.accessCheck;
+  const lateLinks = new LateCalls(LINK_DELAY_MS);
   return async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     logger.debug(1, () => `HTTP request: ${request.method} ${url.pathname}`);
@@ -131,19 +140,24 @@ export function createHttpHandler(
     // Deno.serve's request.signal also aborts after every successful response (and warns once
     // when read: see legacy_abort.ts), so it is read only by the routes that need it
     // (inference), and only a disconnect while the request is being handled reaches the engine.
+    // Reading it is not free, so it is watched only once the request has run for a while
+    // (disconnect_watch.ts); a client that left before that is seen then, as the signal is
+    // already aborted when first read.
     const disconnect = new AbortController();
     const onAbort = (): void => disconnect.abort(request.signal.reason);
     let linked = false;
+    let cancelLink: (() => void) | undefined;
+    const link = (): void => {
+      linked = true;
+      muteLegacyAbortWarning();
+      if (request.signal.aborted) onAbort();
+      else request.signal.addEventListener("abort", onAbort, { once: true });
+    };
     const context = {
       request,
       params: found.params,
       get signal(): AbortSignal {
-        if (!linked) {
-          linked = true;
-          muteLegacyAbortWarning();
-          if (request.signal.aborted) onAbort();
-          else request.signal.addEventListener("abort", onAbort, { once: true });
-        }
+        cancelLink ??= lateLinks.schedule(link);
         return disconnect.signal;
       },
     };
@@ -165,6 +179,7 @@ export function createHttpHandler(
       }
       return errorToResponse(error);
     } finally {
+      cancelLink?.();
       if (linked) request.signal.removeEventListener("abort", onAbort);
     }
   };
