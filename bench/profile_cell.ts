@@ -5,7 +5,11 @@
  * `writeBuffer` shows who calls it. The raw profile can be written for Chrome DevTools.
  *
  *     deno run -A bench/profile_cell.ts --engine builtin --model identity_large \
- *       --protocol grpc --concurrency 1 [--window 3000] [--top 12] [--out x.cpuprofile]
+ *       --protocol grpc --concurrency 1 [--window 3000] [--top 12] [--out x.cpuprofile] \
+ *       [--shm 4194304]
+ *
+ * `--shm <bytes>` sends the tensors through system shared memory (perf_analyzer
+ * `--shared-memory system --output-shared-memory-size <bytes>`).
  *
  * @module
  */
@@ -81,6 +85,7 @@ if (import.meta.main) {
   const concurrency = Number(flag("concurrency", "1"));
   const windowMs = Number(flag("window", "3000"));
   const out = flag("out", "");
+  const shm = flag("shm", "");
   const perf = await findPerfAnalyzer(PYTHON);
   if ("missing" in perf) {
     console.error(`profile_cell: no perf_analyzer: ${perf.missing}`);
@@ -121,6 +126,9 @@ if (import.meta.main) {
       windowMs: ms,
       windows: 3,
       timeoutMs: 120_000,
+      extraArgs: shm === ""
+        ? []
+        : ["--shared-memory", "system", "--output-shared-memory-size", shm],
     });
   await cell(1000).catch(() => undefined); // warm-up: JIT, connections, first allocations
   let result: Awaited<ReturnType<typeof runPerf>> | undefined;
@@ -128,7 +136,8 @@ if (import.meta.main) {
     result = await cell(windowMs);
   });
   console.log(
-    `${engine} ${model} ${protocol} c${concurrency}: ${result!.throughput} infer/s ` +
+    `${engine} ${model}${shm === "" ? "" : " shm"} ${protocol} c${concurrency}: ` +
+      `${result!.throughput} infer/s ` +
       `(windows ${result!.windows.join(", ")}), p50 ${result!.p50Us} us`,
   );
   console.log(bottomUp(profile, Number(flag("top", "12")), 4).join("\n"));

@@ -306,6 +306,18 @@ function servers(run: BenchRun): ServerName[] {
 }
 
 /**
+ * The line of a failed cell's output that says why: the first naming an error, else the last
+ * (perf_analyzer's "Failed to obtain stable measurement." names none), at most 200 characters.
+ *
+ * @param output The failure's message (perf_analyzer's output).
+ * @returns The line.
+ */
+export function errorLine(output: string): string {
+  const lines = output.split("\n").map((line) => line.trim()).filter((line) => line !== "");
+  return (lines.find((line) => /error/i.test(line)) ?? lines.at(-1) ?? "").slice(0, 200);
+}
+
+/**
  * The Markdown report of a run.
  *
  * @param run The run.
@@ -408,8 +420,7 @@ export function markdownReport(run: BenchRun, chartFile: string): string {
     for (const cell of errors) {
       lines.push(
         `- error: ${SERVER_TITLES[cell.server]} ${cell.protocol} c${cell.concurrency}: ` +
-          "`" + cell.error!.split("\n").find((line) => /error/i.test(line))?.trim().slice(0, 200) +
-          "`",
+          "`" + errorLine(cell.error!) + "`",
       );
     }
     if (errors.length > 0) lines.push("");

@@ -199,6 +199,12 @@ DT_EXPORT void dt_wake_events(uint64_t id) {
   pthread_mutex_unlock(&q_mu);
 }
 
+/* Whether `table` binds output `name` to caller memory (see bound_output, below the reader). */
+static int bound_output(const uint8_t* table, const char* name, void** address, uint64_t* size);
+
+/* The buffer_userp of bound outputs: their memory is the caller's, never freed here. */
+static char g_caller_memory;
+
 static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
                                      const char* tensor_name, size_t byte_size, int memory_type,
                                      int64_t memory_type_id, void* userp, void** buffer,
@@ -207,10 +213,23 @@ static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
   (void)allocator;
   (void)memory_type;
   (void)memory_type_id;
-  (void)userp;
   *buffer_userp = NULL;
   *actual_memory_type = DT_MEM_CPU;
   *actual_memory_type_id = 0;
+  void* bound = NULL;
+  uint64_t bound_size = 0;
+  if (userp && bound_output(userp, tensor_name, &bound, &bound_size)) {
+    /* Triton's words (its HTTP and gRPC allocators) for a region too small. */
+    if (byte_size > bound_size) {
+      return dt_error(DT_CODE_INTERNAL,
+                      "shared memory size specified with the request for output '%s' (%llu "
+                      "bytes) should be at least %zu bytes to hold the results",
+                      tensor_name, (unsigned long long)bound_size, byte_size);
+    }
+    *buffer = byte_size == 0 ? NULL : bound;
+    *buffer_userp = &g_caller_memory;
+    return NULL;
+  }
   if (byte_size == 0) {
     *buffer = NULL;
     return NULL;
@@ -227,11 +246,10 @@ static TRITONSERVER_Error* release_cpu(TRITONSERVER_ResponseAllocator* allocator
                                        void* buffer_userp, size_t byte_size, int memory_type,
                                        int64_t memory_type_id) {
   (void)allocator;
-  (void)buffer_userp;
   (void)byte_size;
   (void)memory_type;
   (void)memory_type_id;
-  free(buffer);
+  if (buffer_userp != &g_caller_memory) free(buffer);
   return NULL;
 }
 
@@ -253,9 +271,11 @@ static void make_allocator(void) {
 
 /**
  * Routes a request's responses and release to the event queue under `tag` (the userp of both
- * callbacks), with the CPU allocator. Returns NULL or an error the caller deletes.
+ * callbacks), with the CPU allocator and `bound_outputs` (NULL or a table of caller-owned output
+ * buffers, see bound_output). Returns NULL or an error the caller deletes.
  */
-static TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* request, uint64_t tag) {
+static TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* request, uint64_t tag,
+                                           const uint8_t* bound_outputs) {
   pthread_once(&g_allocator_once, make_allocator);
   if (!g_allocator) {
     return dt_error(DT_CODE_INTERNAL, "Cannot create the response allocator: %s",
@@ -264,8 +284,8 @@ static TRITONSERVER_Error* dt_request_bind(TRITONSERVER_InferenceRequest* reques
   void* userp = (void*)(uintptr_t)tag;
   TRITONSERVER_Error* err = TRITONSERVER_InferenceRequestSetReleaseCallback(request, on_release, userp);
   if (err) return err;
-  return TRITONSERVER_InferenceRequestSetResponseCallback(request, g_allocator, NULL, on_response,
-                                                          userp);
+  return TRITONSERVER_InferenceRequestSetResponseCallback(request, g_allocator,
+                                                          (void*)bound_outputs, on_response, userp);
 }
 
 /* ---- Building and submitting a request in one call --------------------------------------- */
@@ -308,6 +328,31 @@ static const char* rd_str(dt_reader* r) {
   const char* s = (const char*)r->at;
   r->at += len + 1;
   return s;
+}
+
+/*
+ * Output buffers the caller already has (a client's shared-memory region), handed to `dt_infer`
+ * as a table in the caller's memory that outlives the request's last response: u64 table length
+ * in bytes, u32 count, then per output its name (a string as above), u64 address and u64 byte
+ * size. The allocator hands out that memory for those outputs, so the backend's copy of the
+ * result is its only write, and the response is read where it lies.
+ */
+static int bound_output(const uint8_t* table, const char* name, void** address, uint64_t* size) {
+  uint64_t length = 0;
+  memcpy(&length, table, 8);
+  dt_reader r = {table + 8, table + length, 0};
+  uint32_t count = rd_u32(&r);
+  for (uint32_t i = 0; i < count && !r.bad; ++i) {
+    const char* bound = rd_str(&r);
+    uint64_t at = rd_u64(&r);
+    uint64_t bytes = rd_u64(&r);
+    if (!r.bad && strcmp(bound, name) == 0) {
+      *address = (void*)(uintptr_t)at;
+      *size = bytes;
+      return 1;
+    }
+  }
+  return 0;
 }
 
 enum { DT_REQ_STRING = 0, DT_REQ_INT = 1, DT_REQ_BOOL = 2, DT_REQ_DOUBLE = 3 };
@@ -385,7 +430,8 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
 /**
  * Builds a request from the packed description `packed` (`length` bytes; the layout is written
  * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
- * with their data addresses, the requested outputs and the typed parameters), routes its
+ * with their data addresses, the requested outputs, the typed parameters and the address of the
+ * table of bound output buffers, which must outlive the last response), routes its
  * events to the queue under `tag` and submits it. On success the request is stored in
  * `*request_out` (the caller deletes it after its release event); on failure nothing is left
  * to clean up and the error comes back (the caller deletes it). Input data is not copied: it
@@ -403,10 +449,12 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
   TRITONSERVER_Error* err = TRITONSERVER_InferenceRequestNew(&request, server, model, version);
   if (err) return err;
   err = build_request(request, &r);
+  /* Last: the address of the table of bound output buffers (0: none; see bound_output). */
+  const uint8_t* bound_outputs = err ? NULL : (const uint8_t*)(uintptr_t)rd_u64(&r);
   if (!err && r.bad) {
     err = dt_error(DT_CODE_INTERNAL, "Cannot build a request: its description is malformed");
   }
-  if (!err) err = dt_request_bind(request, tag);
+  if (!err) err = dt_request_bind(request, tag, bound_outputs);
   if (!err) err = TRITONSERVER_ServerInferAsync(server, request, NULL);
   if (err) {
     TRITONSERVER_Error* ignored = TRITONSERVER_InferenceRequestDelete(request);
@@ -513,5 +561,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 3; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 4; }
 

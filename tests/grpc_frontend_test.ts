@@ -15,6 +15,7 @@ import {
   STREAM_WINDOW_BYTES,
 } from "../src/frontend/grpc/connection_tuning.ts";
 import { startTestServer } from "./grpc_test_server.ts";
+import { SharedMemoryRegistry } from "../src/shm/registry.ts";
 
 for (const engine of ENGINES) {
   Deno.test(`Health RPCs answer for the server and its models [${engine}]`, async () => {
@@ -50,7 +51,10 @@ for (const engine of ENGINES) {
 
 for (const engine of ENGINES) {
   Deno.test(`ServerMetadata and ModelMetadata [${engine}]`, async () => {
-    await using server = await startTestServer(engine);
+    // Serving system shared-memory regions, as a Triton server does (none are registered).
+    await using server = await startTestServer(engine, {
+      sharedMemory: new SharedMemoryRegistry(),
+    });
     using client = new TestGrpcClient(server.frontend.port);
     const metadata = await client.call(
       "ServerMetadata",
@@ -58,7 +62,18 @@ for (const engine of ENGINES) {
       codecs.ServerMetadataResponse,
       {},
     );
-    assert.deepEqual(metadata, server.engine.serverMetadata());
+    assert.deepEqual(metadata, {
+      ...server.engine.serverMetadata(),
+      extensions: [
+        "binary_tensor_data",
+        "parameters",
+        "statistics",
+        "model_configuration",
+        "model_repository",
+        "schedule_policy",
+        "system_shared_memory",
+      ],
+    });
     const model = await client.call(
       "ModelMetadata",
       codecs.ModelRef,

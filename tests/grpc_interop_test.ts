@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { ENGINES, PEERS_REQUIRED } from "./_helpers.ts";
 import { startTestServer } from "./grpc_test_server.ts";
+import { SharedMemoryRegistry } from "../src/shm/registry.ts";
 
 const SCRIPT = new URL("./interop/grpc_client.py", import.meta.url).pathname;
 
@@ -35,7 +36,11 @@ for (const engine of ENGINES) {
         available,
         "python3 with tritonclient[grpc] is required (CI=true or DENOTRITON_REQUIRE_PEERS=1)",
       );
-      await using server = await startTestServer(engine);
+      // Serving system shared-memory regions, as a Triton server does (the script checks that
+      // the metadata lists the extension).
+      await using server = await startTestServer(engine, {
+        sharedMemory: new SharedMemoryRegistry(),
+      });
       const { code, stdout, stderr } = await new Deno.Command("python3", {
         args: ["-B", SCRIPT, "--url", `127.0.0.1:${server.frontend.port}`],
         stdout: "piped",

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ENGINES } from "./_helpers.ts";
 import { IDENTITY, startHttpServer, type TestModel } from "./_http_server.ts";
+import { SharedMemoryRegistry } from "../src/shm/registry.ts";
 import type { InferRequest } from "../src/callable/types.ts";
 
 const ADD: TestModel = {
@@ -29,7 +30,10 @@ async function expectJson(response: Response, status: number): Promise<unknown> 
 
 for (const engine of ENGINES) {
   Deno.test(`HTTP health, server metadata, model metadata, readiness and config [${engine}]`, async (t) => {
-    await using server = await startHttpServer(engine, [IDENTITY, ADD]);
+    // Serving system shared-memory regions, as a Triton server does (none are registered).
+    await using server = await startHttpServer(engine, [IDENTITY, ADD], {
+      sharedMemory: new SharedMemoryRegistry(),
+    });
     const base = server.url;
     await t.step("health", async () => {
       await expectEmpty(await get(`${base}/v2/health/live`), 200);
@@ -37,9 +41,19 @@ for (const engine of ENGINES) {
     });
     await t.step("server metadata", async () => {
       const body = await expectJson(await get(`${base}/v2`), 200) as Record<string, unknown>;
-      assert.deepEqual(body, server.engine.serverMetadata());
+      assert.deepEqual(body, {
+        ...server.engine.serverMetadata(),
+        extensions: [
+          "binary_tensor_data",
+          "parameters",
+          "statistics",
+          "model_configuration",
+          "model_repository",
+          "schedule_policy",
+          "system_shared_memory",
+        ],
+      });
       assert.equal(typeof body.name, "string");
-      assert.ok(Array.isArray(body.extensions));
     });
     await t.step("model metadata", async () => {
       const expected = {

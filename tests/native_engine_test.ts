@@ -186,6 +186,78 @@ Deno.test({ name: "native engine: callable errors reach the client", ignore }, a
   }
 });
 
+Deno.test(
+  { name: "native engine: outputs bound to caller memory are written there once", ignore },
+  async () => {
+    const engine = await started({ responseCacheByteSize: 1 << 20 });
+    try {
+      await engine.loadModel(define([double]));
+      await engine.loadModel(define([double], { responseCache: true }, "cached"));
+      for (const modelName of ["m", "cached", "cached"]) {
+        // The second "cached" request is a cache hit: the core writes the cached bytes there too.
+        const region = new Uint8Array(16);
+        const response = await engine.infer(
+          request([1, 2, 3], {
+            modelName,
+            outputs: ["y"],
+            outputBuffers: new Map([["y", region]]),
+          }),
+        );
+        const y = response.outputs.get("y")!;
+        // A view of the caller's bytes, which hold the result: nothing was copied out.
+        assert.equal((y.data as Float32Array).buffer, region.buffer, modelName);
+        assert.deepEqual([...new Float32Array(region.buffer, 0, 3)], [2, 4, 6]);
+        assert.deepEqual(y.shape, [1, 3]);
+      }
+      const stats = (await engine.modelStatistics("cached")).model_stats[0]!;
+      assert.equal(stats.inference_stats.cache_hit.count, 1);
+      await assert.rejects(
+        engine.infer(
+          request([1, 2, 3], {
+            outputs: ["y"],
+            outputBuffers: new Map([["y", new Uint8Array(8)]]),
+          }),
+        ),
+        (error: unknown) =>
+          error instanceof InferenceError && error.code === "INTERNAL" &&
+          error.message ===
+            "shared memory size specified with the request for output 'y' (8 bytes) should be at least 12 bytes to hold the results",
+      );
+      // Unbound outputs are copied out as before, and the engine keeps serving.
+      const response = await engine.infer(request([4]));
+      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [8]);
+    } finally {
+      await engine.stop();
+    }
+  },
+);
+
+Deno.test(
+  { name: "native engine: the callable reads an input on the request's own ArrayBuffer", ignore },
+  async () => {
+    const engine = await started();
+    try {
+      const seen: ArrayBufferLike[] = [];
+      await engine.loadModel(define([(requests) => {
+        seen.push(...requests.map((r) => (r.data.x!.data as Float32Array).buffer));
+        return double(requests);
+      }]));
+      const input = new Float32Array(1024).fill(1.5);
+      const response = await engine.infer({
+        modelName: "m",
+        parameters: {},
+        inputs: new Map([["x", ndarray(input, [1, 1024])]]),
+      });
+      assert.equal((response.outputs.get("y")!.data as Float32Array)[1023], 3);
+      // Not a new ArrayBuffer over the core's pointer (V8 counts those as external memory).
+      assert.equal(seen.length, 1);
+      assert.equal(seen[0], input.buffer);
+    } finally {
+      await engine.stop();
+    }
+  },
+);
+
 Deno.test({ name: "native engine: start and stop repeatedly in one process", ignore }, async () => {
   for (let round = 0; round < 3; round++) {
     const engine = await started();

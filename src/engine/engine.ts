@@ -152,6 +152,13 @@ export interface InferenceRequest {
   readonly inputs: ReadonlyMap<string, NDArray>;
   /** Requested outputs; `undefined` means every declared output. */
   readonly outputs?: readonly string[];
+  /**
+   * Memory that requested outputs go to (a client's shared-memory region), by output name. The
+   * Triton engine has the core write those outputs there and answers them as views of these
+   * bytes, so the front end's copy into the region finds nothing to do; the built-in engine
+   * answers as usual. The bytes must stay valid until the response is written.
+   */
+  readonly outputBuffers?: ReadonlyMap<string, Uint8Array>;
   /** Request parameters (body parameters and forwarded headers). */
   readonly parameters: Readonly<Record<string, ParameterValue>>;
   /** Priority level (0 = the model's default). */

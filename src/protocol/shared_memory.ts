@@ -12,6 +12,7 @@
  * @module
  */
 
+import type { ServerMetadata } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
 import type { RegionView, SharedMemoryRegistry } from "../shm/registry.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -28,7 +29,63 @@ export interface SharedMemoryRef {
   readonly offset: number;
 }
 
-function byteCount(value: unknown, key: string, what: string): number {
+/**
+ * The server metadata a front end answers: the engine's, plus `system_shared_memory` where the
+ * front end serves regions (as Triton lists it). `cuda_shared_memory` is never listed: CUDA
+ * registration is refused.
+ *
+ * @param metadata The engine's server metadata.
+ * @param registry The front end's regions; `undefined` where it has none.
+ * @returns The metadata to answer.
+ *
+ * @example
+ * ```ts
+ * import { withSharedMemoryExtension } from "./shared_memory.ts";
+ * import { SharedMemoryRegistry } from "../shm/registry.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const metadata = { name: "triton", version: "2.51.0", extensions: ["parameters"] };
+ * assert.deepEqual(withSharedMemoryExtension(metadata, undefined), metadata);
+ * assert.deepEqual(
+ *   withSharedMemoryExtension(metadata, new SharedMemoryRegistry()).extensions,
+ *   ["parameters", "system_shared_memory"],
+ * );
+ * ```
+ */
+export function withSharedMemoryExtension(
+  metadata: ServerMetadata,
+  registry: SharedMemoryRegistry | undefined,
+): ServerMetadata {
+  if (registry === undefined) return metadata;
+  return { ...metadata, extensions: [...metadata.extensions, "system_shared_memory"] };
+}
+
+/** Names a register request in {@linkcode byteCount}'s errors. */
+export const REGISTER_REQUEST = "the shared memory register request";
+
+/**
+ * Reads a byte count or offset of the shared-memory extension, one rule for both front ends
+ * and for tensor parameters and register requests alike: a non-negative safe integer.
+ *
+ * @param value The value (a JSON number or bigint, or a decoded gRPC integer as a bigint).
+ * @param key Its name, e.g. `offset`.
+ * @param what Names where it came from in errors, e.g. `the shared memory register request`.
+ * @returns The count.
+ * @throws {InferenceError} (INVALID_ARG) For anything else.
+ *
+ * @example
+ * ```ts
+ * import { byteCount } from "./shared_memory.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(byteCount(16n, "offset", "the shared memory register request"), 16);
+ * assert.throws(
+ *   () => byteCount(2n ** 64n - 1n, "offset", "the shared memory register request"),
+ *   /Unable to parse 'offset' of the shared memory register request: expected a non-negative integer/,
+ * );
+ * ```
+ */
+export function byteCount(value: unknown, key: string, what: string): number {
   const number = typeof value === "bigint" ? Number(value) : value;
   if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
     throw InferenceError.invalidArg(
@@ -172,6 +229,19 @@ export class SharedMemoryBinding {
   }
 
   /**
+   * The request's fields for its outputs in shared memory: `outputBuffers`, each output's bytes
+   * in its region (for an engine to write there directly), or nothing when there are none.
+   *
+   * @returns Fields to spread into the `InferenceRequest`.
+   */
+  requestFields(): { outputBuffers?: ReadonlyMap<string, Uint8Array> } {
+    if (this.#outputs.size === 0) return {};
+    return {
+      outputBuffers: new Map([...this.#outputs].map(([name, view]) => [name, view.bytes])),
+    };
+  }
+
+  /**
    * Writes each output directed to a region into it (one copy per output).
    *
    * @param outputs The engine's outputs.
@@ -188,7 +258,8 @@ export class SharedMemoryBinding {
           `shared memory size specified with the request for output '${name}' (${view.bytes.byteLength} bytes) should be at least ${bytes.byteLength} bytes to hold the results`,
         );
       }
-      // An identity model hands back the input's own view: nothing to copy then.
+      // Already there: the engine wrote into the region (Triton engine), or an identity model
+      // handed back the input's own view.
       if (bytes.buffer !== view.bytes.buffer || bytes.byteOffset !== view.bytes.byteOffset) {
         view.bytes.set(bytes);
       }

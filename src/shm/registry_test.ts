@@ -109,3 +109,35 @@ Deno.test("SharedMemoryRegistry refuses bad keys and sizes with Triton's message
     Deno.removeSync(PATH);
   }
 });
+
+Deno.test("SharedMemoryRegistry reuses a released view's ArrayBuffer, never a held one", () => {
+  Deno.writeFileSync(PATH, new Uint8Array(64));
+  const registry = new SharedMemoryRegistry();
+  try {
+    registry.register({ name: "r", key: KEY, offset: 0, byteSize: 64 });
+    const first = registry.acquire("r", 0, 16);
+    // Held at once: each hold has its own buffer (a Worker may take one by transfer).
+    const second = registry.acquire("r", 0, 16);
+    assert.notEqual(second.bytes.buffer, first.bytes.buffer);
+    const buffer = first.bytes.buffer;
+    first.release();
+    // The next hold of the same bytes gets the released buffer: no new external memory.
+    const third = registry.acquire("r", 0, 16);
+    assert.equal(third.bytes.buffer, buffer);
+    // Other bytes get a buffer of their own.
+    const other = registry.acquire("r", 16, 16);
+    assert.notEqual(other.bytes.buffer, buffer);
+    // A buffer taken away (transferred or detached) is not handed out again.
+    third.bytes.buffer.transfer();
+    third.release();
+    const fourth = registry.acquire("r", 0, 16);
+    assert.equal(fourth.bytes.byteLength, 16);
+    assert.notEqual(fourth.bytes.buffer, buffer);
+    for (const view of [second, other, fourth]) view.release();
+    registry.close();
+    assert.equal(mappings(), 0);
+  } finally {
+    registry.close();
+    Deno.removeSync(PATH);
+  }
+});

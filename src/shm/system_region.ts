@@ -17,6 +17,8 @@ const MAP_SHARED = 1;
 const SEEK_END = 2;
 const SC_PAGESIZE = 30;
 const MAP_FAILED = 0xffff_ffff_ffff_ffffn;
+// Released views kept per range of a region: as many as requests that use it at once, mostly.
+const MAX_SPARE = 16;
 
 /** Where a region comes from, as a client registers it. */
 export interface RegionSpec {
@@ -99,6 +101,8 @@ export class SystemRegion {
   // Where `spec.offset` lies in the mapping (mmap offsets are whole pages).
   #start: number;
   #holds = 0;
+  // ArrayBuffers of released holds, by `offset:byteSize`, for the next hold of the same bytes.
+  #spare = new Map<string, ArrayBuffer[]>();
   #closed = false;
   #unmapped = false;
 
@@ -205,10 +209,13 @@ export class SystemRegion {
     }
     this.#holds++;
     // Each hold gets its own ArrayBuffer: a Worker may take it by transfer without detaching
-    // anyone else's view.
-    const bytes = byteSize === 0 ? new Uint8Array(0) : new Uint8Array(
-      Deno.UnsafePointerView.getArrayBuffer(this.#mapping, byteSize, this.#start + offset),
-    );
+    // anyone else's view. Released ones are reused: V8 counts each new one as external memory,
+    // and megabytes of it per request would trigger a garbage collection per request.
+    const key = `${offset}:${byteSize}`;
+    const spare = this.#spare.get(key)?.pop();
+    const buffer = spare ?? (byteSize === 0 ? new ArrayBuffer(0) : Deno.UnsafePointerView
+      .getArrayBuffer(this.#mapping, byteSize, this.#start + offset));
+    const bytes = new Uint8Array(buffer);
     let released = false;
     return {
       bytes,
@@ -216,7 +223,13 @@ export class SystemRegion {
         if (released) return;
         released = true;
         this.#holds--;
-        if (this.#closed && this.#holds === 0) this.#unmap();
+        if (this.#closed) {
+          if (this.#holds === 0) this.#unmap();
+        } else if (!buffer.detached && byteSize > 0) {
+          const list = this.#spare.get(key) ?? [];
+          if (list.length < MAX_SPARE) list.push(buffer);
+          this.#spare.set(key, list);
+        }
       },
     };
   }
@@ -230,6 +243,7 @@ export class SystemRegion {
   #unmap(): void {
     if (this.#unmapped) return;
     this.#unmapped = true;
+    this.#spare.clear();
     this.#libc.munmap(this.#mapping, BigInt(this.#mappedBytes));
   }
 }

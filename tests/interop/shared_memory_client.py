@@ -214,6 +214,19 @@ def bad_inputs():
         BAD,
         "failed to register shared memory region 'far': invalid args",
     )
+    # One rule on both front ends: offsets and sizes are non-negative safe integers.
+    expect_error(
+        lambda: client.register_system_shared_memory("huge", key("bad"), 16, offset=2**64 - 1),
+        BAD,
+        "Unable to parse 'offset' of the shared memory register request: "
+        "expected a non-negative integer",
+    )
+    expect_error(
+        lambda: client.register_system_shared_memory("huge", key("bad"), 2**63),
+        BAD,
+        "Unable to parse 'byte_size' of the shared memory register request: "
+        "expected a non-negative integer",
+    )
     client.register_system_shared_memory("bad", key("bad"), SIZE)
     try:
         expect_error(

@@ -7,7 +7,9 @@
  * which reports statistics, releases the requests and lets `ModelInstanceExecute` return.
  *
  * Input tensors are views of the core's request memory: they are valid only while the callable
- * runs (until its batch is done). A batch is released only once its instance is done with it (a
+ * runs (until its batch is done). Where that memory is JavaScript's own (the front end's bytes,
+ * a shared-memory region's view: see `lend` in `tensors.ts`), they are views of its
+ * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its instance is done with it (a
  * timed-out callable keeps its batch until it returns); when the server gives up on a running
  * batch at stop, main-thread views are revoked (detached) first, and Worker instances must have
  * ended.
@@ -26,7 +28,7 @@ import type { ModelInstance, NativeTensorLocation } from "../../instances/instan
 import type { Logger } from "../../log.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
-import type { BridgeLibrary } from "./ffi.ts";
+import { type BridgeLibrary, openLibc } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
 import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
@@ -268,7 +270,10 @@ function sendResult(
       sendError(options, index, code, message);
       return;
     }
-    if (bytes.byteLength > 0) viewAt(Number(out[0]), bytes.byteLength).set(bytes);
+    // memcpy, not a view: a view of the core's buffer would count as external memory for V8.
+    if (bytes.byteLength > 0) {
+      openLibc().memcpy(Deno.UnsafePointer.create(out[0]!), bytes, BigInt(bytes.byteLength));
+    }
   }
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
 }

@@ -456,7 +456,9 @@ export class NativeEngine implements Engine {
               return;
             }
             try {
-              resolve(readResponse(libraries.bridge, response, loaded.order));
+              resolve(
+                readResponse(libraries.bridge, response, loaded.order, request.outputBuffers),
+              );
             } catch (error) {
               reject(error);
             }

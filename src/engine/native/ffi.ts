@@ -129,7 +129,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 3;
+export const BRIDGE_VERSION = 4;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.
@@ -261,6 +261,11 @@ export function openCuda(path: string): CudaDriverLibrary {
  * temporary directory, and reading it through Deno's file API would need a read grant there that
  * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
  * `open`'s optional mode argument is not passed (no file is created).
+ *
+ * `memcpy` writes a result into memory the core handed out (`backend_bridge.ts`), and
+ * `memcpyFrom` copies an output out of a response (`tensors.ts`), without an `ArrayBuffer` over
+ * the core's memory: V8 counts every such buffer as external memory, and one of
+ * megabytes per request triggers a garbage collection per request.
  */
 export const LIBC_SYMBOLS = {
   open: { parameters: [B, "i32"], result: "i32" },
@@ -273,6 +278,8 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: P },
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
+  memcpy: { parameters: [P, B, "usize"], result: P },
+  memcpyFrom: { name: "memcpy", parameters: [B, P, "usize"], result: P },
 } as const;
 
 /** The libc functions DenoTriton calls, `shm_open` always present. */
@@ -299,6 +306,10 @@ export interface LibcLibrary {
   readonly strerror: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["strerror"];
   /** `sysconf(name)`. */
   readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
+  /** `memcpy(destination, source, count)`, into foreign memory. */
+  readonly memcpy: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpy"];
+  /** `memcpy(destination, source, count)`, out of foreign memory. */
+  readonly memcpyFrom: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpyFrom"];
 }
 
 let libc: LibcLibrary | undefined;

@@ -15,7 +15,7 @@ import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { Packer } from "./packer.ts";
 import { pointerOf, takeError } from "./status.ts";
-import { tritonDataType } from "./tensors.ts";
+import { addressOf, lend, returnLent, tritonDataType } from "./tensors.ts";
 
 const RESPONSE_FINAL = 1;
 const RELEASE_ALL = 1;
@@ -52,8 +52,22 @@ export function submitRequest(
     throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
   // Input memory must outlive the request: the core reads it until the release event.
-  const keep: unknown[] = [];
-  const packed = packRequest(request, keep).bytes();
+  const keep: Uint8Array[] = [];
+  const lentAt: bigint[] = [];
+  const giveBack = (): void => {
+    for (const address of lentAt) returnLent(address);
+    lentAt.length = 0;
+    keep.length = 0;
+  };
+  // The bound-output table must outlive the last response, which may follow the release.
+  let bound = boundOutputs(request);
+  let packed: Uint8Array;
+  try {
+    packed = packRequest(request, keep, lentAt, bound).bytes();
+  } catch (error) {
+    giveBack();
+    throw error;
+  }
   const slot = new BigUint64Array(1);
   let handle: Deno.PointerValue = null;
   let tag: bigint | undefined;
@@ -70,6 +84,7 @@ export function submitRequest(
     };
     const finish = (): void => {
       if (released && finalSeen) {
+        bound = undefined;
         request.signal?.removeEventListener("abort", onAbort);
         queue.unregister(tag!);
       }
@@ -95,7 +110,7 @@ export function submitRequest(
         released = true;
         const failure = core.TRITONSERVER_InferenceRequestDelete(handle);
         if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
-        keep.length = 0;
+        giveBack();
         finish();
       },
     });
@@ -113,11 +128,13 @@ export function submitRequest(
   } catch (error) {
     // Before a successful submit no callback fires, and the bridge deleted the request.
     if (tag !== undefined) queue.unregister(tag);
+    giveBack();
     throw error;
   }
 }
 
 const packer = new Packer();
+const tablePacker = new Packer();
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
@@ -125,11 +142,38 @@ const PARAMETER_BOOL = 2;
 const PARAMETER_DOUBLE = 3;
 
 /**
- * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
- * (name, datatype, shape, data address and size), the requested outputs and the typed
- * parameters. Each input's bytes are pushed onto `keep`.
+ * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
+ * `ffi/dt_client.c`): u64 table length, u32 count, then name, address and byte size per
+ * requested output found in `request.outputBuffers`; `undefined` when there are none.
  */
-function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
+function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
+  const buffers = request.outputBuffers;
+  if (buffers === undefined || buffers.size === 0) return undefined;
+  tablePacker.reset();
+  tablePacker.i64(0);
+  tablePacker.u32(buffers.size);
+  for (const [name, bytes] of buffers) {
+    tablePacker.string(name);
+    tablePacker.i64(bytes.byteLength === 0 ? 0n : addressOf(bytes));
+    tablePacker.i64(bytes.byteLength);
+  }
+  const table = tablePacker.bytes().slice();
+  new DataView(table.buffer).setBigUint64(0, BigInt(table.byteLength), true);
+  return table;
+}
+
+/**
+ * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
+ * (name, datatype, shape, data address and size), the requested outputs, the typed parameters
+ * and the address of the bound-output table (0: none). Each input's bytes are pushed onto
+ * `keep`, and the addresses of those lent to the core (see `lend`) onto `lentAt`.
+ */
+function packRequest(
+  request: InferenceRequest,
+  keep: Uint8Array[],
+  lentAt: bigint[],
+  bound: Uint8Array | undefined,
+): Packer {
   packer.reset();
   packer.string(request.modelName);
   packer.i64(request.modelVersion ?? -1);
@@ -151,11 +195,15 @@ function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
     packer.u32(array.shape.length);
     for (const d of array.shape) packer.i64(d);
     const bytes = toRawBytes(array);
-    // Reading `.buffer` moves small on-heap typed arrays off-heap, so the address stays put.
-    keep.push(bytes.buffer, bytes);
-    packer.i64(
-      bytes.byteLength === 0 ? 0n : Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)),
-    );
+    keep.push(bytes);
+    if (bytes.byteLength === 0) {
+      packer.i64(0);
+    } else {
+      // The backend then views these bytes on their own ArrayBuffer.
+      const address = lend(bytes);
+      lentAt.push(address);
+      packer.i64(address);
+    }
     packer.i64(bytes.byteLength);
   }
   for (const name of outputs) packer.string(name);
@@ -175,5 +223,6 @@ function packRequest(request: InferenceRequest, keep: unknown[]): Packer {
       packer.f64(value);
     }
   }
+  packer.i64(bound === undefined ? 0n : addressOf(bound));
   return packer;
 }

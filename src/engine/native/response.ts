@@ -2,7 +2,8 @@
  * Reading a `TRITONSERVER_InferenceResponse` into a protocol-neutral
  * {@linkcode InferenceResponse}: the C bridge describes it into a reused buffer in a packed
  * layout (error, model, version, id, parameters, outputs with addresses; `dt_response_read`),
- * and the outputs are copied out before the response is deleted.
+ * and the outputs are copied out before the response is deleted, except those the core wrote
+ * into the request's own output buffers (shared-memory regions), which are viewed there.
  *
  * @module
  */
@@ -14,7 +15,7 @@ import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { errorCodeName } from "./status.ts";
-import { dtypeOfTriton, tensorCopy, viewAt } from "./tensors.ts";
+import { addressOf, dtypeOfTriton, tensorCopy, tensorInPlace } from "./tensors.ts";
 
 /** A tensor as the bridge describes it. */
 export interface DescribedTensor {
@@ -88,6 +89,8 @@ let scratch = new Uint8Array(4096);
  * @param bridge The bridge library.
  * @param response The response (still owned by the caller, who deletes it afterwards).
  * @param order Output names in the model's declared order (the response follows it).
+ * @param bound The request's output buffers (`InferenceRequest.outputBuffers`): an output the
+ *   core wrote there is answered as a view of them, not copied.
  * @returns The response.
  * @throws {InferenceError} The response's error, with the core's code.
  */
@@ -95,6 +98,7 @@ export function readResponse(
   bridge: BridgeLibrary,
   response: Deno.PointerValue,
   order: readonly string[],
+  bound?: ReadonlyMap<string, Uint8Array>,
 ): InferenceResponse {
   let size = Number(bridge.dt_response_read(response, scratch, BigInt(scratch.byteLength)));
   if (size > scratch.byteLength) {
@@ -116,9 +120,15 @@ export function readResponse(
     if (output.gpu) {
       throw InferenceError.internal(`Cannot read output '${output.name}': it is in GPU memory`);
     }
+    const dtype = dtypeOfTriton(output.datatype);
+    const buffer = bound?.get(output.name);
     byName.set(
       output.name,
-      tensorCopy(dtypeOfTriton(output.datatype), output.shape, viewAt(output.address, output.size)),
+      buffer !== undefined && output.size <= buffer.byteLength &&
+        (output.size === 0 ||
+          addressOf(buffer) === output.address)
+        ? tensorInPlace(dtype, output.shape, buffer.subarray(0, output.size))
+        : tensorCopy(dtype, output.shape, output.address, output.size),
     );
   }
   const outputs = new Map<string, NDArray>();

@@ -8,6 +8,7 @@
 import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import { openLibc } from "./ffi.ts";
 
 const BY_DTYPE: Readonly<Record<DType, number>> = {
   bool: 1,
@@ -73,7 +74,55 @@ export function dtypeOfTriton(value: number): DType {
 }
 
 /**
- * A view of `size` bytes at a core-owned address (no copy); empty for size 0.
+ * The address of JavaScript bytes, for the core. Reading `.buffer` first moves small on-heap
+ * typed arrays off-heap, so the address stays put.
+ *
+ * @param bytes The bytes.
+ * @returns Their address.
+ */
+export function addressOf(bytes: Uint8Array): bigint {
+  void bytes.buffer;
+  return Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes));
+}
+
+// JavaScript memory handed to the core as request inputs, by address, with a count per address
+// (requests in flight may share the same bytes, e.g. one shared-memory region).
+const lent = new Map<bigint, { bytes: Uint8Array; count: number }>();
+
+/**
+ * Records bytes handed to the core (a request's input), so that {@linkcode viewAt} answers the
+ * core's pointer to them with a view of the same `ArrayBuffer`: V8 counts each new
+ * `ArrayBuffer` over foreign memory as external memory, and megabytes of it per request
+ * trigger a garbage collection per request. Give them back with {@linkcode returnLent} once
+ * the core is done with them (the request's release).
+ *
+ * @param bytes The bytes.
+ * @returns Their address (see {@linkcode addressOf}).
+ */
+export function lend(bytes: Uint8Array): bigint {
+  const address = addressOf(bytes);
+  const entry = lent.get(address);
+  if (entry === undefined) lent.set(address, { bytes, count: 1 });
+  else {
+    entry.count++;
+    if (bytes.byteLength > entry.bytes.byteLength) entry.bytes = bytes;
+  }
+  return address;
+}
+
+/**
+ * Forgets bytes recorded by {@linkcode lend}, once per call of it.
+ *
+ * @param address What `lend` returned.
+ */
+export function returnLent(address: bigint): void {
+  const entry = lent.get(address);
+  if (entry !== undefined && --entry.count === 0) lent.delete(address);
+}
+
+/**
+ * A view of `size` bytes at a core-owned address (no copy); empty for size 0. Bytes that
+ * JavaScript lent the core (see {@linkcode lend}) are viewed on their own `ArrayBuffer`.
  *
  * @param address The address.
  * @param size The byte count.
@@ -81,6 +130,10 @@ export function dtypeOfTriton(value: number): DType {
  */
 export function viewAt(address: number | bigint, size: number): Uint8Array {
   if (size === 0 || address === 0 || address === 0n) return new Uint8Array(0);
+  const known = lent.get(BigInt(address))?.bytes;
+  if (known !== undefined && known.byteLength >= size && !(known.buffer as ArrayBuffer).detached) {
+    return known.subarray(0, size);
+  }
   const pointer = Deno.UnsafePointer.create(BigInt(address))!;
   return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pointer, size));
 }
@@ -98,13 +151,24 @@ export function tensorInPlace(dtype: DType, shape: readonly number[], bytes: Uin
 }
 
 /**
- * An NDArray that owns a copy of core-owned memory (for data that dies with a response).
+ * An NDArray that owns a copy of core-owned memory (for data that dies with a response), copied
+ * with `memcpy` rather than through a view of that memory.
  *
  * @param dtype The element type.
  * @param shape The dimensions.
- * @param bytes The raw data.
- * @returns The tensor, independent of `bytes`.
+ * @param address Where the data lies.
+ * @param size Its byte count.
+ * @returns The tensor, independent of that memory.
  */
-export function tensorCopy(dtype: DType, shape: readonly number[], bytes: Uint8Array): NDArray {
-  return fromRawBytes(dtype, shape, bytes.slice());
+export function tensorCopy(
+  dtype: DType,
+  shape: readonly number[],
+  address: number | bigint,
+  size: number,
+): NDArray {
+  const copy = new Uint8Array(size);
+  if (size > 0 && address !== 0 && address !== 0n) {
+    openLibc().memcpyFrom(copy, Deno.UnsafePointer.create(BigInt(address)), BigInt(size));
+  }
+  return fromRawBytes(dtype, shape, copy);
 }

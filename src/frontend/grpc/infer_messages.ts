@@ -220,6 +220,7 @@ function decodeTensors(
     ...(message.id ? { id: message.id } : {}),
     inputs,
     ...(outputs !== undefined && outputs.length > 0 ? { outputs } : {}),
+    ...sharedMemory.requestFields(),
     parameters,
     ...(priority !== undefined ? { priority } : {}),
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),

@@ -37,6 +37,11 @@ import {
   type RepositoryModelRequest,
 } from "../../protocol/grpc_codec.ts";
 import { FINAL_RESPONSE_PARAMETER } from "../../protocol/constants.ts";
+import {
+  byteCount,
+  REGISTER_REQUEST,
+  withSharedMemoryExtension,
+} from "../../protocol/shared_memory.ts";
 import { parseModelVersion, toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
 import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
 import { messageSerializer } from "./message_framing.ts";
@@ -412,7 +417,7 @@ export function createServices(
       return { ready: engine.modelReady(name, version) };
     }),
     ServerMetadata: unary("ServerMetadata", () => {
-      const metadata = engine.serverMetadata();
+      const metadata = withSharedMemoryExtension(engine.serverMetadata(), sharedMemory);
       return { ...metadata, extensions: [...metadata.extensions] };
     }),
     ModelMetadata: unary("ModelMetadata", (bytes) => {
@@ -455,11 +460,12 @@ export function createServices(
       "SystemSharedMemoryRegister",
       sharedMemory === undefined ? notSupported(SHM_MESSAGE) : (bytes) => {
         const request = decode(codecs.SystemSharedMemoryRequest, "shared memory request", bytes);
+        // uint64 fields decode as digit strings or numbers; the HTTP route's rule checks them.
         sharedMemory.register({
           name: request.name ?? "",
           key: request.key ?? "",
-          offset: Number(request.offset ?? 0),
-          byteSize: Number(request.byte_size ?? 0),
+          offset: byteCount(BigInt(request.offset ?? 0), "offset", REGISTER_REQUEST),
+          byteSize: byteCount(BigInt(request.byte_size ?? 0), "byte_size", REGISTER_REQUEST),
         });
         return {};
       },

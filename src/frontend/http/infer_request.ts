@@ -388,7 +388,10 @@ function decodeBody(
       classification: format.classification,
     });
   }
-  const request = inferenceRequest(options, params, inputs, id, names);
+  const request = {
+    ...inferenceRequest(options, params, inputs, id, names),
+    ...sharedMemory.requestFields(),
+  };
   return { request, outputFormats, defaultBinary: params.binaryDataOutput, sharedMemory };
 }
 

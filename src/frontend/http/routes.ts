@@ -33,6 +33,11 @@ import {
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
+import {
+  byteCount,
+  REGISTER_REQUEST,
+  withSharedMemoryExtension,
+} from "../../protocol/shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -223,14 +228,7 @@ function sharedMemoryUnsupported(kind: string): never {
 
 function nonNegative(body: Record<string, unknown>, key: string): number | undefined {
   const value = body[key];
-  if (value === undefined) return undefined;
-  const number = typeof value === "bigint" ? Number(value) : value;
-  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0) {
-    throw InferenceError.invalidArg(
-      `Unable to parse '${key}' of the shared memory register request: expected a non-negative integer`,
-    );
-  }
-  return number;
+  return value === undefined ? undefined : byteCount(value, key, REGISTER_REQUEST);
 }
 
 async function registerSystemRegion(
@@ -307,7 +305,10 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       route("/v2"),
       "metadata",
-      () => Promise.resolve(jsonResponse(engine.serverMetadata())),
+      () =>
+        Promise.resolve(
+          jsonResponse(withSharedMemoryExtension(engine.serverMetadata(), settings.sharedMemory)),
+        ),
     )
     .add(
       "GET",
