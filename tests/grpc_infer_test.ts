@@ -329,3 +329,39 @@ for (const engine of ENGINES) {
     }
   });
 }
+
+for (const engine of ENGINES) {
+  Deno.test(`ModelInfer carries 4 MiB tensors both ways, concurrently, byte for byte [${engine}]`, async () => {
+    await using server = await startTestServer(engine);
+    // grpc-js clients take 4 MiB by default; the response is a little more.
+    using client = new TestGrpcClient(server.frontend.port, {
+      channelOptions: { "grpc.max_receive_message_length": 8 * 1024 * 1024 },
+    });
+    const elements = 1 << 20;
+    // Each request its own values, so a response buffer reused too early shows up as a mismatch.
+    const tensor = (seed: number): Float32Array => {
+      const values = new Float32Array(elements);
+      for (let i = 0; i < elements; i++) values[i] = seed * 1e6 + i;
+      return values;
+    };
+    const identity = async (seed: number): Promise<void> => {
+      const sent = tensor(seed);
+      const response = await watchdog(
+        infer(client, {
+          model_name: "Identity",
+          inputs: [{ name: "IN_float32", datatype: "FP32", shape: [elements] }],
+          raw_input_contents: [new Uint8Array(sent.buffer)],
+        }),
+        `identity ${seed}`,
+      );
+      const raw = response.raw_output_contents![0]!;
+      assert.equal(raw.byteLength, 4 * elements);
+      const back = new Float32Array(raw.slice().buffer);
+      const first = back.findIndex((value, i) => value !== sent[i]);
+      assert.equal(first, -1, `request ${seed} differs at element ${first}`);
+    };
+    for (let round = 0; round < 2; round++) {
+      await Promise.all([1, 2, 3, 4].map((seed) => identity(round * 10 + seed)));
+    }
+  });
+}

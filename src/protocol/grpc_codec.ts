@@ -16,10 +16,28 @@
 
 import protobuf from "protobufjs";
 import { PROTO_FILES } from "./_proto_text.ts";
-import { concatBytes } from "../tensor/concat_bytes.ts";
 
 /** A 64-bit integer as the codec accepts it; decoding yields decimal strings. */
 export type Int64 = number | string | bigint;
+
+/** Options of {@linkcode MessageCodec.encode}. */
+export interface EncodeOptions {
+  /**
+   * Bytes left free before the message for the caller's framing (the 5-byte gRPC message
+   * prefix), so framing needs no second copy of the message.
+   *
+   * @default {0}
+   */
+  headroom?: number;
+  /**
+   * Provides the buffer for a message whose size is known before it is written (messages with
+   * raw tensor contents); it must return exactly `bytes` bytes, whose contents are all
+   * overwritten.
+   *
+   * @default {(bytes) => new Uint8Array(bytes)}
+   */
+  allocate?: (bytes: number) => Uint8Array;
+}
 
 /** Encodes and decodes one message type. */
 export interface MessageCodec<T> {
@@ -29,9 +47,10 @@ export interface MessageCodec<T> {
    * Encodes a plain object (proto field names; unknown fields are ignored).
    *
    * @param value The message.
-   * @returns The wire bytes.
+   * @param options Room to leave before the message, and where its buffer comes from.
+   * @returns The wire bytes, after `options.headroom` unwritten bytes.
    */
-  encode(value: T): Uint8Array;
+  encode(value: T, options?: EncodeOptions): Uint8Array;
   /**
    * Decodes wire bytes to a plain object with every field present (defaults filled in).
    *
@@ -403,8 +422,10 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
   const type = protoRoot().lookupType(name);
   return {
     name,
-    encode(value: T): Uint8Array {
-      return type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+    encode(value: T, options: EncodeOptions = {}): Uint8Array {
+      const bytes = type.encode(type.fromObject(value as Record<string, unknown>)).finish();
+      const headroom = options.headroom ?? 0;
+      return headroom === 0 ? bytes : withHeadroom(bytes, headroom);
     },
     decode(bytes: Uint8Array): T {
       // A plain view, not a Node Buffer: decoded `bytes` fields are then plain Uint8Arrays,
@@ -415,13 +436,17 @@ export function messageCodec<T>(name: string): MessageCodec<T> {
   };
 }
 
-// ---- Raw tensor contents ------------------------------------------------------------------
-
-/** A message being encoded as pieces of the wire bytes, in order, not yet joined. */
-interface Pieces {
-  readonly chunks: Uint8Array[];
-  size: number;
+function newBytes(bytes: number): Uint8Array {
+  return new Uint8Array(bytes);
 }
+
+function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
+  const out = new Uint8Array(headroom + bytes.byteLength);
+  out.set(bytes, headroom);
+  return out;
+}
+
+// ---- Raw tensor contents ------------------------------------------------------------------
 
 function varintSize(value: number): number {
   let size = 1;
@@ -432,55 +457,83 @@ function varintSize(value: number): number {
   return size;
 }
 
-/** A length-delimited field's tag and length (wire type 2). */
-function fieldPrefix(field: number, length: number): Uint8Array {
-  const tag = field * 8 + 2;
-  const prefix = new Uint8Array(varintSize(tag) + varintSize(length));
-  let at = 0;
-  for (let value of [tag, length]) {
+/** The size of a length-delimited field's tag and length (wire type 2). */
+function prefixSize(field: number, length: number): number {
+  return varintSize(field * 8 + 2) + varintSize(length);
+}
+
+/** Writes a length-delimited field's tag and length at `at`; returns the offset after them. */
+function writePrefix(out: Uint8Array, at: number, field: number, length: number): number {
+  for (let value of [field * 8 + 2, length]) {
     while (value >= 0x80) {
-      prefix[at++] = (value % 0x80) | 0x80;
+      out[at++] = (value % 0x80) | 0x80;
       value = Math.floor(value / 0x80);
     }
-    prefix[at++] = value;
+    out[at++] = value;
   }
-  return prefix;
+  return at;
 }
 
-function push(pieces: Pieces, chunk: Uint8Array): void {
-  pieces.chunks.push(chunk);
-  pieces.size += chunk.byteLength;
+/**
+ * A message whose last field is `repeated bytes` raw tensor contents, laid out before writing:
+ * the other fields as protobufjs encodes them, then one length-delimited entry per raw tensor.
+ */
+interface RawLayout {
+  readonly head: Uint8Array;
+  readonly raw: readonly Uint8Array[];
+  readonly field: number;
+  readonly size: number;
 }
 
-/** Joins pieces into one buffer: the only copy of the raw contents. */
+function rawLayout<T>(
+  head: MessageCodec<T>,
+  value: T,
+  rawField: keyof T & string,
+  field: number,
+): RawLayout {
+  const raw = (value[rawField] as readonly Uint8Array[] | undefined) ?? [];
+  const headBytes = head.encode(raw.length === 0 ? value : { ...value, [rawField]: undefined });
+  let size = headBytes.byteLength;
+  for (const bytes of raw) size += prefixSize(field, bytes.byteLength) + bytes.byteLength;
+  return { head: headBytes, raw, field, size };
+}
+
+function writeLayout(out: Uint8Array, at: number, layout: RawLayout): number {
+  out.set(layout.head, at);
+  at += layout.head.byteLength;
+  for (const bytes of layout.raw) {
+    at = writePrefix(out, at, layout.field, bytes.byteLength);
+    out.set(bytes, at);
+    at += bytes.byteLength;
+  }
+  return at;
+}
+
 /**
  * The codec of a message whose last field is `repeated bytes` raw tensor contents
  * (`raw_input_contents`, `raw_output_contents`): protobufjs encodes the other fields, and each
- * raw entry is written after them as a length-delimited field around the caller's bytes, so the
- * tensor data is copied once, into the wire buffer (the bytes protobufjs would produce: fields
- * in number order). Decoding is protobufjs's, whose `bytes` are views of the input.
+ * raw entry is written after them as a length-delimited field around the caller's bytes, all
+ * into one buffer sized up front, so the tensor data is copied once, into the wire buffer (the
+ * bytes protobufjs would produce: fields in number order). Decoding is protobufjs's, whose
+ * `bytes` are views of the input.
  */
 function rawContentsCodec<T>(
   name: string,
   rawField: keyof T & string,
   fieldNumber: number,
-): MessageCodec<T> & { pieces(value: T, into: Pieces): void } {
+): MessageCodec<T> & { layout(value: T): RawLayout } {
   const head = messageCodec<T>(name);
-  const pieces = (value: T, into: Pieces): void => {
-    const raw = value[rawField] as readonly Uint8Array[] | undefined;
-    push(into, head.encode(raw === undefined ? value : { ...value, [rawField]: undefined }));
-    for (const bytes of raw ?? []) {
-      push(into, fieldPrefix(fieldNumber, bytes.byteLength));
-      if (bytes.byteLength > 0) push(into, bytes);
-    }
-  };
+  const layout = (value: T): RawLayout => rawLayout(head, value, rawField, fieldNumber);
   return {
     name,
-    pieces,
-    encode(value: T): Uint8Array {
-      const into: Pieces = { chunks: [], size: 0 };
-      pieces(value, into);
-      return concatBytes(into.chunks, into.size);
+    layout,
+    encode(value: T, options: EncodeOptions = {}): Uint8Array {
+      const planned = layout(value);
+      if (planned.raw.length === 0) return head.encode(value, options);
+      const { headroom = 0, allocate = newBytes } = options;
+      const out = allocate(headroom + planned.size);
+      writeLayout(out, headroom, planned);
+      return out;
     },
     decode: head.decode,
   };
@@ -496,17 +549,17 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
   );
   return {
     name,
-    encode(value: ModelStreamInferResponse): Uint8Array {
+    encode(value: ModelStreamInferResponse, options: EncodeOptions = {}): Uint8Array {
       const response = value.infer_response;
-      const into: Pieces = { chunks: [], size: 0 };
-      push(into, head.encode({ ...value, infer_response: null }));
-      if (response !== undefined && response !== null) {
-        const nested: Pieces = { chunks: [], size: 0 };
-        inner.pieces(response, nested);
-        push(into, fieldPrefix(2, nested.size));
-        for (const chunk of nested.chunks) push(into, chunk);
-      }
-      return concatBytes(into.chunks, into.size);
+      if (response === undefined || response === null) return head.encode(value, options);
+      const { headroom = 0, allocate = newBytes } = options;
+      const outer = head.encode({ ...value, infer_response: null });
+      const nested = inner.layout(response);
+      const out = allocate(headroom + outer.byteLength + prefixSize(2, nested.size) + nested.size);
+      out.set(outer, headroom);
+      const at = writePrefix(out, headroom + outer.byteLength, 2, nested.size);
+      writeLayout(out, at, nested);
+      return out;
     },
     decode: head.decode,
   };
@@ -585,7 +638,7 @@ function lazyCodec<T>(
   const get = (): MessageCodec<T> => codec ??= make();
   return {
     name,
-    encode: (value: T): Uint8Array => get().encode(value),
+    encode: (value: T, options?: EncodeOptions): Uint8Array => get().encode(value, options),
     decode: (bytes: Uint8Array): T => get().decode(bytes),
   };
 }

@@ -173,3 +173,70 @@ Deno.test("Decoded raw contents are views of the received bytes", () => {
   assert.equal(raw.buffer, received.buffer);
   assert.equal(raw.byteOffset, 5 + wire.byteLength - 4);
 });
+
+Deno.test("Encoding with headroom leaves that many free bytes before the same message", () => {
+  const response = {
+    model_name: "m",
+    model_version: "1",
+    outputs: [{ name: "y", datatype: "INT32", shape: [1] }],
+    raw_output_contents: [new Uint8Array([7, 0, 0, 0])],
+  };
+  const cases: [string, Uint8Array, Uint8Array][] = [
+    [
+      "ModelInferResponse",
+      codecs.ModelInferResponse.encode(response),
+      codecs.ModelInferResponse.encode(response, { headroom: 5 }),
+    ],
+    [
+      "ModelStreamInferResponse",
+      codecs.ModelStreamInferResponse.encode({ infer_response: response }),
+      codecs.ModelStreamInferResponse.encode({ infer_response: response }, { headroom: 5 }),
+    ],
+    [
+      "ModelStreamInferResponse without a response",
+      codecs.ModelStreamInferResponse.encode({ error_message: "e" }),
+      codecs.ModelStreamInferResponse.encode({ error_message: "e" }, { headroom: 5 }),
+    ],
+    [
+      "ServerLiveResponse",
+      codecs.ServerLiveResponse.encode({ live: true }),
+      codecs.ServerLiveResponse.encode({ live: true }, { headroom: 5 }),
+    ],
+  ];
+  for (const [what, plain, framed] of cases) {
+    assert.equal(framed.byteLength, plain.byteLength + 5, what);
+    assert.deepEqual([...framed.subarray(0, 5)], [0, 0, 0, 0, 0], what);
+    assert.deepEqual([...framed.subarray(5)], [...plain], what);
+  }
+  assert.deepEqual([...cases[0]![1]], [
+    ...[0x0a, 0x01, 0x6d, 0x12, 0x01, 0x31], // model_name "m", model_version "1"
+    ...[0x2a, 0x0d, 0x0a, 0x01, 0x79, 0x12, 0x05, 0x49, 0x4e, 0x54, 0x33, 0x32, 0x1a, 0x01, 0x01],
+    ...[0x32, 0x04, 7, 0, 0, 0], // raw_output_contents
+  ]);
+});
+
+Deno.test("Messages with raw contents are written into the buffer the caller provides", () => {
+  const sizes: number[] = [];
+  const provided = new Uint8Array(64).fill(0xee);
+  const allocate = (bytes: number): Uint8Array => {
+    sizes.push(bytes);
+    return provided.subarray(0, bytes);
+  };
+  const response = {
+    model_name: "m",
+    model_version: "1",
+    outputs: [{ name: "y", datatype: "INT32", shape: [1] }],
+    raw_output_contents: [new Uint8Array([7, 0, 0, 0])],
+  };
+  const plain = codecs.ModelInferResponse.encode(response);
+  const framed = codecs.ModelInferResponse.encode(response, { headroom: 5, allocate });
+  assert.equal(framed.buffer, provided.buffer);
+  assert.deepEqual(sizes, [plain.byteLength + 5]);
+  assert.deepEqual([...framed.subarray(5)], [...plain]);
+  const stream = codecs.ModelStreamInferResponse.encode({ infer_response: response }, { allocate });
+  assert.equal(stream.buffer, provided.buffer);
+  assert.deepEqual(
+    [...stream],
+    [...codecs.ModelStreamInferResponse.encode({ infer_response: response })],
+  );
+});

@@ -16,7 +16,8 @@ import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { withAccessCheck } from "./access.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
-import { createServices, type GrpcService } from "./service.ts";
+import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
+import { framingInterceptor } from "./message_framing.ts";
 import { tuneConnections } from "./connection_tuning.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
@@ -125,6 +126,12 @@ export interface GrpcTlsOptions {
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 const DEFAULT_KEEPALIVE_TIME_MS = 7_200_000;
 const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
+
+// `raw_input_contents` of ModelInferRequest: received tensor data is aligned in place.
+const RAW_INPUT_FIELDS: ReadonlyMap<string, number> = new Map([
+  [`/${INFERENCE_SERVICE}/ModelInfer`, 7],
+  [`/${INFERENCE_SERVICE}/ModelStreamInfer`, 7],
+]);
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) {
@@ -246,6 +253,7 @@ export class GrpcFrontend implements AsyncDisposable {
       "grpc.max_send_message_length": maxMessageBytes,
       "grpc.keepalive_time_ms": keepaliveTimeMs,
       "grpc.keepalive_timeout_ms": keepaliveTimeoutMs,
+      interceptors: [framingInterceptor({ rawFields: RAW_INPUT_FIELDS })],
     });
     const logger = options.logger ?? new Logger();
     const { inference, health } = createServices(engine, {

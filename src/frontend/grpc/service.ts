@@ -14,7 +14,7 @@
  */
 
 import type * as grpc from "@grpc/grpc-js";
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import {
   engineRepository,
   type ModelRepository,
@@ -44,6 +44,7 @@ import {
 } from "../../protocol/shared_memory.ts";
 import { parseModelVersion, toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
 import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
+import { messageSerializer } from "./message_framing.ts";
 
 /** Options of {@linkcode createServices}. */
 export interface GrpcServiceOptions {
@@ -107,10 +108,7 @@ function method(
     // Requests stay raw; handlers decode them to answer decoding errors themselves.
     requestSerialize: (value: Raw): Buffer => value,
     requestDeserialize: (bytes: Buffer): Raw => bytes,
-    responseSerialize: (value: unknown): Buffer => {
-      const bytes = response.encode(value as never);
-      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    },
+    responseSerialize: messageSerializer(response),
     responseDeserialize: (bytes: Buffer): unknown => response.decode(bytes),
   };
 }

@@ -1,0 +1,185 @@
+import * as grpc from "@grpc/grpc-js";
+import { Buffer } from "node:buffer";
+import assert from "node:assert/strict";
+import { codecs, type ModelInferResponse } from "../../protocol/grpc_codec.ts";
+import { BufferPool } from "./buffer_pool.ts";
+import {
+  AlignedMessageDecoder,
+  framingInterceptor,
+  messageSerializer,
+  RAW_ALIGNMENT,
+  rawFieldStart,
+} from "./message_framing.ts";
+
+/** A message with its 5-byte gRPC prefix. */
+function frame(message: Uint8Array): Uint8Array {
+  const framed = new Uint8Array(message.byteLength + 5);
+  new DataView(framed.buffer).setUint32(1, message.byteLength);
+  framed.set(message, 5);
+  return framed;
+}
+
+function request(modelName: string, raw: Uint8Array): Uint8Array {
+  return codecs.ModelInferRequest.encode({
+    model_name: modelName,
+    inputs: [{ name: "x", datatype: "UINT8", shape: [raw.byteLength] }],
+    raw_input_contents: [raw],
+  });
+}
+
+function bytes(count: number, seed: number): Uint8Array {
+  return new Uint8Array(count).map((_, i) => (i * 7 + seed) % 251);
+}
+
+Deno.test("AlignedMessageDecoder yields each message whole however the bytes are split", () => {
+  const messages = [
+    request("m", bytes(300, 1)),
+    new Uint8Array(0),
+    request("a".repeat(200), bytes(5, 2)),
+  ];
+  const wire = new Uint8Array(messages.reduce((n, m) => n + m.byteLength + 5, 0));
+  let at = 0;
+  for (const message of messages) {
+    wire.set(frame(message), at);
+    at += message.byteLength + 5;
+  }
+  for (const chunk of [1, 2, 3, 7, 64, 1000, wire.byteLength]) {
+    const decoder = new AlignedMessageDecoder(-1, 7);
+    const out: Uint8Array[] = [];
+    for (let start = 0; start < wire.byteLength; start += chunk) {
+      out.push(...decoder.write(Buffer.from(wire.subarray(start, start + chunk))));
+    }
+    assert.deepEqual(out.map((m) => [...m]), messages.map((m) => [...frame(m)]), `chunk ${chunk}`);
+    // The raw entries (5 bytes after the prefix and the head) start on the alignment.
+    for (const [index, message] of out.entries()) {
+      if (index === 1) continue;
+      const start = rawFieldStart(message.subarray(5), 7) as number;
+      assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0, `chunk ${chunk}`);
+    }
+  }
+});
+
+Deno.test("AlignedMessageDecoder without a raw field, or with no entry, keeps the bytes as sent", () => {
+  const live = frame(codecs.ServerLiveResponse.encode({ live: true }));
+  assert.deepEqual(new AlignedMessageDecoder(-1).write(Buffer.from(live)).map((m) => [...m]), [
+    [...live],
+  ]);
+  const noRaw = frame(codecs.ModelInferRequest.encode({ model_name: "m" }));
+  assert.deepEqual(new AlignedMessageDecoder(-1, 7).write(Buffer.from(noRaw)).map((m) => [...m]), [
+    [...noRaw],
+  ]);
+});
+
+Deno.test("AlignedMessageDecoder refuses a message over the limit, and everything after it", () => {
+  const decoder = new AlignedMessageDecoder(1024, 7);
+  const refused = { message: "Received message larger than max (2048 vs 1024)" };
+  assert.throws(() => decoder.write(Buffer.from([0, 0, 0, 8, 0])), refused);
+  // The client goes on sending the body: none of it is taken as a message, or buffered.
+  assert.throws(() => decoder.write(Buffer.from(new Uint8Array(2048))), refused);
+});
+
+Deno.test("AlignedMessageDecoder holds a message over the stream window until it is whole", () => {
+  const raw = bytes(17 * 1024 * 1024, 3);
+  const wire = frame(request("m", raw));
+  const decoder = new AlignedMessageDecoder(-1, 7);
+  const chunk = 64 * 1024;
+  let out: Uint8Array[] = [];
+  for (let start = 0; start < wire.byteLength; start += chunk) {
+    assert.deepEqual(out, [], `a message before its last byte (at ${start})`);
+    out = decoder.write(Buffer.from(wire.subarray(start, start + chunk)));
+  }
+  assert.equal(out.length, 1);
+  const message = out[0]!;
+  assert.equal(message.byteLength, wire.byteLength);
+  const mismatch = message.findIndex((value, i) => value !== wire[i]);
+  assert.equal(mismatch, -1, `differs at byte ${mismatch}`);
+  const start = rawFieldStart(message.subarray(5), 7) as number;
+  assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0);
+});
+
+Deno.test("rawFieldStart skips varint, fixed and other length-delimited fields", () => {
+  const message = new Uint8Array([
+    ...[0x08, 0x96, 0x01], // field 1, varint 150
+    ...[0x11, 1, 2, 3, 4, 5, 6, 7, 8], // field 2, fixed64
+    ...[0x1d, 1, 2, 3, 4], // field 3, fixed32
+    ...[0x22, 0x02, 0x3a, 0x00], // field 4, bytes that look like field 7
+    ...[0x3a, 0x03, 9, 9, 9], // field 7
+  ]);
+  assert.equal(rawFieldStart(message, 7), 23);
+  assert.equal(rawFieldStart(message.subarray(0, 22), 7), "more");
+  assert.equal(rawFieldStart(new Uint8Array([0x0b]), 7), "none"); // a group: not ours to read
+});
+
+Deno.test("framingInterceptor: aligned raw inputs in, pooled response buffers out", async () => {
+  class RecordingPool extends BufferPool {
+    readonly taken: ArrayBufferLike[] = [];
+    override take(count: number): Uint8Array {
+      const buffer = super.take(count);
+      this.taken.push(buffer.buffer);
+      return buffer;
+    }
+  }
+  const pool = new RecordingPool();
+  const path = "/inference.GRPCInferenceService/ModelInfer";
+  const server = new grpc.Server({
+    interceptors: [framingInterceptor({ rawFields: new Map([[path, 7]]), pool })],
+  });
+  const offsets: number[] = [];
+  server.addService({
+    ModelInfer: {
+      path,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (value: Buffer) => value,
+      requestDeserialize: (value: Buffer) => value,
+      responseSerialize: messageSerializer(codecs.ModelInferResponse),
+      responseDeserialize: (value: Buffer) => value,
+    },
+  }, {
+    ModelInfer: (
+      call: grpc.ServerUnaryCall<Buffer, ModelInferResponse>,
+      callback: grpc.sendUnaryData<ModelInferResponse>,
+    ) => {
+      const raw = codecs.ModelInferRequest.decode(call.request).raw_input_contents![0]!;
+      offsets.push(raw.byteOffset % RAW_ALIGNMENT);
+      callback(null, {
+        model_name: "m",
+        model_version: "1",
+        outputs: [{ name: "y", datatype: "UINT8", shape: [raw.byteLength] }],
+        raw_output_contents: [raw],
+      });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      "127.0.0.1:0",
+      grpc.ServerCredentials.createInsecure(),
+      (error, bound) => error ? reject(error) : resolve(bound),
+    )
+  );
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  try {
+    for (const seed of [1, 2]) {
+      const sent = bytes(100_000, seed);
+      const answer = await new Promise<Buffer>((resolve, reject) =>
+        client.makeUnaryRequest(
+          path,
+          (value: Uint8Array) => Buffer.from(value),
+          (value: Buffer) => value,
+          request("m", sent),
+          (error, value) => error ? reject(error) : resolve(value!),
+        )
+      );
+      const back = codecs.ModelInferResponse.decode(answer).raw_output_contents![0]!;
+      assert.deepEqual([...back], [...sent]);
+    }
+    assert.deepEqual(offsets, [0, 0]);
+    // One buffer of the 128 KiB class served both responses: given back after the first.
+    assert.equal(pool.taken.length, 2);
+    assert.equal(pool.taken[0], pool.taken[1]);
+    assert.equal(pool.freeBytes, 128 * 1024);
+  } finally {
+    client.close();
+    server.forceShutdown();
+  }
+});
