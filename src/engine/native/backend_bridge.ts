@@ -9,10 +9,10 @@
  * Input tensors are views of the core's request memory: they are valid only while the callable
  * runs (until its batch is done). Where that memory is JavaScript's own (the front end's bytes,
  * a shared-memory region's view: see `lend` in `tensors.ts`), they are views of its
- * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its instance is done with it (a
- * timed-out callable keeps its batch until it returns); when the server gives up on a running
- * batch at stop, main-thread views are revoked (detached) first, and Worker instances must have
- * ended.
+ * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its
+ * instance is done with it (a timed-out callable keeps its batch until it returns); when the
+ * server gives up on a running batch at stop, main-thread views are revoked (detached) first,
+ * and Worker instances must have ended.
  *
  * @module
  */
