@@ -448,6 +448,12 @@ function withHeadroom(bytes: Uint8Array, headroom: number): Uint8Array {
 
 // ---- Raw tensor contents ------------------------------------------------------------------
 
+/** The field number of `ModelInferRequest.raw_input_contents`. */
+export const RAW_INPUT_CONTENTS_FIELD = 7;
+
+/** The field number of `ModelInferResponse.raw_output_contents`. */
+export const RAW_OUTPUT_CONTENTS_FIELD = 6;
+
 function varintSize(value: number): number {
   let size = 1;
   while (value >= 0x80) {
@@ -545,7 +551,7 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
   const inner = rawContentsCodec<ModelInferResponse>(
     "inference.ModelInferResponse",
     "raw_output_contents",
-    6,
+    RAW_OUTPUT_CONTENTS_FIELD,
   );
   return {
     name,
@@ -602,7 +608,7 @@ export const codecs: {
       rawContentsCodec<ModelInferRequest>(
         "inference.ModelInferRequest",
         "raw_input_contents",
-        7,
+        RAW_INPUT_CONTENTS_FIELD,
       ),
   ),
   ModelInferResponse: lazyCodec(
@@ -611,7 +617,7 @@ export const codecs: {
       rawContentsCodec<ModelInferResponse>(
         "inference.ModelInferResponse",
         "raw_output_contents",
-        6,
+        RAW_OUTPUT_CONTENTS_FIELD,
       ),
   ),
   ModelStreamInferResponse: lazyCodec("inference.ModelStreamInferResponse", streamResponseCodec),

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { codecs, protoRoot } from "./grpc_codec.ts";
+import {
+  codecs,
+  protoRoot,
+  RAW_INPUT_CONTENTS_FIELD,
+  RAW_OUTPUT_CONTENTS_FIELD,
+} from "./grpc_codec.ts";
 
 const INFER_REQUEST = [
   ...[0x0a, 0x01, 0x6d], // model_name: "m"
@@ -238,5 +243,17 @@ Deno.test("Messages with raw contents are written into the buffer the caller pro
   assert.deepEqual(
     [...stream],
     [...codecs.ModelStreamInferResponse.encode({ infer_response: response })],
+  );
+});
+
+Deno.test("the raw-contents field numbers are the proto's", () => {
+  const root = protoRoot();
+  assert.equal(
+    root.lookupType("inference.ModelInferRequest").fields.raw_input_contents?.id,
+    RAW_INPUT_CONTENTS_FIELD,
+  );
+  assert.equal(
+    root.lookupType("inference.ModelInferResponse").fields.raw_output_contents?.id,
+    RAW_OUTPUT_CONTENTS_FIELD,
   );
 });

@@ -16,6 +16,7 @@ import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { withAccessCheck } from "./access.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
+import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
 import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
 import { framingInterceptor } from "./message_framing.ts";
 import { tuneConnections } from "./connection_tuning.ts";
@@ -129,8 +130,8 @@ const DEFAULT_KEEPALIVE_TIMEOUT_MS = 20_000;
 
 // `raw_input_contents` of ModelInferRequest: received tensor data is aligned in place.
 const RAW_INPUT_FIELDS: ReadonlyMap<string, number> = new Map([
-  [`/${INFERENCE_SERVICE}/ModelInfer`, 7],
-  [`/${INFERENCE_SERVICE}/ModelStreamInfer`, 7],
+  [`/${INFERENCE_SERVICE}/ModelInfer`, RAW_INPUT_CONTENTS_FIELD],
+  [`/${INFERENCE_SERVICE}/ModelStreamInfer`, RAW_INPUT_CONTENTS_FIELD],
 ]);
 
 function positiveInteger(name: string, value: number): number {
