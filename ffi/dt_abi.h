@@ -231,6 +231,23 @@ static inline TRITONSERVER_Error* dt_error(int code, const char* fmt, ...) {
   return TRITONSERVER_ErrorNew(code, msg);
 }
 
+/* ---- Lent output memory (dt_backend.c offers, dt_client.c's allocator takes) ---------------- */
+
+/*
+ * JS memory offered as an output's buffer: `dt_output` sets it on its own thread around
+ * `TRITONBACKEND_OutputBuffer`, which runs the client's allocator synchronously on that thread;
+ * the allocator hands out `data` itself when the sizes match (and marks `taken`), so the result
+ * is neither copied into the response nor out of it. JS keeps the memory until the response is
+ * deleted (`dt_response_delete` reports it).
+ */
+typedef struct {
+  const void* data;
+  uint64_t size;
+  int taken;
+} dt_lend_offer;
+
+extern _Thread_local dt_lend_offer dt_offer;
+
 /* ---- Packed descriptions (dt_pack.c) ------------------------------------------------------- */
 
 /*

@@ -433,15 +433,20 @@ DT_EXPORT const char* dt_slot_error(uint64_t id, uint32_t index) {
   return s ? s->error : "Unknown DenoTriton channel or slot";
 }
 
+/** `dt_output` flags: the client's allocator may keep `data` as the output's buffer. */
+enum { DT_OUTPUT_LEND = 1 };
+
 /**
  * Adds output `name` to the open response of request `request`, takes its buffer from the
- * client's allocator (CPU memory) and copies `byte_size` bytes of `data` into it. Returns 0, or
- * a negative Triton error code (message in `dt_slot_error`); -100 for UNKNOWN, -99 for a bad
- * slot.
+ * client's allocator (CPU memory) and copies `byte_size` bytes of `data` into it. With
+ * DT_OUTPUT_LEND in `flags`, the allocator may hand out `data` itself (JS keeps it alive until
+ * the response is deleted): nothing is copied then. Returns 1 when `data` became the buffer, 0
+ * when it was copied, or a negative Triton error code (message in `dt_slot_error`); -100 for
+ * UNKNOWN, -99 for a bad slot.
  */
 DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const char* name,
                             int32_t datatype, const int64_t* shape, uint32_t dims,
-                            const void* data, uint64_t byte_size) {
+                            const void* data, uint64_t byte_size, uint32_t flags) {
   dt_slot* s = taken_slot(id, index, request);
   if (!s) return -99;
   if (!s->compute_end) s->compute_end = now_ns();
@@ -454,13 +459,19 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
   int mem = DT_MEM_CPU;
   int64_t mem_id = 0;
   void* buffer = NULL;
+  if ((flags & DT_OUTPUT_LEND) && byte_size > 0) {
+    dt_offer = (dt_lend_offer){data, byte_size, 0};
+  }
   err = TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &mem, &mem_id);
+  int lent = dt_offer.taken && buffer == data;
+  dt_offer = (dt_lend_offer){NULL, 0, 0};
   if (err) return slot_fail(s, err);
   if (mem == DT_MEM_GPU) {
     snprintf(s->error, sizeof s->error,
              "Cannot write output '%s': the client allocated GPU memory", name);
     return -DT_CODE_UNSUPPORTED;
   }
+  if (lent) return 1;
   if (byte_size > 0) memcpy(buffer, data, (size_t)byte_size);
   return 0;
 }

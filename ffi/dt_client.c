@@ -204,6 +204,18 @@ static int bound_output(const uint8_t* table, const char* name, void** address, 
 
 /* The buffer_userp of bound outputs: their memory is the caller's, never freed here. */
 static char g_caller_memory;
+/* The buffer_userp of outputs in memory JS lent (dt_offer): reported by dt_response_delete. */
+static char g_lent_memory;
+
+_Thread_local dt_lend_offer dt_offer;
+
+/* While dt_response_delete runs on this thread: where the release callback reports lent
+   buffers. */
+static _Thread_local struct {
+  uint64_t* out;
+  int32_t max;
+  int32_t count;
+} t_released;
 
 static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
                                      const char* tensor_name, size_t byte_size, int memory_type,
@@ -234,6 +246,12 @@ static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
     *buffer = NULL;
     return NULL;
   }
+  if (dt_offer.data && !dt_offer.taken && dt_offer.size == byte_size) {
+    dt_offer.taken = 1;
+    *buffer = (void*)dt_offer.data;
+    *buffer_userp = &g_lent_memory;
+    return NULL;
+  }
   *buffer = malloc(byte_size);
   if (!*buffer) {
     return dt_error(DT_CODE_INTERNAL, "Cannot allocate %zu bytes for output '%s'", byte_size,
@@ -249,8 +267,38 @@ static TRITONSERVER_Error* release_cpu(TRITONSERVER_ResponseAllocator* allocator
   (void)byte_size;
   (void)memory_type;
   (void)memory_type_id;
+  if (buffer_userp == &g_lent_memory) {
+    /* Released elsewhere (no dt_response_delete on this thread): JS keeps the memory, a leak
+       rather than a read of freed memory. */
+    if (t_released.out && t_released.count < t_released.max) {
+      t_released.out[t_released.count++] = (uint64_t)(uintptr_t)buffer;
+    }
+    return NULL;
+  }
   if (buffer_userp != &g_caller_memory) free(buffer);
   return NULL;
+}
+
+/**
+ * Deletes a response and writes the addresses of the lent buffers it released (see dt_offer)
+ * into `released` (room for `max`): JS may let go of that memory now. Returns their count, or
+ * -1 when the core refused the delete (its error is deleted here).
+ */
+DT_EXPORT int32_t dt_response_delete(TRITONSERVER_InferenceResponse* response, uint64_t* released,
+                                     int32_t max) {
+  t_released.out = released;
+  t_released.max = max;
+  t_released.count = 0;
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseDelete(response);
+  int32_t count = t_released.count;
+  t_released.out = NULL;
+  t_released.max = 0;
+  t_released.count = 0;
+  if (err) {
+    TRITONSERVER_ErrorDelete(err);
+    return -1;
+  }
+  return count;
 }
 
 static void on_response(TRITONSERVER_InferenceResponse* response, uint32_t flags, void* userp) {
@@ -566,5 +614,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 5; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 6; }
 

@@ -9,6 +9,7 @@ import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts"
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
 import { openNative } from "../src/engine/native/ffi.ts";
 import { findTritonInstall } from "../src/engine/native/install.ts";
+import { lentCount } from "../src/engine/native/tensors.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
@@ -444,5 +445,49 @@ Deno.test(
     } finally {
       await engine.stop();
     }
+  },
+);
+
+Deno.test(
+  { name: "native engine: large results are lent to their response, not copied", ignore },
+  async () => {
+    const before = lentCount();
+    const n = 128 * 1024; // 512 KiB: above the lending threshold (64 KiB)
+    const engine = await started();
+    try {
+      // One model answers with its input (the client's own memory), one with new memory.
+      await engine.loadModel(define([(requests) => requests.map((r) => ({ y: r.data.x! }))]));
+      await engine.loadModel(define([double], {}, "fresh"));
+      const input = new Float32Array(n).map((_, i) => i);
+      const echoed = await engine.infer({
+        modelName: "m",
+        parameters: {},
+        inputs: new Map([["x", ndarray(input, [1, n])]]),
+      });
+      const y = echoed.outputs.get("y")!.data as Float32Array;
+      assert.equal(y.buffer, input.buffer);
+      assert.deepEqual([y[0], y[n - 1]], [0, n - 1]);
+      // Two requests in flight: each result keeps its own values after the other's release.
+      const [a, b] = await Promise.all(
+        [1, 2].map((k) =>
+          engine.infer({
+            modelName: "fresh",
+            parameters: {},
+            inputs: new Map([["x", ndarray(new Float32Array(n).fill(k), [1, n])]]),
+          })
+        ),
+      );
+      await engine.infer(request([7], { modelName: "fresh" }));
+      const ya = a!.outputs.get("y")!.data as Float32Array;
+      const yb = b!.outputs.get("y")!.data as Float32Array;
+      assert.deepEqual([ya.length, ya[0], ya[n - 1], yb[0], yb[n - 1]], [n, 2, 2, 4, 4]);
+      // Small results are still copied out of the core's memory.
+      const small = await engine.infer(request([1, 2]));
+      assert.deepEqual([...(small.outputs.get("y")!.data as Float32Array)], [1, 2]);
+    } finally {
+      await engine.stop();
+    }
+    // Every lent input and result was given back.
+    assert.equal(lentCount(), before);
   },
 );

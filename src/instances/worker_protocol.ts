@@ -18,6 +18,7 @@ import {
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
+import { foreignBuffer, isForeign, markForeign } from "../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
 import type { NativeTensorLocation } from "./instance.ts";
 
@@ -57,6 +58,8 @@ export type WireTensor =
     readonly buffer: ArrayBufferLike;
     readonly byteOffset: number;
     readonly byteLength: number;
+    /** The buffer is over foreign memory (see `foreign_memory.ts`): the receiver marks it so. */
+    readonly foreign?: true;
   }
   | {
     readonly dtype: DType;
@@ -198,7 +201,9 @@ export function toWireTensor(
     // The same buffer may back two tensors of one message; transfer it once.
     if (!transfer.includes(buffer as ArrayBuffer)) transfer.push(buffer as ArrayBuffer);
     counts.moved += data.byteLength;
-    return { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength };
+    return isForeign(buffer)
+      ? { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength, foreign: true }
+      : { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength };
   }
   const copy = new Uint8Array(data.byteLength);
   copy.set(new Uint8Array(buffer, data.byteOffset, data.byteLength));
@@ -248,14 +253,12 @@ export function toNativeWireTensor(
  */
 export function fromWireTensor(wire: WireTensor): NDArray {
   if ("address" in wire) {
-    const bytes = wire.byteLength === 0 || wire.address === 0n ? new Uint8Array(0) : new Uint8Array(
-      Deno.UnsafePointerView.getArrayBuffer(
-        Deno.UnsafePointer.create(wire.address)!,
-        wire.byteLength,
-      ),
-    );
+    const bytes = wire.byteLength === 0 || wire.address === 0n
+      ? new Uint8Array(0)
+      : new Uint8Array(foreignBuffer(Deno.UnsafePointer.create(wire.address)!, wire.byteLength));
     return fromRawBytes(wire.dtype, wire.shape, bytes);
   }
+  if (wire.foreign) markForeign(wire.buffer);
   return fromRawBytes(
     wire.dtype,
     wire.shape,

@@ -9,6 +9,7 @@
 
 import { InferenceError } from "../errors.ts";
 import { type LibcLibrary, openLibc } from "../engine/native/ffi.ts";
+import { foreignBuffer } from "../tensor/foreign_memory.ts";
 
 const O_RDWR = 2;
 const PROT_READ = 1;
@@ -213,8 +214,10 @@ export class SystemRegion {
     // and megabytes of it per request would trigger a garbage collection per request.
     const key = `${offset}:${byteSize}`;
     const spare = this.#spare.get(key)?.pop();
-    const buffer = spare ?? (byteSize === 0 ? new ArrayBuffer(0) : Deno.UnsafePointerView
-      .getArrayBuffer(this.#mapping, byteSize, this.#start + offset));
+    const buffer = spare ??
+      (byteSize === 0
+        ? new ArrayBuffer(0)
+        : foreignBuffer(this.#mapping, byteSize, this.#start + offset));
     const bytes = new Uint8Array(buffer);
     let released = false;
     return {

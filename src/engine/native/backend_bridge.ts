@@ -33,7 +33,15 @@ import { Unpacker } from "./packer.ts";
 import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
 import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { cString, errorCodeName, errorCodeValue, readCString } from "./status.ts";
-import { dtypeOfTriton, tensorInPlace, tritonDataType, viewAt } from "./tensors.ts";
+import {
+  dtypeOfTriton,
+  lend,
+  lendable,
+  returnLent,
+  tensorInPlace,
+  tritonDataType,
+  viewAt,
+} from "./tensors.ts";
 
 interface DescribedRequest {
   id: string;
@@ -270,6 +278,11 @@ function sendError(
   checkSent(options, status, index);
 }
 
+// `dt_output`'s flag that offers the result's memory as the output's buffer, and its answer when
+// the allocator took it.
+const OUTPUT_LEND = 1;
+const OUTPUT_LENT = 1;
+
 // An output's shape for `dt_output`, read synchronously: one buffer serves every output.
 let shapeScratch = new BigInt64Array(8);
 
@@ -290,7 +303,11 @@ function sendResult(
     const dims = array.shape.length;
     if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
     for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
-    // The bridge copies the bytes into the buffer the client's allocator hands out.
+    // The bridge copies the bytes into the buffer the client's allocator hands out, or, for a
+    // large result in JavaScript's own memory, the allocator takes the bytes themselves: they
+    // stay lent until the response is deleted (request.ts gives them back).
+    const lending = lendable(bytes);
+    const address = lending ? lend(bytes) : 0n;
     const status = bridge.dt_output(
       channel,
       slot,
@@ -301,8 +318,10 @@ function sendResult(
       dims,
       bytes,
       BigInt(bytes.byteLength),
+      lending ? OUTPUT_LEND : 0,
     );
-    if (status !== 0) {
+    if (lending && status !== OUTPUT_LENT) returnLent(address);
+    if (status < 0) {
       const message = readCString(bridge.dt_slot_error(channel, slot));
       const code = status < 0 && status >= -7 ? errorCodeName(-status) : "INTERNAL";
       sendError(options, index, code, message);

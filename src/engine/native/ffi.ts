@@ -93,9 +93,10 @@ export const BRIDGE_SYMBOLS = {
   dt_batch_read: { parameters: ["u64", "u32", B, "u64"], result: "u64" },
   dt_slot_error: { parameters: ["u64", "u32"], result: P },
   dt_output: {
-    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", B, "u64"],
+    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", B, "u64", "u32"],
     result: "i32",
   },
+  dt_response_delete: { parameters: [P, B, "i32"], result: "i32" },
   dt_send: { parameters: ["u64", "u32", "u32", "i32", "i32", B], result: "i32" },
   dt_batch_done: { parameters: ["u64", "u32"], result: "i32" },
   dt_batch_fail: { parameters: ["u64", "u32", "i32", B], result: "i32" },
@@ -129,7 +130,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 5;
+export const BRIDGE_VERSION = 6;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.

@@ -29,6 +29,15 @@ export interface SubmitHandlers {
   response(response: Deno.PointerValue, final: boolean): void;
 }
 
+// The lent results one response deletion gives back (read synchronously; see dt_response_delete).
+const released = new BigUint64Array(256);
+
+/** Deletes a response and gives back the results its outputs were lent (see `dt_output`). */
+function deleteResponse(bridge: NativeLibraries["bridge"], response: Deno.PointerObject): void {
+  const count = bridge.dt_response_delete(response, released, released.length);
+  for (let i = 0; i < count; i++) returnLent(released[i]!);
+}
+
 /**
  * Builds and submits a request; returns once the core accepted it.
  *
@@ -94,10 +103,7 @@ export function submitRequest(
         try {
           handlers.response(response, final);
         } finally {
-          if (response !== null) {
-            const failure = core.TRITONSERVER_InferenceResponseDelete(response);
-            if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
-          }
+          if (response !== null) deleteResponse(bridge, response);
           if (final) {
             finalSeen = true;
             finish();

@@ -15,7 +15,14 @@ import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "./ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { errorCodeName } from "./status.ts";
-import { addressOf, dtypeOfTriton, tensorCopy, tensorInPlace } from "./tensors.ts";
+import {
+  addressOf,
+  dtypeOfTriton,
+  LEND_FROM_BYTES,
+  lentAt,
+  tensorCopy,
+  tensorInPlace,
+} from "./tensors.ts";
 
 /** A tensor as the bridge describes it. */
 export interface DescribedTensor {
@@ -122,12 +129,18 @@ export function readResponse(
     }
     const dtype = dtypeOfTriton(output.datatype);
     const buffer = bound?.get(output.name);
+    // In place: a shared-memory region the core wrote into, or a result the backend lent the
+    // response (JavaScript's own memory, given back when the response is deleted).
+    const inPlace = buffer !== undefined && output.size <= buffer.byteLength &&
+        (output.size === 0 || addressOf(buffer) === output.address)
+      ? buffer.subarray(0, output.size)
+      : output.size >= LEND_FROM_BYTES
+      ? lentAt(output.address, output.size)
+      : undefined;
     byName.set(
       output.name,
-      buffer !== undefined && output.size <= buffer.byteLength &&
-        (output.size === 0 ||
-          addressOf(buffer) === output.address)
-        ? tensorInPlace(dtype, output.shape, buffer.subarray(0, output.size))
+      inPlace !== undefined
+        ? tensorInPlace(dtype, output.shape, inPlace)
         : tensorCopy(dtype, output.shape, output.address, output.size),
     );
   }

@@ -7,6 +7,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
+import { foreignBuffer, isForeign } from "../../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 import { openLibc } from "./ffi.ts";
 
@@ -85,16 +86,18 @@ export function addressOf(bytes: Uint8Array): bigint {
   return Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes));
 }
 
-// JavaScript memory handed to the core as request inputs, by address, with a count per address
-// (requests in flight may share the same bytes, e.g. one shared-memory region).
+// JavaScript memory handed to the core (request inputs, results lent to responses), by address,
+// with a count per address (requests in flight may share the same bytes, e.g. one shared-memory
+// region, and an identity model's result is its request's input).
 const lent = new Map<bigint, { bytes: Uint8Array; count: number }>();
 
 /**
- * Records bytes handed to the core (a request's input), so that {@linkcode viewAt} answers the
+ * Records bytes handed to the core (a request's input, a result lent to its response), so that
+ * {@linkcode viewAt} and {@linkcode lentAt} answer the
  * core's pointer to them with a view of the same `ArrayBuffer`: V8 counts each new
  * `ArrayBuffer` over foreign memory as external memory, and megabytes of it per request
  * trigger a garbage collection per request. Give them back with {@linkcode returnLent} once
- * the core is done with them (the request's release).
+ * the core is done with them (the request's release, the response's deletion).
  *
  * @param bytes The bytes.
  * @returns Their address (see {@linkcode addressOf}).
@@ -121,6 +124,15 @@ export function returnLent(address: bigint): void {
 }
 
 /**
+ * How many addresses are lent now (for tests: every request and response gives its own back).
+ *
+ * @returns The count.
+ */
+export function lentCount(): number {
+  return lent.size;
+}
+
+/**
  * A view of `size` bytes at a core-owned address (no copy); empty for size 0. Bytes that
  * JavaScript lent the core (see {@linkcode lend}) are viewed on their own `ArrayBuffer`.
  *
@@ -130,12 +142,42 @@ export function returnLent(address: bigint): void {
  */
 export function viewAt(address: number | bigint, size: number): Uint8Array {
   if (size === 0 || address === 0 || address === 0n) return new Uint8Array(0);
+  const known = lentAt(address, size);
+  if (known !== undefined) return known;
+  return new Uint8Array(foreignBuffer(Deno.UnsafePointer.create(BigInt(address))!, size));
+}
+
+/**
+ * The first `size` bytes JavaScript lent the core at `address` (see {@linkcode lend}), on their
+ * own `ArrayBuffer`; `undefined` when none are recorded there.
+ *
+ * @param address The address.
+ * @param size The byte count.
+ * @returns A view of JavaScript's own memory, or `undefined`.
+ */
+export function lentAt(address: number | bigint, size: number): Uint8Array | undefined {
   const known = lent.get(BigInt(address))?.bytes;
-  if (known !== undefined && known.byteLength >= size && !(known.buffer as ArrayBuffer).detached) {
-    return known.subarray(0, size);
+  if (known === undefined || known.byteLength < size || (known.buffer as ArrayBuffer).detached) {
+    return undefined;
   }
-  const pointer = Deno.UnsafePointer.create(BigInt(address))!;
-  return new Uint8Array(Deno.UnsafePointerView.getArrayBuffer(pointer, size));
+  return known.subarray(0, size);
+}
+
+/** Results at least this large are lent to their response rather than copied into it. */
+export const LEND_FROM_BYTES = 64 * 1024;
+
+/**
+ * Whether a result may be lent to its response (`dt_output` with `OUTPUT_LEND`): large enough
+ * for the saved copy to matter, and JavaScript's own memory, not shared, resizable or foreign
+ * (memory the core or a mapping owns can go away while the response is still read).
+ *
+ * @param bytes The result's bytes.
+ * @returns `true` when it may be lent.
+ */
+export function lendable(bytes: Uint8Array): boolean {
+  const buffer = bytes.buffer;
+  return bytes.byteLength >= LEND_FROM_BYTES && buffer instanceof ArrayBuffer &&
+    !buffer.resizable && !buffer.detached && !isForeign(buffer);
 }
 
 /**

@@ -1,0 +1,22 @@
+import assert from "node:assert/strict";
+import { foreignBuffer, isForeign } from "../tensor/foreign_memory.ts";
+import { ndarray } from "../tensor/ndarray.ts";
+import { fromWireTensor, toWireTensor, type WireCounts } from "./worker_protocol.ts";
+
+Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark across isolates", () => {
+  const own = new Float32Array([1, 2]);
+  const counts: WireCounts = { moved: 0, copied: 0, native: 0 };
+  const transfer: Transferable[] = [];
+  const foreign = new Float32Array(foreignBuffer(Deno.UnsafePointer.of(own)!, 8));
+  const wire = toWireTensor(ndarray(foreign), transfer, counts);
+  assert.equal("foreign" in wire && wire.foreign, true);
+  // What the receiving isolate gets: another ArrayBuffer over the same memory.
+  const received = structuredClone(wire, { transfer });
+  const back = fromWireTensor(received);
+  assert.ok(isForeign((back.data as Float32Array).buffer));
+  assert.deepEqual([...(back.data as Float32Array)], [1, 2]);
+  // JavaScript's own memory travels unmarked.
+  const plain = toWireTensor(ndarray(new Float32Array([3])), [], counts);
+  assert.equal("foreign" in plain, false);
+  assert.ok(!isForeign((fromWireTensor(plain).data as Float32Array).buffer));
+});
