@@ -383,6 +383,77 @@ for (const engine of ENGINES) {
 }
 
 for (const engine of ENGINES) {
+  Deno.test(`HTTP /infer sends large binary outputs with small ones between, requests in flight side by side [${engine}]`, async () => {
+    await using server = await startHttpServer(engine, [IDENTITY]);
+    const url = `${server.url}/v2/models/Identity/infer`;
+    // Large outputs go on the wire as their own bytes, the small one between them is copied.
+    const send = async (k: number): Promise<void> => {
+      const big = new Uint8Array(200_000).map((_, i) => (i * k) & 0xff);
+      const small = new Int32Array([k, -k]);
+      const wide = new Float64Array(20_000).map((_, i) => i / k);
+      const { body, headers } = binaryBody(
+        {
+          inputs: [
+            {
+              name: "in_uint8",
+              datatype: "UINT8",
+              shape: [1, 200_000],
+              parameters: { binary_data_size: 200_000 },
+            },
+            {
+              name: "in_int32",
+              datatype: "INT32",
+              shape: [1, 2],
+              parameters: { binary_data_size: 8 },
+            },
+            {
+              name: "in_float64",
+              datatype: "FP64",
+              shape: [1, 20_000],
+              parameters: { binary_data_size: 160_000 },
+            },
+          ],
+          outputs: ["out_uint8", "out_int32", "out_float64"].map((name) => ({
+            name,
+            parameters: { binary_data: true },
+          })),
+        },
+        big,
+        new Uint8Array(small.buffer),
+        new Uint8Array(wide.buffer),
+      );
+      const response = await rawPost(url, body, headers);
+      assert.equal(response.status, 200);
+      const jsonEnd = Number(response.headers["inference-header-content-length"]);
+      const json = JSON.parse(decoder.decode(response.body.subarray(0, jsonEnd)));
+      assert.deepEqual(
+        json.outputs.map((o: { name: string }) => o.name).sort(),
+        ["out_float64", "out_int32", "out_uint8"],
+      );
+      let offset = jsonEnd;
+      const expected: Record<string, Uint8Array> = {
+        out_uint8: big,
+        out_int32: new Uint8Array(small.buffer),
+        out_float64: new Uint8Array(wide.buffer),
+      };
+      for (
+        const output of json.outputs as { name: string; parameters: { binary_data_size: number } }[]
+      ) {
+        const size = output.parameters.binary_data_size;
+        assert.deepEqual(
+          response.body.subarray(offset, offset + size),
+          expected[output.name],
+          output.name,
+        );
+        offset += size;
+      }
+      assert.equal(offset, response.body.byteLength);
+    };
+    await Promise.all([1, 3, 5, 7].map(send));
+  });
+}
+
+for (const engine of ENGINES) {
   Deno.test(`HTTP /infer takes a raw binary body with Inference-Header-Content-Length: 0 [${engine}]`, async () => {
     await using server = await startHttpServer(engine, [RAW]);
     const reply = await post(

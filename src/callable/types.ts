@@ -113,7 +113,9 @@ export type InferRequest<I = Tensors> = InferRequestFields<I> & InputProperties<
 export type Request<I = Tensors> = InferRequest<I>;
 
 /**
- * The outputs of one request, by name.
+ * The outputs of one request, by name. Returned arrays belong to the response from then on:
+ * large ones are sent (or handed to the Triton core) as they are, not copied, so a callable must
+ * not change an array after returning it (return a new one per call).
  *
  * @typeParam O The outputs, e.g. `TensorsOf<typeof outputs>`; {@linkcode Tensors} when not known.
  */

@@ -58,3 +58,25 @@ export function markForeign(buffer: ArrayBufferLike): void {
 export function isForeign(buffer: ArrayBufferLike): boolean {
   return foreign.has(buffer);
 }
+
+/**
+ * Whether bytes are JavaScript's own memory that code may keep past a call: a plain
+ * `ArrayBuffer`, not shared, resizable, detached or foreign.
+ *
+ * @param bytes The bytes.
+ * @returns `true` for such memory.
+ *
+ * @example
+ * ```ts
+ * import { isOwnMemory } from "./foreign_memory.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(isOwnMemory(new Uint8Array(4)));
+ * assert.ok(!isOwnMemory(new Uint8Array(new SharedArrayBuffer(4))));
+ * ```
+ */
+export function isOwnMemory(bytes: Uint8Array): bytes is Uint8Array<ArrayBuffer> {
+  const buffer = bytes.buffer;
+  return buffer instanceof ArrayBuffer && !buffer.resizable && !buffer.detached &&
+    !foreign.has(buffer);
+}

@@ -7,7 +7,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
-import { foreignBuffer, isForeign } from "../../tensor/foreign_memory.ts";
+import { foreignBuffer, isOwnMemory } from "../../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 import { openLibc } from "./ffi.ts";
 
@@ -175,9 +175,7 @@ export const LEND_FROM_BYTES = 64 * 1024;
  * @returns `true` when it may be lent.
  */
 export function lendable(bytes: Uint8Array): boolean {
-  const buffer = bytes.buffer;
-  return bytes.byteLength >= LEND_FROM_BYTES && buffer instanceof ArrayBuffer &&
-    !buffer.resizable && !buffer.detached && !isForeign(buffer);
+  return bytes.byteLength >= LEND_FROM_BYTES && isOwnMemory(bytes);
 }
 
 /**

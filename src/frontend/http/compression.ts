@@ -361,10 +361,55 @@ const SAMPLE_BYTES = 16 * 1024;
 // The sample must shrink to at most this share of its size.
 const SAMPLE_MAX_RATIO = 0.9;
 
+/** A response body in pieces, sent in order without being joined. */
+export interface BodyChunks {
+  /** The pieces; they must not change until the response is sent. */
+  readonly chunks: readonly Uint8Array<ArrayBuffer>[];
+  /** Their total size in bytes. */
+  readonly byteLength: number;
+}
+
+/**
+ * A body of one piece.
+ *
+ * @param bytes The body.
+ * @returns It as {@linkcode BodyChunks}.
+ */
+export function oneChunk(bytes: Uint8Array<ArrayBuffer>): BodyChunks {
+  return { chunks: [bytes], byteLength: bytes.byteLength };
+}
+
+/**
+ * A body's bytes in one buffer (the piece itself when there is one).
+ *
+ * @param body The body.
+ * @returns Its bytes.
+ *
+ * @example
+ * ```ts
+ * import { joinChunks } from "./compression.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = { chunks: [new Uint8Array([1]), new Uint8Array([2, 3])], byteLength: 3 };
+ * assert.deepEqual(joinChunks(body), new Uint8Array([1, 2, 3]));
+ * ```
+ */
+export function joinChunks(body: BodyChunks): Uint8Array<ArrayBuffer> {
+  return concatBytes(body.chunks, body.byteLength) as Uint8Array<ArrayBuffer>;
+}
+
+// The last `size` bytes of a body (fewer when it is shorter), copied only when they span pieces.
+function tail(body: BodyChunks, size: number): Uint8Array<ArrayBuffer> {
+  const last = body.chunks.at(-1) ?? new Uint8Array(0);
+  if (last.byteLength >= size) return last.subarray(last.byteLength - size);
+  const whole = joinChunks(body);
+  return whole.subarray(Math.max(0, whole.byteLength - size));
+}
+
 /** A response body as it goes on the wire. */
 export interface ResponseBody {
   /** The bytes to send. */
-  readonly body: Uint8Array<ArrayBuffer>;
+  readonly body: BodyChunks;
   /** The `Content-Encoding` of `body`, or `undefined` when it is sent as it is. */
   readonly encoding: Encoding | undefined;
 }
@@ -381,30 +426,30 @@ export interface ResponseBody {
  *
  * @example Small bodies stay as they are
  * ```ts
- * import { compressResponseBody } from "./compression.ts";
+ * import { compressResponseBody, oneChunk } from "./compression.ts";
  * import assert from "node:assert/strict";
  *
- * const small = new TextEncoder().encode('{"outputs":[]}');
+ * const small = oneChunk(new TextEncoder().encode('{"outputs":[]}'));
  * assert.equal((await compressResponseBody(small, "gzip")).encoding, undefined);
- * const large = new TextEncoder().encode(JSON.stringify({ data: new Array(1000).fill(0) }));
+ * const large = oneChunk(new TextEncoder().encode(JSON.stringify({ data: new Array(1000).fill(0) })));
  * const packed = await compressResponseBody(large, "gzip");
  * assert.equal(packed.encoding, "gzip");
  * assert.ok(packed.body.byteLength < large.byteLength);
  * ```
  */
 export async function compressResponseBody(
-  body: Uint8Array<ArrayBuffer>,
+  body: BodyChunks,
   encoding: Encoding | undefined,
 ): Promise<ResponseBody> {
   const plain = { body, encoding: undefined };
   if (encoding === undefined || body.byteLength < COMPRESS_MIN_BYTES) return plain;
   if (body.byteLength >= SAMPLE_FROM_BYTES) {
-    const sample = body.subarray(body.byteLength - SAMPLE_BYTES);
+    const sample = tail(body, SAMPLE_BYTES);
     const packedSample = await compress(sample, encoding);
     if (packedSample.byteLength > sample.byteLength * SAMPLE_MAX_RATIO) return plain;
   }
-  const packed = await compress(body, encoding);
-  return packed.byteLength < body.byteLength ? { body: packed, encoding } : plain;
+  const packed = await compress(joinChunks(body), encoding);
+  return packed.byteLength < body.byteLength ? { body: oneChunk(packed), encoding } : plain;
 }
 
 // Deno copies a `Uint8Array` given to `Response`, but sends a stream's chunks as they are; below
@@ -412,10 +457,10 @@ export async function compressResponseBody(
 const STREAM_FROM_BYTES = 64 * 1024;
 
 /**
- * A response with a body of bytes, without copying large bodies: those are sent as a one-chunk
- * stream, with their `Content-Length` set (it is not chunked).
+ * A response with a body of bytes, without copying large bodies: those are sent as a stream of
+ * their pieces, with their `Content-Length` set (it is not chunked).
  *
- * @param body The body; it must not change until it is sent.
+ * @param body The body; its pieces must not change until they are sent.
  * @param headers The response headers.
  * @returns The response.
  *
@@ -424,19 +469,17 @@ const STREAM_FROM_BYTES = 64 * 1024;
  * import { bytesResponse } from "./compression.ts";
  * import assert from "node:assert/strict";
  *
- * const large = bytesResponse(new Uint8Array(100_000), { "content-type": "application/octet-stream" });
- * assert.equal(large.headers.get("content-length"), "100000");
- * assert.equal((await large.bytes()).byteLength, 100_000);
+ * const chunks = [new Uint8Array(10), new Uint8Array(100_000)];
+ * const large = bytesResponse({ chunks, byteLength: 100_010 }, { "content-type": "application/octet-stream" });
+ * assert.equal(large.headers.get("content-length"), "100010");
+ * assert.equal((await large.bytes()).byteLength, 100_010);
  * ```
  */
-export function bytesResponse(
-  body: Uint8Array<ArrayBuffer>,
-  headers: Record<string, string>,
-): Response {
-  if (body.byteLength < STREAM_FROM_BYTES) return new Response(body, { headers });
+export function bytesResponse(body: BodyChunks, headers: Record<string, string>): Response {
+  if (body.byteLength < STREAM_FROM_BYTES) return new Response(joinChunks(body), { headers });
   const stream = new ReadableStream<Uint8Array>({
     start(controller): void {
-      controller.enqueue(body);
+      for (const chunk of body.chunks) if (chunk.byteLength > 0) controller.enqueue(chunk);
       controller.close();
     },
   });

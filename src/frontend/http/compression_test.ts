@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import {
+  bytesResponse,
   compress,
   compressResponseBody,
+  joinChunks,
+  oneChunk,
   readRequestBody,
   responseEncoding,
 } from "./compression.ts";
@@ -169,32 +172,76 @@ function isTooLargeBody(error: unknown): boolean {
 Deno.test("compressResponseBody() leaves small and incompressible bodies as they are", async () => {
   const small = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(100).fill(1) }] }));
   assert.ok(small.byteLength < 1024);
-  assert.deepEqual(await compressResponseBody(small, "gzip"), { body: small, encoding: undefined });
-  assert.deepEqual(await compressResponseBody(small, undefined), {
-    body: small,
+  assert.deepEqual(await compressResponseBody(oneChunk(small), "gzip"), {
+    body: oneChunk(small),
+    encoding: undefined,
+  });
+  assert.deepEqual(await compressResponseBody(oneChunk(small), undefined), {
+    body: oneChunk(small),
     encoding: undefined,
   });
 
   const large = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(2000).fill(1) }] }));
   for (const encoding of ["gzip", "deflate"] as const) {
-    const packed = await compressResponseBody(large, encoding);
+    const packed = await compressResponseBody(oneChunk(large), encoding);
     assert.equal(packed.encoding, encoding);
     assert.ok(packed.body.byteLength < large.byteLength / 10);
     const back = await new Response(
-      new Blob([packed.body]).stream().pipeThrough(new DecompressionStream(encoding)),
+      new Blob([...packed.body.chunks]).stream().pipeThrough(new DecompressionStream(encoding)),
     ).bytes();
     assert.deepEqual(back, large);
   }
-  assert.equal((await compressResponseBody(large, undefined)).encoding, undefined);
+  assert.equal((await compressResponseBody(oneChunk(large), undefined)).encoding, undefined);
 
   // Random bytes do not shrink: under the sampling size the whole is tried, above it a sample.
   for (const size of [4096, 256 * 1024]) {
     const noise = new Uint8Array(size);
     for (let i = 0; i < size; i += 65536) crypto.getRandomValues(noise.subarray(i, i + 65536));
-    const result = await compressResponseBody(noise, "gzip");
+    const result = await compressResponseBody(oneChunk(noise), "gzip");
     assert.equal(result.encoding, undefined, `size ${size}`);
-    assert.equal(result.body, noise);
+    assert.equal(result.body.chunks[0], noise);
   }
+});
+
+Deno.test("compressResponseBody() samples the end of a body in pieces", async () => {
+  const json = encoder.encode(JSON.stringify({ outputs: [{ data: new Array(2000).fill(1) }] }));
+  const noise = new Uint8Array(128 * 1024);
+  for (let i = 0; i < noise.byteLength; i += 65536) {
+    crypto.getRandomValues(noise.subarray(i, i + 65536));
+  }
+  const body = { chunks: [json, noise], byteLength: json.byteLength + noise.byteLength };
+  assert.deepEqual(await compressResponseBody(body, "gzip"), { body, encoding: undefined });
+  const zeros = {
+    chunks: [json, new Uint8Array(128 * 1024)],
+    byteLength: json.byteLength + 131072,
+  };
+  const packed = await compressResponseBody(zeros, "deflate");
+  assert.equal(packed.encoding, "deflate");
+  const back = await new Response(
+    new Blob([...packed.body.chunks]).stream().pipeThrough(new DecompressionStream("deflate")),
+  ).bytes();
+  assert.deepEqual(back, joinChunks(zeros));
+});
+
+Deno.test("bytesResponse() sends large bodies' pieces as they are, with their length", async () => {
+  const small = bytesResponse({
+    chunks: [encoder.encode("ab"), encoder.encode("c")],
+    byteLength: 3,
+  }, {});
+  assert.equal(await small.text(), "abc");
+  const large = new Uint8Array(100_000).fill(7);
+  const response = bytesResponse({ chunks: [encoder.encode("{}"), large], byteLength: 100_002 }, {
+    "content-type": "application/octet-stream",
+  });
+  assert.equal(response.headers.get("content-length"), "100002");
+  const bytes = await response.bytes();
+  assert.deepEqual([bytes.byteLength, bytes[0], bytes[1], bytes[2], bytes[100_001]], [
+    100_002,
+    123,
+    125,
+    7,
+    7,
+  ]);
 });
 
 Deno.test("readRequestBody() places a large body's binary section on an 8-byte boundary", async () => {

@@ -13,6 +13,8 @@ import { kserveName } from "../../tensor/dtype.ts";
 import { type BytesNDArray, type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import type { OutputFormat } from "./infer_request.ts";
 import { ndarrayToJson } from "../../protocol/json_tensor.ts";
+import { isOwnMemory } from "../../tensor/foreign_memory.ts";
+import { type BodyChunks, oneChunk } from "./compression.ts";
 
 const encoder = new TextEncoder();
 
@@ -46,8 +48,11 @@ export interface EncodeInferOptions {
 
 /** An encoded HTTP reply body and its headers. */
 export interface EncodedInferResponse {
-  /** The body: JSON, then binary outputs. */
-  readonly body: Uint8Array<ArrayBuffer>;
+  /**
+   * The body: JSON, then binary outputs; large outputs in JavaScript's own memory are their
+   * tensors' bytes, not copies (see {@linkcode BY_REFERENCE_FROM_BYTES}).
+   */
+  readonly body: BodyChunks;
   /** `content-type`, and `inference-header-content-length` when binary data follows. */
   readonly headers: Record<string, string>;
 }
@@ -119,6 +124,46 @@ export function classify(
 }
 
 /**
+ * Binary outputs at least this large go into the body as their tensors' own bytes, when those
+ * are JavaScript's own memory (a shared-memory mapping or the core's memory could go away before
+ * the body is sent): copying megabytes into a new body costs more than the copy itself, since
+ * every new large buffer is fresh pages and external memory for the garbage collector.
+ */
+export const BY_REFERENCE_FROM_BYTES = 64 * 1024;
+
+// The header, then the binary outputs: large ones as they are, the others copied together.
+function bodyOf(header: Uint8Array<ArrayBuffer>, binaries: Uint8Array[], size: number): BodyChunks {
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let run: Uint8Array[] = [header];
+  let runSize = header.byteLength;
+  const flush = (): void => {
+    if (run.length === 1 && run[0] === header) chunks.push(header);
+    else if (run.length > 0) {
+      const joined = new Uint8Array(runSize);
+      let offset = 0;
+      for (const bytes of run) {
+        joined.set(bytes, offset);
+        offset += bytes.byteLength;
+      }
+      chunks.push(joined);
+    }
+    run = [];
+    runSize = 0;
+  };
+  for (const bytes of binaries) {
+    if (bytes.byteLength >= BY_REFERENCE_FROM_BYTES && isOwnMemory(bytes)) {
+      flush();
+      chunks.push(bytes);
+    } else {
+      run.push(bytes);
+      runSize += bytes.byteLength;
+    }
+  }
+  flush();
+  return { chunks, byteLength: size };
+}
+
+/**
  * Encodes an inference response for HTTP.
  *
  * @param response The engine's response.
@@ -129,9 +174,10 @@ export function classify(
  * @example Mixed JSON and binary outputs
  * ```ts
  * import { encodeInferResponse } from "./infer_response.ts";
+ * import { joinChunks } from "./compression.ts";
  * import assert from "node:assert/strict";
  *
- * const { body, headers } = encodeInferResponse({
+ * const encoded = encodeInferResponse({
  *   modelName: "m", modelVersion: "1",
  *   outputs: new Map([
  *     ["a", { dtype: "int32", shape: [1], data: new Int32Array([7]) }],
@@ -141,7 +187,8 @@ export function classify(
  * const json = '{"model_name":"m","model_version":"1","outputs":[' +
  *   '{"name":"a","datatype":"INT32","shape":[1],"data":[7]},' +
  *   '{"name":"b","datatype":"UINT8","shape":[2],"parameters":{"binary_data_size":2}}]}';
- * assert.equal(headers["inference-header-content-length"], String(json.length));
+ * const body = joinChunks(encoded.body);
+ * assert.equal(encoded.headers["inference-header-content-length"], String(json.length));
  * assert.equal(new TextDecoder().decode(body.subarray(0, json.length)), json);
  * assert.deepEqual([...body.subarray(json.length)], [1, 2]);
  * ```
@@ -191,17 +238,10 @@ export function encodeInferResponse(
   json.outputs = outputs;
   const header = encoder.encode(JSON.stringify(json));
   if (binaries.length === 0) {
-    return { body: header, headers: { "content-type": "application/json" } };
-  }
-  const body = new Uint8Array(header.byteLength + binarySize);
-  body.set(header, 0);
-  let offset = header.byteLength;
-  for (const bytes of binaries) {
-    body.set(bytes, offset);
-    offset += bytes.byteLength;
+    return { body: oneChunk(header), headers: { "content-type": "application/json" } };
   }
   return {
-    body,
+    body: bodyOf(header, binaries, header.byteLength + binarySize),
     headers: {
       "content-type": "application/octet-stream",
       "inference-header-content-length": String(header.byteLength),

@@ -1,10 +1,19 @@
 import assert from "node:assert/strict";
+import { joinChunks } from "./compression.ts";
 import { classify, encodeInferResponse } from "./infer_response.ts";
 
 const decoder = new TextDecoder();
 
+// The encoder with its body joined, to compare bytes.
+function encode(
+  ...args: Parameters<typeof encodeInferResponse>
+): { body: Uint8Array; headers: Record<string, string> } {
+  const encoded = encodeInferResponse(...args);
+  return { ...encoded, body: joinChunks(encoded.body) };
+}
+
 Deno.test("encodeInferResponse() writes literal JSON without binary outputs", () => {
-  const { body, headers } = encodeInferResponse({
+  const { body, headers } = encode({
     modelName: "m",
     modelVersion: "3",
     id: "abc",
@@ -24,7 +33,7 @@ Deno.test("encodeInferResponse() writes literal JSON without binary outputs", ()
 });
 
 Deno.test("encodeInferResponse() appends binary outputs in order with literal bytes", () => {
-  const { body, headers } = encodeInferResponse({
+  const { body, headers } = encode({
     modelName: "m",
     modelVersion: "1",
     id: "",
@@ -77,10 +86,10 @@ Deno.test("encodeInferResponse() refuses FP16/BF16 as JSON and honours per-outpu
     data: new Uint16Array([0x3f80]),
   }]]);
   assert.throws(
-    () => encodeInferResponse({ modelName: "m", modelVersion: "1", outputs }),
+    () => encode({ modelName: "m", modelVersion: "1", outputs }),
     /Sending BF16 data via JSON is not supported: request output 'h'/,
   );
-  const { body } = encodeInferResponse({ modelName: "m", modelVersion: "1", outputs }, {
+  const { body } = encode({ modelName: "m", modelVersion: "1", outputs }, {
     outputFormats: new Map([["h", { binary: true, classification: 0 }]]),
   });
   assert.deepEqual(Array.from(body.subarray(body.length - 2)), [0x80, 0x3f]);
@@ -108,7 +117,7 @@ Deno.test("classify() returns Triton's top-N strings per batch row", () => {
   );
   assert.deepEqual(flat.shape, [3]);
   assert.deepEqual(flat.data.map((b) => decoder.decode(b)), ["9:1", "5:0", "-1:2"]);
-  const { body } = encodeInferResponse({
+  const { body } = encode({
     modelName: "m",
     modelVersion: "1",
     outputs: new Map([["p", probs]]),
