@@ -263,14 +263,23 @@ export function createServices(
     "ModelInfer",
     async (bytes, call, after) => {
       const controller = new AbortController();
-      call.on("cancelled", () => controller.abort(InferenceError.cancelled(CLIENT_CANCELLED)));
+      // grpc-js also reports calls 'cancelled' once they are over: only a call still running
+      // is worth an error (building one captures a stack).
+      let answered = false;
+      call.on("cancelled", () => {
+        if (!answered) controller.abort(InferenceError.cancelled(CLIENT_CANCELLED));
+      });
       const decoded = decodeInfer(bytes, call.metadata, controller.signal);
       after(() => decoded.sharedMemory.release());
       const { request } = decoded;
       // The request's one lookup: the engine takes the handle as it is.
       const model = engine.model(request.modelName, request.modelVersion);
       if (model.decoupled) throw InferenceError.unsupported(DECOUPLED_MESSAGE);
-      return await inferMessage(decoded, model);
+      try {
+        return await inferMessage(decoded, model);
+      } finally {
+        answered = true;
+      }
     },
   );
 
