@@ -435,6 +435,8 @@ DT_EXPORT const char* dt_slot_error(uint64_t id, uint32_t index) {
 
 /** `dt_output` flags: the client's allocator may keep `data` as the output's buffer. */
 enum { DT_OUTPUT_LEND = 1 };
+/** `dt_output` failed after the allocator took `data`: it stays lent until the response goes. */
+enum { DT_OUTPUT_FAILED_LENT = -98 };
 
 /**
  * Adds output `name` to the open response of request `request`, takes its buffer from the
@@ -442,7 +444,7 @@ enum { DT_OUTPUT_LEND = 1 };
  * DT_OUTPUT_LEND in `flags`, the allocator may hand out `data` itself (JS keeps it alive until
  * the response is deleted): nothing is copied then. Returns 1 when `data` became the buffer, 0
  * when it was copied, or a negative Triton error code (message in `dt_slot_error`); -100 for
- * UNKNOWN, -99 for a bad slot.
+ * UNKNOWN, -99 for a bad slot, DT_OUTPUT_FAILED_LENT when the core failed after taking `data`.
  */
 DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const char* name,
                             int32_t datatype, const int64_t* shape, uint32_t dims,
@@ -463,15 +465,18 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
     dt_offer = (dt_lend_offer){data, byte_size, 0};
   }
   err = TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &mem, &mem_id);
-  int lent = dt_offer.taken && buffer == data;
+  int taken = dt_offer.taken;
   dt_offer = (dt_lend_offer){NULL, 0, 0};
-  if (err) return slot_fail(s, err);
+  if (err) {
+    int32_t code = slot_fail(s, err);
+    return taken ? DT_OUTPUT_FAILED_LENT : code;
+  }
   if (mem == DT_MEM_GPU) {
     snprintf(s->error, sizeof s->error,
              "Cannot write output '%s': the client allocated GPU memory", name);
     return -DT_CODE_UNSUPPORTED;
   }
-  if (lent) return 1;
+  if (taken && buffer == data) return 1;
   if (byte_size > 0) memcpy(buffer, data, (size_t)byte_size);
   return 0;
 }

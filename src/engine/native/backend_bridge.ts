@@ -278,10 +278,11 @@ function sendError(
   checkSent(options, status, index);
 }
 
-// `dt_output`'s flag that offers the result's memory as the output's buffer, and its answer when
-// the allocator took it.
+// `dt_output`'s flag that offers the result's memory as the output's buffer, its answer when the
+// allocator took it, and its failure after the allocator took it (the response still holds it).
 const OUTPUT_LEND = 1;
 const OUTPUT_LENT = 1;
+const OUTPUT_FAILED_LENT = -98;
 
 // An output's shape for `dt_output`, read synchronously: one buffer serves every output.
 let shapeScratch = new BigInt64Array(8);
@@ -320,7 +321,7 @@ function sendResult(
       BigInt(bytes.byteLength),
       lending ? OUTPUT_LEND : 0,
     );
-    if (lending && status !== OUTPUT_LENT) returnLent(address);
+    if (lending && status !== OUTPUT_LENT && status !== OUTPUT_FAILED_LENT) returnLent(address);
     if (status < 0) {
       const message = readCString(bridge.dt_slot_error(channel, slot));
       const code = status < 0 && status >= -7 ? errorCodeName(-status) : "INTERNAL";
