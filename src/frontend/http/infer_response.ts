@@ -126,8 +126,8 @@ export function classify(
 /**
  * Binary outputs at least this large go into the body as their tensors' own bytes, when those
  * are JavaScript's own memory (a shared-memory mapping or the core's memory could go away before
- * the body is sent): copying megabytes into a new body costs more than the copy itself, since
- * every new large buffer is fresh pages and external memory for the garbage collector.
+ * the body is sent): a new body of megabytes costs several times its copy (fresh pages, and
+ * external memory that sets the garbage collector off).
  */
 export const BY_REFERENCE_FROM_BYTES = 64 * 1024;
 
