@@ -535,8 +535,11 @@ function rawContentsCodec<T>(
     layout,
     encode(value: T, options: EncodeOptions = {}): Uint8Array {
       const planned = layout(value);
-      if (planned.raw.length === 0) return head.encode(value, options);
       const { headroom = 0, allocate = newBytes } = options;
+      // Without raw contents the layout's head is the whole message: not encoded a second time.
+      if (planned.raw.length === 0) {
+        return headroom === 0 ? planned.head : withHeadroom(planned.head, headroom);
+      }
       const out = allocate(headroom + planned.size);
       writeLayout(out, headroom, planned);
       return out;
