@@ -324,7 +324,7 @@ function sendResult(
     if (lending && status !== OUTPUT_LENT && status !== OUTPUT_FAILED_LENT) returnLent(address);
     if (status < 0) {
       const message = readCString(bridge.dt_slot_error(channel, slot));
-      const code = status < 0 && status >= -7 ? errorCodeName(-status) : "INTERNAL";
+      const code = status >= -7 ? errorCodeName(-status) : "INTERNAL";
       sendError(options, index, code, message);
       return;
     }
