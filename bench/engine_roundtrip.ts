@@ -19,19 +19,17 @@ import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { Engine, EngineKind, InferenceRequest } from "../src/engine/engine.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
+import { median } from "./perf.ts";
+import { cpuSeconds } from "./process.ts";
 
 function flag(name: string, fallback: string): string {
   const at = Deno.args.indexOf(`--${name}`);
   return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
 }
 
-/** CPU seconds (user + system) of this process, or of its main thread. */
-function cpuSeconds(mainThreadOnly: boolean): number {
-  const path = mainThreadOnly ? `/proc/self/task/${Deno.pid}/stat` : "/proc/self/stat";
-  const stat = Deno.readTextFileSync(path);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+// This process (all threads) and its main thread.
+const PROCESS_STAT = "/proc/self/stat";
+const MAIN_THREAD_STAT = `/proc/self/task/${Deno.pid}/stat`;
 
 function request(): InferenceRequest {
   return {
@@ -98,15 +96,15 @@ async function measure(
           return latencies.sort((a, b) => a - b);
         };
         await drive(0.3);
-        const cpu = cpuSeconds(false);
-        const mainCpu = cpuSeconds(true);
+        const cpu = cpuSeconds(PROCESS_STAT);
+        const mainCpu = cpuSeconds(MAIN_THREAD_STAT);
         const latencies = await drive(seconds);
         const n = latencies.length;
         const round: Round = {
           rps: n / seconds,
           p50Us: latencies[Math.floor(n / 2)]! * 1000,
-          cpuUs: (cpuSeconds(false) - cpu) * 1e6 / n,
-          mainCpuUs: (cpuSeconds(true) - mainCpu) * 1e6 / n,
+          cpuUs: (cpuSeconds(PROCESS_STAT) - cpu) * 1e6 / n,
+          mainCpuUs: (cpuSeconds(MAIN_THREAD_STAT) - mainCpu) * 1e6 / n,
         };
         console.log(JSON.stringify({ delay, concurrency, ...round }));
       }
@@ -114,11 +112,6 @@ async function measure(
       await engine.stop();
     }
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 if (import.meta.main) {

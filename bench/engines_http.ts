@@ -21,6 +21,7 @@
 import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
+import { cpuSeconds } from "./process.ts";
 
 /** What serves: an engine, or the bare `Deno.serve` echo (the ceiling). */
 type Server = EngineKind | "echo";
@@ -146,18 +147,6 @@ async function drive(
   return { latencies, errors, compressed, elapsed: (performance.now() - start) / 1000 };
 }
 
-/** CPU seconds (user + system, all threads) a process has used so far; NaN without `/proc`. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
@@ -189,7 +178,7 @@ async function measureServer(
     for (const client of clients) {
       for (const concurrency of levels) {
         await drive(url, server, client, concurrency, warmup);
-        const cpuBefore = cpuSeconds(child.pid);
+        const cpuBefore = cpuSeconds(`/proc/${child.pid}/stat`);
         const { latencies, errors, compressed, elapsed } = await drive(
           url,
           server,
@@ -197,7 +186,7 @@ async function measureServer(
           concurrency,
           seconds,
         );
-        const cpu = cpuSeconds(child.pid) - cpuBefore;
+        const cpu = cpuSeconds(`/proc/${child.pid}/stat`) - cpuBefore;
         latencies.sort((a, b) => a - b);
         const row: Measurement = {
           server,

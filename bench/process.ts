@@ -153,6 +153,24 @@ export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
 }
 
 /**
+ * CPU seconds (user + system) used so far, from a `/proc` stat file: `/proc/<pid>/stat` for a
+ * process (all its threads), `/proc/<pid>/task/<tid>/stat` for one thread.
+ *
+ * @param statPath The stat file.
+ * @returns The seconds; NaN when the file cannot be read (no `/proc`).
+ */
+export function cpuSeconds(statPath: string): number {
+  try {
+    const stat = Deno.readTextFileSync(statPath);
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * The resident memory of a process and all its descendants, from `/proc`.
  *
  * @param root The root pid.
