@@ -142,6 +142,11 @@ export class Logger {
     return this.#settings.verbose;
   }
 
+  /** What each line names as its source, e.g. the server id. */
+  get prefix(): string {
+    return this.#prefix;
+  }
+
   /** The current settings. */
   get settings(): LogSettings {
     return this.#settings;

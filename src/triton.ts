@@ -29,7 +29,6 @@ import {
   type TritonUnrecoverableError,
 } from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
-import { httpAccessCheck } from "./frontend/http/access.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
 import { SharedMemoryRegistry } from "./shm/registry.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
@@ -444,7 +443,6 @@ export class Triton implements AsyncDisposable {
         );
       }
     }
-    const accessCheck = httpAccessCheck(this.#security);
     const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry();
     if (plan.http) {
       const engine = this.#engine;
@@ -454,7 +452,7 @@ export class Triton implements AsyncDisposable {
             ...httpOptionsOf(config),
             logger,
             repository: this.#repository,
-            ...(accessCheck === undefined ? {} : { accessCheck }),
+            security: this.#security,
             sharedMemory,
           }),
         (denied) => permissionUse("http", denied),

@@ -148,7 +148,7 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
  * The HTTP front end's options (the facade adds its logger and access check).
  *
  * @param config The resolved config.
- * @returns Address, port, body limit and header forwarding.
+ * @returns Address, port, body limit, threads and header forwarding.
  *
  * @example
  * ```ts
@@ -157,17 +157,18 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(httpOptionsOf(resolveTritonConfig({ env: {} })), {
- *   hostname: "0.0.0.0", port: 8000, maxRequestBytes: 67108864,
+ *   hostname: "0.0.0.0", port: 8000, maxRequestBytes: 67108864, threads: 1,
  * });
  * ```
  */
 export function httpOptionsOf(
   config: ResolvedTritonConfig,
-): Omit<HttpFrontendOptions, "logger" | "accessCheck"> {
+): Omit<HttpFrontendOptions, "logger" | "accessCheck" | "security"> {
   const options: HttpFrontendOptions = {
     hostname: config.httpAddress,
     port: config.httpPort,
     maxRequestBytes: config.maxRequestBytes,
+    threads: config.httpThreadCount,
   };
   if (config.httpHeaderForwardPattern !== undefined) {
     options.headerForwardPattern = config.httpHeaderForwardPattern;

@@ -244,6 +244,16 @@ export interface TritonConfig {
    */
   maxRequestBytes?: number;
   /**
+   * How many threads serve HTTP (Triton's and PyTriton's `http_thread_count`): the main isolate
+   * and `httpThreadCount - 1` Workers, all listening on `httpPort` through `reusePort`, which
+   * needs Deno's `--unstable-net` flag (without it the start fails with one line naming the
+   * flag). A Worker decodes, encodes and compresses inference requests itself; the engine call,
+   * and every other request, is handed to the main isolate.
+   *
+   * @default {1}
+   */
+  httpThreadCount?: number;
+  /**
    * Largest gRPC message received or sent, in bytes.
    *
    * @default {67108864}
@@ -380,6 +390,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     cacheConfig: { consumers: ["facade", "engine"] },
     traceConfig: { accepts: [], refused: "DenoTriton does not trace requests" },
     maxRequestBytes: { consumers: ["http"] },
+    httpThreadCount: { consumers: ["http"] },
     grpcMaxMessageBytes: { consumers: ["grpc"] },
     grpcInferResponseCompressionLevel: {
       accepts: "none",

@@ -93,6 +93,7 @@ const FIELDS = {
   ),
   traceConfig: settings,
   maxRequestBytes: positive,
+  httpThreadCount: positive,
   grpcMaxMessageBytes: field(
     "integer",
     z.int().min(1).max(2 ** 31 - 1),
@@ -158,6 +159,7 @@ export const DEFAULTS: Defaults = {
   cacheConfig: [],
   traceConfig: [],
   maxRequestBytes: MIB_64,
+  httpThreadCount: 1,
   grpcMaxMessageBytes: MIB_64,
   grpcInferResponseCompressionLevel: "none",
   grpcKeepaliveTime: 7_200_000,

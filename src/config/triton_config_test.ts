@@ -34,6 +34,7 @@ Deno.test("resolveTritonConfig() applies every default", () => {
     modelRepository: undefined,
     httpAddress: "0.0.0.0",
     httpPort: 8000,
+    httpThreadCount: 1,
     grpcAddress: "0.0.0.0",
     grpcPort: 8001,
     metricsAddress: "0.0.0.0",
@@ -632,9 +633,13 @@ Deno.test("resolveTritonConfig() takes PyTriton's PYTRITON_TRITON_CONFIG_* varia
   assert.equal(config.grpcPort, 9101, "DENOTRITON_ variables win over PYTRITON_ ones");
   assert.equal(config.allowMetrics, false);
   assert.equal(config.responseCacheByteSize, 64);
+  assert.equal(
+    resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_THREAD_COUNT: "8" } }).httpThreadCount,
+    8,
+  );
   rejects(
-    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_THREAD_COUNT: "8" } }),
-    "Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_HTTP_THREAD_COUNT: DenoTriton has no such field (PYTRITON_TRITON_CONFIG_ variables are read as aliases of the DENOTRITON_TRITON_CONFIG_ ones) (names are PYTRITON_TRITON_CONFIG_ followed by a field in upper snake case, e.g. PYTRITON_TRITON_CONFIG_HTTP_PORT)",
+    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: "/b" } }),
+    "Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: DenoTriton has no such field (PYTRITON_TRITON_CONFIG_ variables are read as aliases of the DENOTRITON_TRITON_CONFIG_ ones) (names are PYTRITON_TRITON_CONFIG_ followed by a field in upper snake case, e.g. PYTRITON_TRITON_CONFIG_HTTP_PORT)",
   );
   rejects(
     () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_PORT: "x" } }),

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Engine } from "../../engine/engine.ts";
+import type { Engine, InferenceResponse, ModelHandle } from "../../engine/engine.ts";
 import {
   engineRepository,
   type ModelRepository,
@@ -26,6 +26,7 @@ import {
 } from "./compression.ts";
 import { errorResponse, jsonResponse } from "./errors.ts";
 import {
+  type DecodeInferOptions,
   decodeInferRequest,
   decodeRawInferRequest,
   type HttpInferRequest,
@@ -69,7 +70,8 @@ export interface RouteSettings {
   readonly sharedMemory?: SharedMemoryRegistry;
 }
 
-const MODEL = String.raw`/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
+/** The path of a model's endpoints, with its optional version (named groups `model`, `version`). */
+export const MODEL_PATH = String.raw`/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
 const REPO_ACTION = String.raw`(?<action>load|unload)`;
 
 function empty(status: number): Response {
@@ -100,20 +102,46 @@ async function readJsonBody(
   return parsed as Record<string, unknown>;
 }
 
-async function infer(
+/**
+ * The model an HTTP inference request names, refusing decoupled ones (HTTP answers once).
+ *
+ * @param engine The engine.
+ * @param modelName The model name from the URL.
+ * @param modelVersion The version from the URL.
+ * @returns The handle: the request's one lookup (decoding reads it, the engine takes it as is).
+ * @throws {InferenceError} When the model is unknown or decoupled.
+ */
+export function inferModel(
   engine: Engine,
-  settings: RouteSettings,
-  { request, params, signal }: RouteContext,
-): Promise<Response> {
-  const modelName = params.model!;
-  const modelVersion = versionOf(params);
-  // The request's one lookup: decoding reads the handle, and the engine takes it as it is.
+  modelName: string,
+  modelVersion: number | undefined,
+): ModelHandle {
   const model = engine.model(modelName, modelVersion);
   if (model.decoupled) {
     throw InferenceError.unsupported(
       "HTTP end point doesn't support models with decoupled transaction policy",
     );
   }
+  return model;
+}
+
+/** An inference request's body as read, with where its JSON ends. */
+export interface InferBody {
+  /** The body, decompressed; binary tensors after the JSON start on an 8-byte boundary. */
+  readonly body: Uint8Array;
+  /** The JSON's length (`inference-header-content-length`); 0 for a raw binary request. */
+  readonly headerLength: number | undefined;
+}
+
+/**
+ * Reads an inference request's body.
+ *
+ * @param request The HTTP request.
+ * @param maxRequestBytes The body limit.
+ * @returns The body and its JSON length.
+ * @throws {InferenceError} When the body is too large, badly encoded or its header length wrong.
+ */
+export async function readInferBody(request: Request, maxRequestBytes: number): Promise<InferBody> {
   const headerLengthField = request.headers.get("inference-header-content-length");
   // Binary tensors start after the JSON (the whole body of a raw request): placed on an 8-byte
   // boundary, they are viewed in place instead of copied.
@@ -122,12 +150,27 @@ async function infer(
     : undefined;
   const body = await readRequestBody(
     request,
-    settings.maxRequestBytes,
+    maxRequestBytes,
     alignAt === undefined ? {} : { alignAt },
   );
-  const headerLength = parseHeaderLength(headerLengthField, body.byteLength);
-  const options = {
-    modelName,
+  return { body, headerLength: parseHeaderLength(headerLengthField, body.byteLength) };
+}
+
+/**
+ * What decoding an inference body needs beside the body: the URL's model and version, header
+ * forwarding, the disconnect signal and the shared-memory regions.
+ *
+ * @param settings The route settings.
+ * @param context The route context.
+ * @returns The decode options.
+ */
+export function inferDecodeOptions(
+  settings: Pick<RouteSettings, "headerForwardPattern" | "sharedMemory">,
+  { request, params, signal }: RouteContext,
+): DecodeInferOptions {
+  const modelVersion = versionOf(params);
+  return {
+    modelName: params.model!,
     ...(modelVersion !== undefined ? { modelVersion } : {}),
     headers: request.headers,
     ...(settings.headerForwardPattern !== undefined
@@ -136,17 +179,31 @@ async function infer(
     signal,
     ...(settings.sharedMemory !== undefined ? { sharedMemory: settings.sharedMemory } : {}),
   };
-  const decoded: HttpInferRequest = headerLength === 0
-    ? decodeRawInferRequest(body, model, options)
-    : decodeInferRequest(body, headerLength, options);
+}
+
+/**
+ * Encodes an engine's answer to a decoded inference request and sends it: binary or JSON
+ * outputs as the request asked, compressed when the client accepts it and it pays.
+ *
+ * @param request The HTTP request (its `accept-encoding`).
+ * @param decoded The decoded request.
+ * @param result The engine's response.
+ * @param batching Whether the model batches (its outputs then carry the batch dimension).
+ * @returns The HTTP response.
+ */
+export async function inferReply(
+  request: Request,
+  decoded: HttpInferRequest,
+  result: InferenceResponse,
+  batching: boolean,
+): Promise<Response> {
   let encoded: ReturnType<typeof encodeInferResponse>;
   try {
-    const result = await engine.infer(decoded.request, model);
     decoded.sharedMemory.writeOutputs(result.outputs);
     encoded = encodeInferResponse(result, {
       outputFormats: decoded.outputFormats,
       defaultBinary: decoded.defaultBinary,
-      batching: model.maxBatchSize > 0,
+      batching,
       sharedMemoryOutputs: decoded.sharedMemory.outputs,
     });
   } finally {
@@ -163,6 +220,27 @@ async function infer(
       ? encoded.headers
       : { ...encoded.headers, "content-encoding": reply.encoding },
   );
+}
+
+async function infer(
+  engine: Engine,
+  settings: RouteSettings,
+  context: RouteContext,
+): Promise<Response> {
+  const model = inferModel(engine, context.params.model!, versionOf(context.params));
+  const { body, headerLength } = await readInferBody(context.request, settings.maxRequestBytes);
+  const options = inferDecodeOptions(settings, context);
+  const decoded: HttpInferRequest = headerLength === 0
+    ? decodeRawInferRequest(body, model, options)
+    : decodeInferRequest(body, headerLength, options);
+  let result: InferenceResponse;
+  try {
+    result = await engine.infer(decoded.request, model);
+  } catch (error) {
+    decoded.sharedMemory.release();
+    throw error;
+  }
+  return await inferReply(context.request, decoded, result, model.maxBatchSize > 0);
 }
 
 async function repositoryAction(
@@ -269,7 +347,7 @@ async function registerSystemRegion(
  * ```ts
  * import { buildRoutes } from "./routes.ts";
  * import { Logger } from "../../log.ts";
- * import type { Engine } from "../../engine/engine.ts";
+ * import type { Engine, InferenceResponse, ModelHandle } from "../../engine/engine.ts";
  * import assert from "node:assert/strict";
  *
  * const router = buildRoutes({} as Engine, {
@@ -318,14 +396,14 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     )
     .add(
       "GET",
-      route(MODEL),
+      route(MODEL_PATH),
       "metadata",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelMetadata(params.model!, versionOf(params)))),
     )
     .add(
       "GET",
-      route(`${MODEL}/ready`),
+      route(`${MODEL_PATH}/ready`),
       "health",
       ({ params }) =>
         Promise.resolve(
@@ -336,45 +414,45 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     )
     .add(
       "GET",
-      route(`${MODEL}/config`),
+      route(`${MODEL_PATH}/config`),
       "model-config",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelConfig(params.model!, versionOf(params)))),
     )
     .add(
       "POST",
-      route(`${MODEL}/infer`),
+      route(`${MODEL_PATH}/infer`),
       "inference",
       (context) => infer(engine, settings, context),
     )
     .add(
       "POST",
-      route(`${MODEL}/generate`),
+      route(`${MODEL_PATH}/generate`),
       "inference",
       (context) => handleGenerate(engine, settings, context, false),
     )
     .add(
       "POST",
-      route(`${MODEL}/generate_stream`),
+      route(`${MODEL_PATH}/generate_stream`),
       "inference",
       (context) => handleGenerate(engine, settings, context, true),
     )
     .add(
       "GET",
-      route(`${MODEL}/stats`),
+      route(`${MODEL_PATH}/stats`),
       "statistics",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelStatistics(params.model!, versionOf(params)))),
     )
     .add(
       "GET",
-      route(`${MODEL}/trace/setting`),
+      route(`${MODEL_PATH}/trace/setting`),
       "trace",
       (context) => traceSetting(settings, context),
     )
     .add(
       "POST",
-      route(`${MODEL}/trace/setting`),
+      route(`${MODEL_PATH}/trace/setting`),
       "trace",
       (context) => traceSetting(settings, context),
     )

@@ -8,14 +8,18 @@
 
 import type { Engine } from "../../engine/engine.ts";
 import type { ModelRepository } from "../../engine/repository.ts";
-import { InferenceError } from "../../errors.ts";
+import { InferenceError, TritonPermissionError, TritonValidationError } from "../../errors.ts";
+import { HttpThreads } from "./threads.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
 import { LateCalls } from "./disconnect_watch.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { EndpointGroup } from "./router.ts";
-import { buildRoutes, runHandler } from "./routes.ts";
+import { buildRoutes, type RouteHandler, type RouteSettings, runHandler } from "./routes.ts";
+import type { Router } from "./router.ts";
+import { httpAccessCheck } from "./access.ts";
+import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 export type { EndpointGroup } from "./router.ts";
@@ -81,6 +85,22 @@ export interface HttpFrontendOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
+  /**
+   * The token and restricted endpoint groups; the access check is built from them unless
+   * `accessCheck` is given. Threads beyond the first need this form: a function cannot reach them.
+   *
+   * @default {undefined}
+   */
+  security?: ResolvedSecurityConfig;
+  /**
+   * How many threads serve HTTP (Triton's `--http-thread-count`): the main isolate and
+   * `threads - 1` Workers, each listening on the port through `reusePort`, which needs Deno's
+   * `--unstable-net` flag. A Worker decodes and encodes inference requests itself and hands the
+   * engine call to the main isolate; every other request it forwards there whole.
+   *
+   * @default {1}
+   */
+  threads?: number;
 }
 
 const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024;
@@ -118,21 +138,68 @@ export function createHttpHandler(
 ): (request: Request) => Promise<Response> {
   const logger = options.logger ?? new Logger();
   const router = buildRoutes(engine, {
+    ...routeSettingsOf(options),
+    logger,
+    ...(options.repository === undefined ? {} : { repository: options.repository }),
+    ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
+  });
+  return handlerOver(router, { ...options, logger });
+}
+
+/**
+ * The body limit and header forwarding of the routes.
+ *
+ * @param options The front end's options.
+ * @returns Those route settings.
+ */
+export function routeSettingsOf(
+  options: Pick<HttpFrontendOptions, "maxRequestBytes" | "headerForwardPattern">,
+): Pick<RouteSettings, "maxRequestBytes" | "headerForwardPattern"> {
+  return {
     maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
     headerForwardPattern: compileHeaderForwardPattern(
       options.headerForwardPattern,
       "HTTP headerForwardPattern",
     ),
-    logger,
-    ...(options.repository === undefined ? {} : { repository: options.repository }),
-    ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
-  });
-  const accessCheck = options.accessCheck;
+  };
+}
+
+/** What {@linkcode handlerOver} needs beside the routes. */
+export interface HandlerOptions {
+  /** The logger. */
+  readonly logger: Logger;
+  /** A custom access check. */
+  readonly accessCheck?: AccessCheck;
+  /** The access check's data, when there is no custom one. */
+  readonly security?: ResolvedSecurityConfig;
+  /**
+   * Answers requests no route matches (an HTTP thread forwards them to the main isolate); the
+   * default answers 404 or 405.
+   */
+  readonly unmatched?: (request: Request) => Promise<Response>;
+}
+
+/**
+ * The request handler over a route table: matching, access control, the disconnect signal and
+ * the one error mapping. Shared by the main isolate and the HTTP threads.
+ *
+ * @param router The routes.
+ * @param options Logger, access control and what answers unmatched requests.
+ * @returns The handler.
+ */
+export function handlerOver(
+  router: Router<RouteHandler>,
+  options: HandlerOptions,
+): (request: Request) => Promise<Response> {
+  const { logger, unmatched } = options;
+  const accessCheck = options.accessCheck ??
+    (options.security === undefined ? undefined : httpAccessCheck(options.security));
   const lateLinks = new LateCalls(LINK_DELAY_MS);
   return async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     logger.debug(1, () => `HTTP request: ${request.method} ${url.pathname}`);
     const found = router.match(request.method, url.pathname);
+    if (found.kind !== "found" && unmatched !== undefined) return unmatched(request);
     if (found.kind === "not-found") return errorResponse(404, "Not Found");
     if (found.kind === "method-not-allowed") {
       return errorResponse(405, "Method Not Allowed", { allow: found.allowed.join(", ") });
@@ -203,11 +270,17 @@ export function createHttpHandler(
  */
 export class HttpFrontend implements AsyncDisposable {
   #server: Deno.HttpServer<Deno.NetAddr>;
+  #threads: HttpThreads | undefined;
   #logger: Logger;
   #stopping: Promise<void> | undefined;
 
-  private constructor(server: Deno.HttpServer<Deno.NetAddr>, logger: Logger) {
+  private constructor(
+    server: Deno.HttpServer<Deno.NetAddr>,
+    threads: HttpThreads | undefined,
+    logger: Logger,
+  ) {
     this.#server = server;
+    this.#threads = threads;
     this.#logger = logger;
   }
 
@@ -218,27 +291,77 @@ export class HttpFrontend implements AsyncDisposable {
    * @param options Address, port and handler options.
    * @returns The running front end.
    * @throws {InferenceError} (UNAVAILABLE) When the address is in use or cannot be bound.
+   * @throws {TritonPermissionError} When `threads` is above 1 without `--unstable-net`.
    */
-  static start(engine: Engine, options: HttpFrontendOptions = {}): Promise<HttpFrontend> {
+  static async start(engine: Engine, options: HttpFrontendOptions = {}): Promise<HttpFrontend> {
     const logger = options.logger ?? new Logger();
     const hostname = options.hostname ?? "0.0.0.0";
     const port = options.port ?? 8000;
+    const threads = options.threads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1) {
+      throw new TritonValidationError(
+        `Cannot start the HTTP front end: threads must be an integer >= 1, got ${threads}`,
+      );
+    }
+    if (threads > 1 && options.accessCheck !== undefined) {
+      throw new TritonValidationError(
+        "Cannot start the HTTP front end: an accessCheck function cannot run on its other threads; give security instead",
+      );
+    }
+    // Without the flag, Deno ends the process at a reusePort listen instead of throwing; the
+    // flag's other APIs, such as Deno.listenDatagram, exist only with it.
+    if (
+      threads > 1 && typeof (Deno as { listenDatagram?: unknown }).listenDatagram !== "function"
+    ) {
+      throw new TritonPermissionError(
+        `DenoTriton needs --unstable-net for ${threads} HTTP threads (httpThreadCount): they share the port through reusePort`,
+      );
+    }
     const handler = createHttpHandler(engine, { ...options, logger });
     let server: Deno.HttpServer<Deno.NetAddr>;
     try {
-      server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
+      server = Deno.serve({
+        hostname,
+        port,
+        onListen: () => {},
+        ...(threads > 1 ? { reusePort: true } : {}),
+      }, handler);
     } catch (error) {
-      return Promise.reject(
-        InferenceError.unavailable(
-          `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
-            (error as Error).message
-          }`,
-          { cause: error },
-        ),
+      throw InferenceError.unavailable(
+        `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
+          (error as Error).message
+        }`,
+        { cause: error },
       );
     }
-    const frontend = new HttpFrontend(server, logger);
-    return Promise.resolve(frontend);
+    let extra: HttpThreads | undefined;
+    if (threads > 1) {
+      const pattern = options.headerForwardPattern;
+      try {
+        extra = await HttpThreads.start({
+          count: threads - 1,
+          settings: {
+            hostname,
+            port: server.addr.port,
+            maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+            ...(pattern === undefined ? {} : {
+              headerForwardPattern: typeof pattern === "string"
+                ? { source: pattern, flags: "" }
+                : { source: pattern.source, flags: pattern.flags },
+            }),
+            log: { settings: logger.settings, prefix: logger.prefix },
+            ...(options.security === undefined ? {} : { security: options.security }),
+          },
+          engine,
+          handler,
+          logger,
+        });
+      } catch (error) {
+        await server.shutdown();
+        throw error;
+      }
+    }
+    return new HttpFrontend(server, extra, logger);
   }
 
   /** The bound port. */
@@ -257,7 +380,9 @@ export class HttpFrontend implements AsyncDisposable {
 
   /** Stops accepting connections and waits for in-flight requests. Idempotent. */
   shutdown(): Promise<void> {
-    this.#stopping ??= this.#server.shutdown().then(() => {
+    // The threads' requests in flight still need the main isolate, which answers them until
+    // every thread has stopped.
+    this.#stopping ??= Promise.all([this.#server.shutdown(), this.#threads?.stop()]).then(() => {
       this.#logger.debug(1, "HTTP front end stopped");
     });
     return this.#stopping;

@@ -1,0 +1,223 @@
+/**
+ * One extra HTTP thread (a Deno Worker started by `threads.ts`): it listens on the front end's
+ * port through `reusePort`, so the kernel spreads connections over it and the main isolate.
+ * Inference requests are read, decoded, encoded and compressed here, and only the engine call
+ * crosses to the main isolate. Every other request, and an inference request this thread cannot
+ * decode on its own (a raw binary body needs the model's inputs, shared memory lives in the main
+ * isolate, and a malformed one must get the main isolate's answer), is forwarded there whole.
+ *
+ * @module
+ */
+
+/// <reference lib="deno.worker" />
+
+import type { InferenceResponse } from "../../engine/engine.ts";
+import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
+import { Logger } from "../../log.ts";
+import { Router } from "./router.ts";
+import { decodeInferRequest, type HttpInferRequest } from "./infer_request.ts";
+import {
+  type InferBody,
+  inferDecodeOptions,
+  inferReply,
+  MODEL_PATH,
+  readInferBody,
+  type RouteContext,
+  type RouteHandler,
+} from "./routes.ts";
+import { handlerOver, routeSettingsOf } from "./server.ts";
+import {
+  type FromThread,
+  fromWireInferResponse,
+  type ModelRef,
+  type ThreadSettings,
+  type ToThread,
+  toWireInferRequest,
+} from "./thread_protocol.ts";
+
+interface Waiting {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+const waiting = new Map<number, Waiting>();
+let nextId = 1;
+let server: Deno.HttpServer | undefined;
+let logger: Logger | undefined;
+
+function post(message: FromThread, transfer: Transferable[] = []): void {
+  self.postMessage(message, transfer);
+}
+
+/** Posts a message that the main isolate answers by `id`; an abort of `signal` cancels it there. */
+function ask<T>(
+  make: (id: number) => FromThread,
+  transfer: Transferable[] = [],
+  signal?: AbortSignal,
+): Promise<T> {
+  const id = nextId++;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => post({ type: "cancel", id });
+    signal?.addEventListener("abort", onAbort);
+    waiting.set(id, {
+      resolve: (value) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(value as T);
+      },
+      reject: (error) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    });
+    post(make(id), transfer);
+  });
+}
+
+/**
+ * Forwards a request to the main isolate's handler. A body already read (and decompressed)
+ * replaces the request's own, without the headers that described the original.
+ */
+function forward(request: Request, read?: Uint8Array, signal?: AbortSignal): Promise<Response> {
+  const headers = [...request.headers].filter(([name]) =>
+    read === undefined || (name !== "content-encoding" && name !== "content-length")
+  );
+  // Bodies the front end reads are in ArrayBuffers (never shared).
+  const body = (read as Uint8Array<ArrayBuffer> | undefined) ?? request.body;
+  const transfer: Transferable[] = body === null
+    ? []
+    : body instanceof Uint8Array
+    ? [body.buffer as ArrayBuffer]
+    : [body];
+  return ask<Response>(
+    (id) => ({ type: "forward", id, method: request.method, url: request.url, headers, body }),
+    transfer,
+    signal,
+  );
+}
+
+function modelRef(params: RouteContext["params"]): ModelRef {
+  return params.version === undefined
+    ? { modelName: params.model! }
+    : { modelName: params.model!, modelVersion: Number(params.version) };
+}
+
+function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler {
+  return async (context) => {
+    const { request, params } = context;
+    const model = modelRef(params);
+    let read: InferBody;
+    try {
+      read = await readInferBody(request, settings.maxRequestBytes);
+    } catch (error) {
+      // The main isolate looks the model up before it reads the body: its error comes first.
+      await ask((id) => ({ type: "check", id, model }));
+      throw error;
+    }
+    // A raw binary body is decoded against the model's inputs, which live in the main isolate.
+    if (read.headerLength === 0) return forward(request, read.body, context.signal);
+    let decoded: HttpInferRequest;
+    try {
+      decoded = decodeInferRequest(
+        read.body,
+        read.headerLength,
+        inferDecodeOptions(settings, context),
+      );
+    } catch {
+      return forward(request, read.body, context.signal);
+    }
+    const transfer: Transferable[] = [];
+    const wire = toWireInferRequest(decoded.request, transfer);
+    const { response, batching } = await ask<{ response: InferenceResponse; batching: boolean }>(
+      (id) => ({ type: "infer", id, model, request: wire }),
+      transfer,
+      context.signal,
+    );
+    return await inferReply(request, decoded, response, batching);
+  };
+}
+
+function start(index: number, settings: ThreadSettings): void {
+  const { settings: log, prefix } = settings.log;
+  logger = new Logger({
+    prefix: `${prefix}/http${index}`,
+    ...(log.file === undefined ? {} : { file: log.file }),
+  });
+  const { file: _file, ...change } = log;
+  logger.update(change);
+  const pattern = settings.headerForwardPattern;
+  const routeSettings = routeSettingsOf({
+    maxRequestBytes: settings.maxRequestBytes,
+    ...(pattern === undefined
+      ? {}
+      : { headerForwardPattern: new RegExp(pattern.source, pattern.flags) }),
+  });
+  const router = new Router<RouteHandler>().add(
+    "POST",
+    new RegExp(`^${MODEL_PATH}/infer$`),
+    "inference",
+    inferRoute(routeSettings),
+  );
+  const handler = handlerOver(router, {
+    logger,
+    ...(settings.security === undefined ? {} : { security: settings.security }),
+    unmatched: (request) => forward(request),
+  });
+  try {
+    server = Deno.serve({
+      hostname: settings.hostname,
+      port: settings.port,
+      reusePort: true,
+      onListen: () => {},
+    }, handler);
+  } catch (error) {
+    post({ type: "start-failed", error: toWireError(error) });
+    return;
+  }
+  post({ type: "listening" });
+}
+
+function settle(id: number, outcome: { value: unknown } | { error: unknown }): void {
+  const entry = waiting.get(id);
+  if (entry === undefined) return;
+  waiting.delete(id);
+  if ("value" in outcome) entry.resolve(outcome.value);
+  else entry.reject(outcome.error);
+}
+
+self.onmessage = (event: MessageEvent<ToThread>) => {
+  const message = event.data;
+  switch (message.type) {
+    case "start":
+      start(message.index, message.settings);
+      break;
+    case "answer":
+      settle(message.id, {
+        value: new Response(message.body, {
+          status: message.status,
+          headers: message.headers as [string, string][],
+        }),
+      });
+      break;
+    case "inferred":
+      settle(message.id, {
+        value: { response: fromWireInferResponse(message.response), batching: message.batching },
+      });
+      break;
+    case "checked":
+      settle(message.id, { value: undefined });
+      break;
+    case "failed":
+      settle(message.id, { error: fromWireError(message.error) });
+      break;
+    case "log-settings":
+      logger?.update(message.change);
+      break;
+    case "stop":
+      void (async () => {
+        await server?.shutdown();
+        logger?.close();
+        post({ type: "stopped" });
+      })();
+      break;
+  }
+};

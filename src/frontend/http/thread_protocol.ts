@@ -1,0 +1,239 @@
+/**
+ * The messages between the HTTP front end's main isolate (`threads.ts`) and its extra HTTP
+ * threads (`thread_main.ts`, one Deno Worker each, listening on the same port through
+ * `reusePort`). A thread answers inference requests itself up to the engine call, which crosses
+ * to the main isolate as one message each way; everything else it forwards as a whole HTTP
+ * request, with the body streams transferred.
+ *
+ * @module
+ */
+
+import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
+import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts";
+import type { ParameterValue } from "../../callable/types.ts";
+import type { LogSettings, LogSettingsChange } from "../../log.ts";
+import {
+  fromWireTensor,
+  toWireTensor,
+  type WireError,
+  type WireTensor,
+  zeroCounts,
+} from "../../instances/worker_protocol.ts";
+import { isForeign } from "../../tensor/foreign_memory.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
+
+/** What a thread needs to serve: the front end's settings, as data. */
+export interface ThreadSettings {
+  /** The address, shared with the main isolate's listener. */
+  readonly hostname: string;
+  /** The port the main isolate bound (never 0). */
+  readonly port: number;
+  /** The body limit. */
+  readonly maxRequestBytes: number;
+  /** Header forwarding, as a `RegExp`'s source and flags. */
+  readonly headerForwardPattern?: { readonly source: string; readonly flags: string };
+  /** The logger's settings and prefix; the thread's lines carry `<prefix>/http<index>`. */
+  readonly log: { readonly settings: LogSettings; readonly prefix: string };
+  /** The token and restricted groups, when inference may be restricted. */
+  readonly security?: ResolvedSecurityConfig;
+}
+
+/** An inference request on the wire, without its model (named beside it) and signal. */
+export interface WireInferRequest {
+  readonly id?: string;
+  readonly inputs: readonly (readonly [string, WireTensor])[];
+  readonly outputs?: readonly string[];
+  readonly parameters: Readonly<Record<string, ParameterValue>>;
+  readonly priority?: number;
+  readonly timeoutMicroseconds?: number;
+}
+
+/** An inference response on the wire. */
+export interface WireInferResponse {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id?: string;
+  readonly outputs: readonly (readonly [string, WireTensor])[];
+  readonly parameters?: Readonly<Record<string, ParameterValue>>;
+}
+
+/** The model an inference request names, from its URL. */
+export interface ModelRef {
+  readonly modelName: string;
+  readonly modelVersion?: number;
+}
+
+/** Main → thread. */
+export type ToThread =
+  | { readonly type: "start"; readonly index: number; readonly settings: ThreadSettings }
+  /** The main isolate's answer to a forwarded request. */
+  | {
+    readonly type: "answer";
+    readonly id: number;
+    readonly status: number;
+    readonly headers: readonly (readonly [string, string])[];
+    readonly body: ReadableStream<Uint8Array> | null;
+  }
+  | {
+    readonly type: "inferred";
+    readonly id: number;
+    readonly response: WireInferResponse;
+    readonly batching: boolean;
+  }
+  /** The model named in a "check" is served and not decoupled. */
+  | { readonly type: "checked"; readonly id: number }
+  | { readonly type: "failed"; readonly id: number; readonly error: WireError }
+  | { readonly type: "log-settings"; readonly change: LogSettingsChange }
+  /** Stop listening, finish the requests in flight, then answer "stopped". */
+  | { readonly type: "stop" };
+
+/** Thread → main. */
+export type FromThread =
+  | { readonly type: "listening" }
+  | { readonly type: "start-failed"; readonly error: WireError }
+  | {
+    readonly type: "forward";
+    readonly id: number;
+    readonly method: string;
+    readonly url: string;
+    readonly headers: readonly (readonly [string, string])[];
+    readonly body: ReadableStream<Uint8Array> | Uint8Array<ArrayBuffer> | null;
+  }
+  | {
+    readonly type: "infer";
+    readonly id: number;
+    readonly model: ModelRef;
+    readonly request: WireInferRequest;
+  }
+  | { readonly type: "check"; readonly id: number; readonly model: ModelRef }
+  /** The client of request `id` left: abort it. */
+  | { readonly type: "cancel"; readonly id: number }
+  | { readonly type: "stopped" };
+
+/**
+ * Packs a decoded request's inputs to move them: a view of a buffer (the request body) moves the
+ * whole buffer and keeps its offset, since nothing else in the thread uses it afterwards.
+ *
+ * @param request The decoded request.
+ * @param transfer Collects the buffers to move.
+ * @returns The request on the wire.
+ *
+ * @example Two inputs viewing one body move it once
+ * ```ts
+ * import { fromWireInferRequest, toWireInferRequest } from "./thread_protocol.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const body = new ArrayBuffer(16);
+ * new Float32Array(body).set([1, 2, 3, 4]);
+ * const transfer: Transferable[] = [];
+ * const wire = toWireInferRequest({
+ *   modelName: "m", parameters: {},
+ *   inputs: new Map([
+ *     ["a", ndarray(new Float32Array(body, 0, 2), [2])],
+ *     ["b", ndarray(new Float32Array(body, 8, 2), [2])],
+ *   ]),
+ * }, transfer);
+ * assert.equal(transfer.length, 1);
+ * const back = fromWireInferRequest(wire);
+ * assert.deepEqual([...(back.get("b")!.data as Float32Array)], [3, 4]);
+ * ```
+ */
+export function toWireInferRequest(
+  request: InferenceRequest,
+  transfer: Transferable[],
+): WireInferRequest {
+  const inputs: (readonly [string, WireTensor])[] = [];
+  for (const [name, array] of request.inputs) inputs.push([name, movedTensor(array, transfer)]);
+  return {
+    inputs,
+    parameters: request.parameters,
+    ...(request.id !== undefined ? { id: request.id } : {}),
+    ...(request.outputs !== undefined ? { outputs: request.outputs } : {}),
+    ...(request.priority !== undefined ? { priority: request.priority } : {}),
+    ...(request.timeoutMicroseconds !== undefined
+      ? { timeoutMicroseconds: request.timeoutMicroseconds }
+      : {}),
+  };
+}
+
+function movedTensor(array: NDArray, transfer: Transferable[]): WireTensor {
+  const view = ArrayBuffer.isView(array.data) ? array.data : undefined;
+  const buffer = view?.buffer;
+  if (
+    view !== undefined && buffer instanceof ArrayBuffer && !buffer.resizable &&
+    !buffer.detached && !isForeign(buffer)
+  ) {
+    if (!transfer.includes(buffer)) transfer.push(buffer);
+    return {
+      dtype: array.dtype,
+      shape: array.shape,
+      buffer,
+      byteOffset: view.byteOffset,
+      byteLength: view.byteLength,
+    };
+  }
+  return toWireTensor(array, transfer, zeroCounts());
+}
+
+/**
+ * The inputs of a request from the wire.
+ *
+ * @param wire The request on the wire.
+ * @returns Its inputs, by name.
+ */
+export function fromWireInferRequest(wire: WireInferRequest): Map<string, NDArray> {
+  return new Map(wire.inputs.map(([name, tensor]) => [name, fromWireTensor(tensor)]));
+}
+
+/**
+ * Packs a response's outputs to be copied, never moved: the engine may still use them (a
+ * model's own buffer, the response cache).
+ *
+ * @param response The engine's response.
+ * @returns The response on the wire; post it without a transfer list.
+ *
+ * @example The outputs stay usable
+ * ```ts
+ * import { fromWireInferResponse, toWireInferResponse } from "./thread_protocol.ts";
+ * import { ndarray } from "../../tensor/ndarray.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const y = ndarray(new Int32Array([7]), [1]);
+ * const wire = toWireInferResponse({ modelName: "m", modelVersion: "1", outputs: new Map([["y", y]]) });
+ * const copy = structuredClone(wire);
+ * assert.deepEqual([...(y.data as Int32Array)], [7]);
+ * assert.deepEqual([...(fromWireInferResponse(copy).outputs.get("y")!.data as Int32Array)], [7]);
+ * ```
+ */
+export function toWireInferResponse(response: InferenceResponse): WireInferResponse {
+  // toWireTensor lists buffers to move; left unused, posting clones them.
+  const unused: Transferable[] = [];
+  const outputs: (readonly [string, WireTensor])[] = [];
+  for (const [name, array] of response.outputs) {
+    outputs.push([name, toWireTensor(array, unused, zeroCounts())]);
+  }
+  return {
+    modelName: response.modelName,
+    modelVersion: response.modelVersion,
+    outputs,
+    ...(response.id !== undefined ? { id: response.id } : {}),
+    ...(response.parameters !== undefined ? { parameters: response.parameters } : {}),
+  };
+}
+
+/**
+ * A response from the wire.
+ *
+ * @param wire The response on the wire.
+ * @returns The response.
+ */
+export function fromWireInferResponse(wire: WireInferResponse): InferenceResponse {
+  return {
+    modelName: wire.modelName,
+    modelVersion: wire.modelVersion,
+    outputs: new Map(wire.outputs.map(([name, tensor]) => [name, fromWireTensor(tensor)])),
+    ...(wire.id !== undefined ? { id: wire.id } : {}),
+    ...(wire.parameters !== undefined ? { parameters: wire.parameters } : {}),
+  };
+}

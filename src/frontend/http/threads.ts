@@ -1,0 +1,250 @@
+/**
+ * The main isolate's side of the HTTP threads: it starts the Workers (`thread_main.ts`), runs
+ * the engine calls they hand over, answers the requests they forward with the main isolate's
+ * own handler, keeps their log settings in step, and stops them.
+ *
+ * @module
+ */
+
+import type { Engine, InferenceRequest } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
+import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
+import type { Logger } from "../../log.ts";
+import { inferModel } from "./routes.ts";
+import {
+  type FromThread,
+  fromWireInferRequest,
+  type ModelRef,
+  type ThreadSettings,
+  type ToThread,
+  toWireInferResponse,
+} from "./thread_protocol.ts";
+
+const ENTRY = new URL("./thread_main.ts", import.meta.url).href;
+
+/** What the threads are started with. */
+export interface HttpThreadsOptions {
+  /** How many Workers. */
+  readonly count: number;
+  /** Their settings (the port the main isolate bound). */
+  readonly settings: ThreadSettings;
+  /** The engine the inference requests run on. */
+  readonly engine: Engine;
+  /** The main isolate's handler, for forwarded requests. */
+  readonly handler: (request: Request) => Promise<Response>;
+  /** The logger, whose changes reach the threads. */
+  readonly logger: Logger;
+}
+
+/** One HTTP thread and the requests it handed over that are still running. */
+class HttpThread {
+  readonly index: number;
+  readonly worker: Worker;
+  readonly running = new Map<number, AbortController>();
+  stopped: Promise<void> | undefined;
+  onStopped: (() => void) | undefined;
+
+  constructor(index: number) {
+    this.index = index;
+    this.worker = new Worker(ENTRY, { type: "module", name: `http${index}` });
+  }
+
+  post(message: ToThread, transfer: Transferable[] = []): void {
+    this.worker.postMessage(message, transfer);
+  }
+}
+
+/** The HTTP threads beside the main isolate's listener. */
+export class HttpThreads {
+  #threads: HttpThread[];
+  #options: HttpThreadsOptions;
+  #logSubscription: Disposable;
+  #stopping: Promise<void> | undefined;
+
+  private constructor(threads: HttpThread[], options: HttpThreadsOptions) {
+    this.#threads = threads;
+    this.#options = options;
+    this.#logSubscription = options.logger.onChange((change) => {
+      for (const thread of this.#threads) thread.post({ type: "log-settings", change });
+    });
+  }
+
+  /**
+   * Starts the threads and waits until each listens.
+   *
+   * @param options Count, settings, engine, handler and logger.
+   * @returns The running threads.
+   * @throws {InferenceError} (UNAVAILABLE) When a thread cannot listen; the others are stopped.
+   */
+  static async start(options: HttpThreadsOptions): Promise<HttpThreads> {
+    const threads: HttpThread[] = [];
+    const started: Promise<void>[] = [];
+    for (let i = 0; i < options.count; i++) {
+      const thread = new HttpThread(i + 2);
+      threads.push(thread);
+      started.push(
+        new Promise((resolve, reject) => {
+          thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
+            const message = event.data;
+            if (message.type === "listening") resolve();
+            else if (message.type === "start-failed") reject(fromWireError(message.error));
+          };
+          thread.worker.onerror = (event) => {
+            event.preventDefault();
+            reject(new Error(`HTTP thread ${i + 2} failed to start: ${event.message}`));
+          };
+        }),
+      );
+      thread.post({ type: "start", index: i + 2, settings: options.settings });
+    }
+    const results = await Promise.allSettled(started);
+    const failure = results.find((result) => result.status === "rejected");
+    if (failure !== undefined) {
+      for (const thread of threads) thread.worker.terminate();
+      const reason = (failure as PromiseRejectedResult).reason;
+      throw InferenceError.unavailable(
+        `Cannot start the HTTP front end's threads: ${
+          reason instanceof Error ? reason.message : String(reason)
+        }`,
+        { cause: reason },
+      );
+    }
+    const running = new HttpThreads(threads, options);
+    for (const thread of threads) running.#serve(thread);
+    return running;
+  }
+
+  #serve(thread: HttpThread): void {
+    const { logger } = this.#options;
+    thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
+      const message = event.data;
+      switch (message.type) {
+        case "infer":
+          this.#infer(thread, message.id, message.model, message);
+          break;
+        case "check":
+          this.#check(thread, message.id, message.model);
+          break;
+        case "forward":
+          this.#forward(thread, message);
+          break;
+        case "cancel":
+          thread.running.get(message.id)?.abort(
+            InferenceError.cancelled("The client disconnected"),
+          );
+          break;
+        case "stopped":
+          thread.onStopped?.();
+          break;
+      }
+    };
+    thread.worker.onerror = (event) => {
+      // An uncaught error ends the Worker: its connections are gone, and the other listeners
+      // go on serving the port.
+      event.preventDefault();
+      logger.error(`HTTP thread ${thread.index} failed and stopped: ${event.message}`);
+      for (const abort of thread.running.values()) {
+        abort.abort(InferenceError.cancelled("The HTTP thread stopped"));
+      }
+      thread.onStopped?.();
+      thread.stopped ??= Promise.resolve();
+    };
+  }
+
+  #check(thread: HttpThread, id: number, model: ModelRef): void {
+    try {
+      inferModel(this.#options.engine, model.modelName, model.modelVersion);
+      thread.post({ type: "checked", id });
+    } catch (error) {
+      thread.post({ type: "failed", id, error: toWireError(error) });
+    }
+  }
+
+  async #infer(
+    thread: HttpThread,
+    id: number,
+    model: ModelRef,
+    message: Extract<FromThread, { type: "infer" }>,
+  ): Promise<void> {
+    const { engine } = this.#options;
+    const abort = new AbortController();
+    thread.running.set(id, abort);
+    try {
+      const handle = inferModel(engine, model.modelName, model.modelVersion);
+      const wire = message.request;
+      const request: InferenceRequest = {
+        modelName: model.modelName,
+        ...(model.modelVersion !== undefined ? { modelVersion: model.modelVersion } : {}),
+        inputs: fromWireInferRequest(wire),
+        parameters: wire.parameters,
+        signal: abort.signal,
+        ...(wire.id !== undefined ? { id: wire.id } : {}),
+        ...(wire.outputs !== undefined ? { outputs: wire.outputs } : {}),
+        ...(wire.priority !== undefined ? { priority: wire.priority } : {}),
+        ...(wire.timeoutMicroseconds !== undefined
+          ? { timeoutMicroseconds: wire.timeoutMicroseconds }
+          : {}),
+      };
+      const response = await engine.infer(request, handle);
+      thread.post({
+        type: "inferred",
+        id,
+        response: toWireInferResponse(response),
+        batching: handle.maxBatchSize > 0,
+      });
+    } catch (error) {
+      thread.post({ type: "failed", id, error: toWireError(error) });
+    } finally {
+      thread.running.delete(id);
+    }
+  }
+
+  async #forward(
+    thread: HttpThread,
+    message: Extract<FromThread, { type: "forward" }>,
+  ): Promise<void> {
+    const abort = new AbortController();
+    thread.running.set(message.id, abort);
+    try {
+      const request = new Request(message.url, {
+        method: message.method,
+        headers: message.headers as [string, string][],
+        body: message.body,
+        signal: abort.signal,
+      });
+      const response = await this.#options.handler(request);
+      const body = response.body;
+      thread.post({
+        type: "answer",
+        id: message.id,
+        status: response.status,
+        headers: [...response.headers],
+        body,
+      }, body === null ? [] : [body]);
+    } catch (error) {
+      // The handler maps its own errors to responses; this is the request failing to build.
+      thread.post({ type: "failed", id: message.id, error: toWireError(error) });
+    } finally {
+      thread.running.delete(message.id);
+    }
+  }
+
+  /**
+   * Stops the threads: each stops listening, finishes its requests in flight (the main isolate
+   * keeps running their engine calls meanwhile) and ends. Idempotent.
+   */
+  stop(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await Promise.all(this.#threads.map((thread) => {
+        thread.stopped ??= new Promise<void>((resolve) => {
+          thread.onStopped = resolve;
+          thread.post({ type: "stop" });
+        });
+        return thread.stopped;
+      }));
+      for (const thread of this.#threads) thread.worker.terminate();
+      this.#logSubscription[Symbol.dispose]();
+    })();
+    return this.#stopping;
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * A server on three HTTP threads, for `http_threads_test.ts`: `deno run -A --unstable-net
+ * tests/_http_threads_server.ts <engine>`. It restricts inference to the token `t0k3n`, logs
+ * every request (`logVerbose: 1`, to stderr), prints `{"url": ...}` once it serves, and stops
+ * when its stdin closes.
+ *
+ * @module
+ */
+
+import { batch, type NDArray, ndarray, Triton } from "../mod.ts";
+import { bindAddSub } from "../examples/add_sub/model.ts";
+import type { EngineKind } from "../src/engine/engine.ts";
+
+const engine = Deno.args[0] as EngineKind;
+const triton = new Triton({
+  engine,
+  securityConfig: { accessToken: "t0k3n", restrictedEndpoints: ["inference"] },
+  config: {
+    httpAddress: "127.0.0.1",
+    httpPort: 0,
+    allowGrpc: false,
+    allowMetrics: false,
+    httpThreadCount: 3,
+    logVerbose: 1,
+  },
+});
+await bindAddSub(triton);
+triton.bind({
+  modelName: "Upper",
+  inferFunc: batch(({ text }: { text: NDArray<"bytes"> }) => ({
+    text: ndarray(
+      text.data.map((bytes) =>
+        new TextEncoder().encode(new TextDecoder().decode(bytes).toUpperCase())
+      ),
+      text.shape,
+    ),
+  })),
+  inputs: [{ name: "text", dtype: "bytes", shape: [-1] }],
+  outputs: [{ name: "text", dtype: "bytes", shape: [-1] }],
+});
+await triton.run();
+console.log(JSON.stringify({ url: triton.urls.http }));
+for await (const _ of Deno.stdin.readable) { /* until EOF */ }
+await triton.stop();

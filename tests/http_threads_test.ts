@@ -1,0 +1,224 @@
+/**
+ * `httpThreadCount` (issue 16): the HTTP front end on the main isolate and extra Workers sharing
+ * the port. Without `--unstable-net` the start fails with one line naming the flag; with it, a
+ * server on three threads (run as a subprocess with the flag) answers the same on every thread,
+ * for requests each thread decodes itself and for those it forwards to the main isolate, on both
+ * engines.
+ *
+ * @module
+ */
+
+import assert from "node:assert/strict";
+import { gzip } from "node:zlib";
+import { promisify } from "node:util";
+import { Triton, TritonPermissionError } from "../mod.ts";
+import { ENGINES, watchdog } from "./_helpers.ts";
+
+const SERVER = new URL("./_http_threads_server.ts", import.meta.url).pathname;
+const UNSTABLE_NET = typeof (Deno as { listenDatagram?: unknown }).listenDatagram === "function";
+const TOKEN = { "triton-access-token": "t0k3n" };
+
+Deno.test({
+  name: "httpThreadCount above 1 without --unstable-net fails with one line naming the flag",
+  ignore: UNSTABLE_NET,
+  async fn(): Promise<void> {
+    const triton = new Triton({
+      engine: "builtin",
+      config: {
+        httpAddress: "127.0.0.1",
+        httpPort: 0,
+        allowGrpc: false,
+        allowMetrics: false,
+        httpThreadCount: 2,
+      },
+    });
+    try {
+      await assert.rejects(
+        triton.run(),
+        (error: Error) => {
+          assert.ok(error instanceof TritonPermissionError);
+          assert.equal(
+            error.stack,
+            "TritonPermissionError: DenoTriton needs --unstable-net for 2 HTTP threads (httpThreadCount): they share the port through reusePort",
+          );
+          return true;
+        },
+      );
+    } finally {
+      await triton.stop();
+    }
+  },
+});
+
+/** One request on a connection of its own, so that the kernel may hand it to any thread. */
+async function send(url: string, init: RequestInit = {}): Promise<Response> {
+  const client = Deno.createHttpClient({});
+  try {
+    const response = await fetch(url, { ...init, client });
+    const body = new Uint8Array(await response.arrayBuffer());
+    return new Response(body.byteLength === 0 ? null : body, {
+      status: response.status,
+      headers: response.headers,
+    });
+  } finally {
+    client.close();
+  }
+}
+
+const ADD_SUB = JSON.stringify({
+  inputs: [
+    { name: "a", datatype: "FP32", shape: [1, 2], data: [1, 2] },
+    { name: "b", datatype: "FP32", shape: [1, 2], data: [3, 4] },
+  ],
+});
+const ADD_SUB_REPLY = {
+  model_name: "AddSub",
+  model_version: "1",
+  outputs: [
+    { name: "add", datatype: "FP32", shape: [1, 2], data: [4, 6] },
+    { name: "sub", datatype: "FP32", shape: [1, 2], data: [-2, -2] },
+  ],
+};
+
+/** The same checks, each on several connections of its own. */
+async function checkServer(url: string): Promise<void> {
+  const infer = `${url}/v2/models/AddSub/infer`;
+  for (let round = 0; round < 8; round++) {
+    // JSON tensors, decoded and encoded by whichever thread took the connection.
+    const json = await send(infer, { method: "POST", headers: TOKEN, body: ADD_SUB });
+    assert.equal(json.status, 200);
+    assert.deepEqual(await json.json(), ADD_SUB_REPLY);
+
+    // Binary tensors in and out.
+    const header = new TextEncoder().encode(JSON.stringify({
+      inputs: [
+        { name: "a", datatype: "FP32", shape: [1, 2], parameters: { binary_data_size: 8 } },
+        { name: "b", datatype: "FP32", shape: [1, 2], parameters: { binary_data_size: 8 } },
+      ],
+      outputs: [{ name: "add", parameters: { binary_data: true } }],
+    }));
+    const body = new Uint8Array(header.byteLength + 16);
+    body.set(header);
+    new DataView(body.buffer).setFloat32(header.byteLength, 1.5, true);
+    new DataView(body.buffer).setFloat32(header.byteLength + 4, 2, true);
+    new DataView(body.buffer).setFloat32(header.byteLength + 8, 3, true);
+    new DataView(body.buffer).setFloat32(header.byteLength + 12, 4, true);
+    const binary = await send(infer, {
+      method: "POST",
+      headers: { ...TOKEN, "inference-header-content-length": String(header.byteLength) },
+      body,
+    });
+    assert.equal(binary.status, 200);
+    const jsonLength = Number(binary.headers.get("inference-header-content-length"));
+    const bytes = new Uint8Array(await binary.arrayBuffer());
+    assert.deepEqual(JSON.parse(new TextDecoder().decode(bytes.subarray(0, jsonLength))), {
+      model_name: "AddSub",
+      model_version: "1",
+      outputs: [{
+        name: "add",
+        datatype: "FP32",
+        shape: [1, 2],
+        parameters: { binary_data_size: 8 },
+      }],
+    });
+    assert.deepEqual([...new Float32Array(bytes.slice(jsonLength).buffer)], [4.5, 6]);
+
+    // A gzip-compressed body.
+    const zipped = await promisify(gzip)(new TextEncoder().encode(ADD_SUB));
+    const compressed = await send(infer, {
+      method: "POST",
+      headers: { ...TOKEN, "content-encoding": "gzip" },
+      body: new Uint8Array(zipped),
+    });
+    assert.equal(compressed.status, 200);
+    assert.deepEqual(await compressed.json(), ADD_SUB_REPLY);
+
+    // BYTES both ways.
+    const upper = await send(`${url}/v2/models/Upper/infer`, {
+      method: "POST",
+      headers: TOKEN,
+      body: JSON.stringify({
+        inputs: [{ name: "text", datatype: "BYTES", shape: [1, 2], data: ["ab", "cd"] }],
+      }),
+    });
+    assert.equal(upper.status, 200);
+    assert.deepEqual((await upper.json()).outputs, [
+      { name: "text", datatype: "BYTES", shape: [1, 2], data: ["AB", "CD"] },
+    ]);
+
+    // Errors: the main isolate's words, whichever thread answers.
+    const unknown = await send(`${url}/v2/models/Nope/infer`, {
+      method: "POST",
+      headers: TOKEN,
+      body: ADD_SUB,
+    });
+    assert.equal(unknown.status, 404);
+    assert.deepEqual(await unknown.json(), {
+      error: "Request for unknown model: 'Nope' is not found",
+    });
+    const malformed = await send(infer, { method: "POST", headers: TOKEN, body: "{bad" });
+    assert.equal(malformed.status, 400);
+    assert.deepEqual(await malformed.json(), {
+      error:
+        "Unable to parse the request JSON: Expected property name or '}' in JSON at position 1 (line 1 column 2)",
+    });
+    const raw = await send(infer, {
+      method: "POST",
+      headers: { ...TOKEN, "inference-header-content-length": "0" },
+      body: new Uint8Array(8),
+    });
+    assert.equal(raw.status, 400);
+    assert.deepEqual(await raw.json(), {
+      error:
+        "Raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input: model 'AddSub' has 2",
+    });
+    const noToken = await send(infer, { method: "POST", body: ADD_SUB });
+    assert.equal(noToken.status, 401);
+    await noToken.body?.cancel();
+
+    // Forwarded whole: metadata and an unknown path.
+    const metadata = await send(`${url}/v2/models/AddSub`);
+    assert.equal(metadata.status, 200);
+    assert.equal((await metadata.json()).name, "AddSub");
+    const missing = await send(`${url}/v3/nothing`);
+    assert.equal(missing.status, 404);
+    assert.deepEqual(await missing.json(), { error: "Not Found" });
+  }
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`${engine} engine: three HTTP threads answer as one (httpThreadCount 3)`, async () => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--unstable-net", SERVER, engine],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const log = new Response(child.stderr).text();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      let buffered = "";
+      while (!buffered.includes("\n")) {
+        const { value, done } = await watchdog(lines.read(), "the server's URL");
+        if (done) throw new Error(`The server exited before it served: ${await log}`);
+        buffered += value;
+      }
+      const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
+      await watchdog(checkServer(url), "the requests");
+    } finally {
+      await child.stdin.close();
+      lines.releaseLock();
+      await child.stdout.cancel().catch(() => {});
+    }
+    const status = await watchdog(child.status, "the server's exit");
+    const text = await log;
+    assert.equal(status.code, 0, text);
+    // Each thread took some of the 88 connections (the kernel spreads them by address and port).
+    for (const source of ["triton]", "triton/http2]", "triton/http3]"]) {
+      assert.ok(
+        text.includes(`${source} HTTP request: POST /v2/models/AddSub/infer`),
+        `no inference request logged by ${source}:\n${text}`,
+      );
+    }
+  });
+}
