@@ -13,7 +13,10 @@
  * `bench/results/engines-<date>.md`.
  *
  * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
- * [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2]`
+ * [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2] [--http-threads 1]`
+ *
+ * `--elements N` sends N elements per input tensor (8 by default). `--http-threads N` serves both engines with `httpThreadCount: N` (their subprocesses then run
+ * with `--unstable-net`, which that needs).
  *
  * @module
  */
@@ -53,12 +56,17 @@ interface Measurement {
    * sensitive to other load on a shared machine than req/s. NaN where `/proc` is missing.
    */
   cpuUsPerRequest: number;
+  /** The same for the server's main thread alone. */
+  mainCpuUsPerRequest: number;
 }
 
 function flag(name: string, fallback: string): string {
   const at = Deno.args.indexOf(`--${name}`);
   return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
 }
+
+/** `httpThreadCount` of the DenoTriton servers. */
+const HTTP_THREADS = Number(flag("http-threads", "1"));
 
 async function serve(server: Server): Promise<void> {
   if (server === "echo") {
@@ -83,6 +91,7 @@ async function serve(server: Server): Promise<void> {
       allowGrpc: false,
       allowMetrics: false,
       logFile: "/dev/null",
+      httpThreadCount: HTTP_THREADS,
     },
   });
   await bindAddSub(triton);
@@ -93,10 +102,23 @@ async function serve(server: Server): Promise<void> {
   await triton.stop();
 }
 
+/** Elements per input tensor (`--elements`): 8 by default, a small request. */
+const ELEMENTS = Number(flag("elements", "8"));
+
 const BODY = JSON.stringify({
   inputs: [
-    { name: "a", datatype: "FP32", shape: [1, 8], data: [1, 2, 3, 4, 5, 6, 7, 8] },
-    { name: "b", datatype: "FP32", shape: [1, 8], data: [8, 7, 6, 5, 4, 3, 2, 1] },
+    {
+      name: "a",
+      datatype: "FP32",
+      shape: [1, ELEMENTS],
+      data: Array.from({ length: ELEMENTS }, (_, i) => i + 1),
+    },
+    {
+      name: "b",
+      datatype: "FP32",
+      shape: [1, ELEMENTS],
+      data: Array.from({ length: ELEMENTS }, (_, i) => ELEMENTS - i),
+    },
   ],
 });
 
@@ -160,7 +182,16 @@ async function measureServer(
   warmup: number,
 ): Promise<Measurement[]> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", import.meta.filename!, "--serve", server],
+    args: [
+      "run",
+      "-A",
+      ...(HTTP_THREADS > 1 ? ["--unstable-net"] : []),
+      import.meta.filename!,
+      "--serve",
+      server,
+      "--http-threads",
+      String(HTTP_THREADS),
+    ],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -179,6 +210,9 @@ async function measureServer(
       for (const concurrency of levels) {
         await drive(url, server, client, concurrency, warmup);
         const cpuBefore = cpuSeconds(`/proc/${child.pid}/stat`);
+        // The main thread's own share (its task id is the process id): the one thread that every
+        // request passes through, whatever httpThreadCount is.
+        const mainBefore = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`);
         const { latencies, errors, compressed, elapsed } = await drive(
           url,
           server,
@@ -187,6 +221,7 @@ async function measureServer(
           seconds,
         );
         const cpu = cpuSeconds(`/proc/${child.pid}/stat`) - cpuBefore;
+        const mainCpu = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`) - mainBefore;
         latencies.sort((a, b) => a - b);
         const row: Measurement = {
           server,
@@ -200,13 +235,15 @@ async function measureServer(
           p99Ms: percentile(latencies, 0.99),
           compressed,
           cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
+          mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
         };
         console.log(
           `${server.padEnd(8)} ${client.padEnd(8)} c=${concurrency}: ${
             row.rps.toFixed(0)
           } req/s, ` +
             `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
-            `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req`,
+            `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
+            `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})`,
         );
         results.push(row);
       }
@@ -235,7 +272,7 @@ function report(
     `# DenoTriton engines over HTTP: built-in vs Triton core vs a bare Deno.serve`,
     "",
     `Run ${date} with \`deno task bench:engines\` (Deno ${Deno.version.deno}, ${Deno.build.os}/${Deno.build.arch}, ` +
-    `${navigator.hardwareConcurrency} CPUs). Model: \`examples/add_sub\` (FP32 [1, 8] a and b, ` +
+    `${navigator.hardwareConcurrency} CPUs, httpThreadCount ${HTTP_THREADS}). Model: \`examples/add_sub\` (FP32 [1, ${ELEMENTS}] a and b, ` +
     "dynamic batching up to 128, 100 µs queue delay). The ceiling is a bare `Deno.serve` that " +
     "parses the same request JSON and answers it as JSON. Each server runs in its own " +
     `subprocess; one closed-loop HTTP/JSON load generator, ${warmup} s warm-up then ${seconds} s ` +
@@ -245,16 +282,18 @@ function report(
     "client-side, per request; `compressed` counts responses that came back compressed. Server " +
     "CPU is the server process's user + system time (all threads) per request during the " +
     "measured window (Linux `/proc`, 10 ms ticks): less sensitive to other load on a shared " +
-    "machine than req/s.",
+    "machine than req/s; main thread CPU is the share of the server's main thread alone, the " +
+    "one thread every request passes through whatever `httpThreadCount` is.",
     "",
-    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
       `| ${
         SERVER_NAMES[r.server]
       } | ${r.client} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
       `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
-      `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} |`
+      `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} | ` +
+      `${Number.isNaN(r.mainCpuUsPerRequest) ? "—" : r.mainCpuUsPerRequest.toFixed(0)} |`
     ),
     "",
     "| client | concurrency | req/s core/builtin | p50 core/builtin | p99 core/builtin | " +
