@@ -176,10 +176,33 @@ async function checkServer(url: string): Promise<void> {
     assert.equal(noToken.status, 401);
     await noToken.body?.cancel();
 
-    // Forwarded whole: metadata and an unknown path.
+    // Forwarded whole: metadata, the repository index and generate (their bodies streamed to the
+    // main isolate), and an unknown path.
     const metadata = await send(`${url}/v2/models/AddSub`);
     assert.equal(metadata.status, 200);
     assert.equal((await metadata.json()).name, "AddSub");
+    const index = await send(`${url}/v2/repository/index`, {
+      method: "POST",
+      headers: TOKEN,
+      body: JSON.stringify({ ready: true }),
+    });
+    assert.equal(index.status, 200);
+    assert.deepEqual(await index.json(), [
+      { name: "AddSub", version: "1", state: "READY" },
+      { name: "Upper", version: "1", state: "READY" },
+    ]);
+    const generated = await send(`${url}/v2/models/AddSub/generate`, {
+      method: "POST",
+      headers: TOKEN,
+      body: JSON.stringify({ a: [1], b: [2] }),
+    });
+    assert.equal(generated.status, 200);
+    assert.deepEqual(await generated.json(), {
+      add: 3,
+      model_name: "AddSub",
+      model_version: "1",
+      sub: -1,
+    });
     const missing = await send(`${url}/v3/nothing`);
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "Not Found" });
@@ -213,7 +236,7 @@ for (const engine of ENGINES) {
     const status = await watchdog(child.status, "the server's exit");
     const text = await log;
     assert.equal(status.code, 0, text);
-    // Each thread took some of the 88 connections (the kernel spreads them by address and port).
+    // Each thread took some of the 104 connections (the kernel spreads them by address and port).
     for (const source of ["triton]", "triton/http2]", "triton/http3]"]) {
       assert.ok(
         text.includes(`${source} HTTP request: POST /v2/models/AddSub/infer`),
