@@ -135,8 +135,8 @@ export type FromThread =
  *   ]),
  * }, transfer);
  * assert.equal(transfer.length, 1);
- * const back = fromWireInferRequest(wire);
- * assert.deepEqual([...(back.get("b")!.data as Float32Array)], [3, 4]);
+ * const back = fromWireInferRequest(wire, { modelName: "m" }, new AbortController().signal);
+ * assert.deepEqual([...(back.inputs.get("b")!.data as Float32Array)], [3, 4]);
  * ```
  */
 export function toWireInferRequest(
@@ -177,13 +177,24 @@ function movedTensor(array: NDArray, transfer: Transferable[]): WireTensor {
 }
 
 /**
- * The inputs of a request from the wire.
+ * A request from the wire.
  *
  * @param wire The request on the wire.
- * @returns Its inputs, by name.
+ * @param model The model its URL named.
+ * @param signal Aborted when the thread's client leaves.
+ * @returns The request for the engine.
  */
-export function fromWireInferRequest(wire: WireInferRequest): Map<string, NDArray> {
-  return new Map(wire.inputs.map(([name, tensor]) => [name, fromWireTensor(tensor)]));
+export function fromWireInferRequest(
+  wire: WireInferRequest,
+  model: ModelRef,
+  signal: AbortSignal,
+): InferenceRequest {
+  return {
+    ...model,
+    ...wire,
+    inputs: new Map(wire.inputs.map(([name, tensor]) => [name, fromWireTensor(tensor)])),
+    signal,
+  };
 }
 
 /**

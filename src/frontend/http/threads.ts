@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Engine, InferenceRequest } from "../../engine/engine.ts";
+import type { Engine } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
 import type { Logger } from "../../log.ts";
@@ -171,20 +171,7 @@ export class HttpThreads {
     thread.running.set(id, abort);
     try {
       const handle = inferModel(engine, model.modelName, model.modelVersion);
-      const wire = message.request;
-      const request: InferenceRequest = {
-        modelName: model.modelName,
-        ...(model.modelVersion !== undefined ? { modelVersion: model.modelVersion } : {}),
-        inputs: fromWireInferRequest(wire),
-        parameters: wire.parameters,
-        signal: abort.signal,
-        ...(wire.id !== undefined ? { id: wire.id } : {}),
-        ...(wire.outputs !== undefined ? { outputs: wire.outputs } : {}),
-        ...(wire.priority !== undefined ? { priority: wire.priority } : {}),
-        ...(wire.timeoutMicroseconds !== undefined
-          ? { timeoutMicroseconds: wire.timeoutMicroseconds }
-          : {}),
-      };
+      const request = fromWireInferRequest(message.request, model, abort.signal);
       const response = await engine.infer(request, handle);
       thread.post({
         type: "inferred",
