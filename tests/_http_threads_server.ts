@@ -1,8 +1,9 @@
 /**
  * A server on three HTTP threads, for `http_threads_test.ts`: `deno run -A --unstable-net
  * tests/_http_threads_server.ts <engine>`. It restricts inference to the token `t0k3n`, logs
- * every request (`logVerbose: 1`, to stderr), prints `{"url": ...}` once it serves, and stops
- * when its stdin closes.
+ * every request (`logVerbose: 1`, to stderr), prints `{"url": ...}` once it serves, stops when
+ * its stdin closes, and then prints `{"lent": n}`: how many results the main isolate still counts
+ * as lent to the core (0 once every response was deleted and reported back).
  *
  * @module
  */
@@ -10,6 +11,7 @@
 import { batch, type NDArray, ndarray, Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
+import { lentCount } from "../src/engine/native/tensors.ts";
 
 const engine = Deno.args[0] as EngineKind;
 const triton = new Triton({
@@ -38,7 +40,18 @@ triton.bind({
   inputs: [{ name: "text", dtype: "bytes", shape: [-1] }],
   outputs: [{ name: "text", dtype: "bytes", shape: [-1] }],
 });
+// A large result (128 KiB): the Triton engine lends it to its response instead of copying it.
+triton.bind({
+  modelName: "Big",
+  inferFunc: batch(({ x }: { x: NDArray<"float32"> }) => ({
+    y: ndarray(new Float32Array(32768 * x.shape[0]!).fill(x.data[0]!), [x.shape[0]!, 32768]),
+  })),
+  inputs: [{ name: "x", dtype: "float32", shape: [1] }],
+  outputs: [{ name: "y", dtype: "float32", shape: [32768] }],
+});
 await triton.run();
 console.log(JSON.stringify({ url: triton.urls.http }));
 for await (const _ of Deno.stdin.readable) { /* until EOF */ }
 await triton.stop();
+// Every result the main isolate lent to a response a thread read has been given back.
+console.log(JSON.stringify({ lent: lentCount() }));

@@ -146,6 +146,21 @@ async function checkServer(url: string): Promise<void> {
       { name: "text", datatype: "BYTES", shape: [1, 2], data: ["AB", "CD"] },
     ]);
 
+    // A large binary output: on the core, a result the main isolate lent to the response.
+    const big = await send(`${url}/v2/models/Big/infer`, {
+      method: "POST",
+      headers: TOKEN,
+      body: JSON.stringify({
+        inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [round + 0.5] }],
+        outputs: [{ name: "y", parameters: { binary_data: true } }],
+      }),
+    });
+    assert.equal(big.status, 200);
+    const bigLength = Number(big.headers.get("inference-header-content-length"));
+    const values = new Float32Array((await big.arrayBuffer()).slice(bigLength));
+    assert.equal(values.length, 32768);
+    assert.ok(values.every((value) => value === round + 0.5), `round ${round}`);
+
     // Errors: the main isolate's words, whichever thread answers.
     const unknown = await send(`${url}/v2/models/Nope/infer`, {
       method: "POST",
@@ -189,6 +204,7 @@ async function checkServer(url: string): Promise<void> {
     assert.equal(index.status, 200);
     assert.deepEqual(await index.json(), [
       { name: "AddSub", version: "1", state: "READY" },
+      { name: "Big", version: "1", state: "READY" },
       { name: "Upper", version: "1", state: "READY" },
     ]);
     const generated = await send(`${url}/v2/models/AddSub/generate`, {
@@ -206,6 +222,25 @@ async function checkServer(url: string): Promise<void> {
     const missing = await send(`${url}/v3/nothing`);
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "Not Found" });
+  }
+}
+
+/**
+ * After an unload (forwarded to the main isolate), every thread answers an inference request
+ * for the model as the main isolate does, though a thread submitting to the core had checked it.
+ */
+async function checkUnloaded(url: string): Promise<void> {
+  const unload = await send(`${url}/v2/repository/models/AddSub/unload`, { method: "POST" });
+  assert.equal(unload.status, 200);
+  for (let i = 0; i < 8; i++) {
+    const response = await send(`${url}/v2/models/AddSub/infer`, {
+      method: "POST",
+      headers: TOKEN,
+      body: ADD_SUB,
+    });
+    assert.deepEqual([response.status, await response.json()], [503, {
+      error: "Request for unknown model: 'AddSub' has no available versions",
+    }]);
   }
 }
 
@@ -228,14 +263,28 @@ for (const engine of ENGINES) {
       }
       const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
       await watchdog(checkServer(url), "the requests");
+      await watchdog(checkUnloaded(url), "the requests after an unload");
     } finally {
       await child.stdin.close();
-      lines.releaseLock();
-      await child.stdout.cancel().catch(() => {});
+    }
+    let rest = "";
+    for (;;) {
+      const { value, done } = await watchdog(lines.read(), "the server's last line");
+      if (done) break;
+      rest += value;
     }
     const status = await watchdog(child.status, "the server's exit");
     const text = await log;
     assert.equal(status.code, 0, text);
+    assert.deepEqual(JSON.parse(rest.trim().split("\n").at(-1)!), { lent: 0 });
+    // On the core, each thread submits inference requests to it itself.
+    assert.equal(
+      text.split("\n").filter((line) =>
+        line.endsWith("] Inference requests go straight to the Triton core")
+      ).length,
+      engine === "triton" ? 2 : 0,
+      text,
+    );
     // Each thread took some of the 104 connections (the kernel spreads them by address and port).
     for (const source of ["triton]", "triton/http2]", "triton/http3]"]) {
       assert.ok(

@@ -315,6 +315,28 @@ export const ENGINE_EXTENSIONS: readonly string[] = [
 export type EngineKind = "builtin" | "triton";
 
 /**
+ * What another thread of the process needs to submit requests to an engine itself, without
+ * the main isolate: cloneable data for `openSharedEngine`'s client there, and how the
+ * engine takes back what that client reports (posted back to the engine's isolate).
+ */
+export interface EngineShare {
+  /** Structured-cloneable; opened by `openSharedEngine` (`src/engine/share.ts`). */
+  readonly data: SharedEngineData;
+  /** Takes a report of the other thread's client. */
+  settle(report: unknown): void;
+}
+
+/** The cloneable half of an {@linkcode EngineShare}: the Triton core's install and server. */
+export interface SharedEngineData {
+  /** The engine that shares. */
+  readonly kind: "triton";
+  /** Paths of the core and the bridge (a `TritonInstall`). */
+  readonly install: unknown;
+  /** The `TRITONSERVER_Server*`. */
+  readonly server: bigint;
+}
+
+/**
  * The engine contract shared by the built-in and the Triton-core engines. The queries are
  * synchronous: both engines answer them from memory (the core through synchronous C calls).
  */
@@ -374,4 +396,13 @@ export interface Engine extends AsyncDisposable {
   inferStream(request: InferenceRequest, model?: ModelHandle): AsyncIterable<StreamResponse>;
   /** Prometheus text exposition of the engine's metrics. */
   metrics(): string;
+  /**
+   * Lets another thread submit requests itself (the Triton core is thread-safe; the built-in
+   * engine lives in its isolate and has no such method). `revoke` must stop that thread's
+   * submissions and wait for its requests in flight: the engine awaits it before it stops.
+   *
+   * @param revoke Ends the sharing.
+   * @returns The share, or `undefined` when the engine is not running.
+   */
+  share?(revoke: () => Promise<void>): EngineShare | undefined;
 }

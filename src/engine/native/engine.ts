@@ -21,6 +21,7 @@ import {
   type Engine,
   ENGINE_EXTENSIONS,
   type EngineKind,
+  type EngineShare,
   type InferenceRequest,
   type InferenceResponse,
   type ModelDefinition,
@@ -50,6 +51,7 @@ import {
 import * as queries from "./queries.ts";
 import { submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
+import { returnLent } from "./tensors.ts";
 import { ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { createServer, type NativeEngineOptions } from "./server_options.ts";
 import { deleteServer, releaseServer } from "./shutdown.ts";
@@ -114,6 +116,8 @@ export class NativeEngine implements Engine {
   #abandon = new AbortController();
   #metadata: ServerMetadata | undefined;
   #gpus: GpuInventory = { devices: [] };
+  /** What ends each share (see `share`), awaited before the core stops. */
+  #revokes = new Set<() => Promise<void>>();
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -546,12 +550,42 @@ export class NativeEngine implements Engine {
    * Stops the core (it waits for in-flight requests up to the exit timeout and unloads every
    * model), stops the instances, deletes the server and removes the repository. Idempotent.
    */
+  /**
+   * Lets another thread submit requests straight into the core (see `Engine.share`): it opens
+   * the same libraries and a completion queue of its own, and reports back the results this
+   * isolate lent to its responses.
+   *
+   * @param revoke Ends the sharing; awaited before the core stops.
+   * @returns The share, or `undefined` when the engine is not running.
+   */
+  share(revoke: () => Promise<void>): EngineShare | undefined {
+    if (this.#server === null || this.#libraries === undefined || this.#stopping !== undefined) {
+      return undefined;
+    }
+    this.#revokes.add(revoke);
+    return {
+      data: {
+        kind: "triton",
+        install: this.#libraries.install,
+        server: BigInt(Deno.UnsafePointer.value(this.#server)),
+      },
+      // The addresses of results this isolate lent that the other thread's responses released.
+      settle: (report) => {
+        for (const address of report as bigint[]) returnLent(address);
+      },
+    };
+  }
+
   stop(): Promise<void> {
     this.#stopping ??= this.#stop();
     return this.#stopping;
   }
 
   async #stop(): Promise<void> {
+    // Other threads' requests hold the core's models too, and must never reach a deleted server.
+    const revokes = [...this.#revokes];
+    this.#revokes.clear();
+    await Promise.all(revokes.map((revoke) => revoke()));
     if (this.#server === null || this.#libraries === undefined) {
       this.#stopped = true;
       return;

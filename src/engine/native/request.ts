@@ -27,15 +27,31 @@ export interface SubmitHandlers {
    * consumed synchronously: it is deleted right after this returns.
    */
   response(response: Deno.PointerValue, final: boolean): void;
+  /**
+   * Results another isolate lent to this request's responses, released by their deletion (a
+   * thread sharing the core: the engine's isolate lent them). Without it they are dropped.
+   */
+  foreignLent?(addresses: bigint[]): void;
 }
 
 // The lent results one response deletion gives back (read synchronously; see dt_response_delete).
 const released = new BigUint64Array(256);
 
-/** Deletes a response and gives back the results its outputs were lent (see `dt_output`). */
-function deleteResponse(bridge: NativeLibraries["bridge"], response: Deno.PointerObject): void {
+/**
+ * Deletes a response and gives back the results its outputs were lent (see `dt_output`); those
+ * this isolate did not lend go to `foreign`.
+ */
+function deleteResponse(
+  bridge: NativeLibraries["bridge"],
+  response: Deno.PointerObject,
+  foreign: ((addresses: bigint[]) => void) | undefined,
+): void {
   const count = bridge.dt_response_delete(response, released, released.length);
-  for (let i = 0; i < count; i++) returnLent(released[i]!);
+  let others: bigint[] | undefined;
+  for (let i = 0; i < count; i++) {
+    if (!returnLent(released[i]!)) (others ??= []).push(released[i]!);
+  }
+  if (others !== undefined) foreign?.(others);
 }
 
 /**
@@ -103,7 +119,7 @@ export function submitRequest(
         try {
           handlers.response(response, final);
         } finally {
-          if (response !== null) deleteResponse(bridge, response);
+          if (response !== null) deleteResponse(bridge, response, handlers.foreignLent);
           if (final) {
             finalSeen = true;
             finish();

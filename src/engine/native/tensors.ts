@@ -117,10 +117,13 @@ export function lend(bytes: Uint8Array): bigint {
  * Forgets bytes recorded by {@linkcode lend}, once per call of it.
  *
  * @param address What `lend` returned.
+ * @returns Whether this isolate had lent it (another isolate sharing the core may have).
  */
-export function returnLent(address: bigint): void {
+export function returnLent(address: bigint): boolean {
   const entry = lent.get(address);
-  if (entry !== undefined && --entry.count === 0) lent.delete(address);
+  if (entry === undefined) return false;
+  if (--entry.count === 0) lent.delete(address);
+  return true;
 }
 
 /**

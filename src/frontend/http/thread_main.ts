@@ -14,6 +14,7 @@
 import type { InferenceResponse } from "../../engine/engine.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
 import { Logger } from "../../log.ts";
+import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
 import { Router } from "./router.ts";
 import { decodeInferRequest, type HttpInferRequest } from "./infer_request.ts";
 import {
@@ -27,6 +28,7 @@ import {
 } from "./routes.ts";
 import { handlerOver, routeSettingsOf } from "./server.ts";
 import {
+  type CheckedModel,
   type FromThread,
   fromWireInferResponse,
   type ModelRef,
@@ -44,6 +46,10 @@ const waiting = new Map<number, Waiting>();
 let nextId = 1;
 let server: Deno.HttpServer | undefined;
 let logger: Logger | undefined;
+/** The shared Triton core, until the main isolate detaches the thread from it. */
+let shared: SharedEngineClient | undefined;
+/** Models the main isolate checked, for requests submitted to the shared core. */
+const checked = new Map<string, CheckedModel>();
 
 function post(message: FromThread, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -101,6 +107,43 @@ function modelRef(params: RouteContext["params"]): ModelRef {
     : { modelName: params.model!, modelVersion: Number(params.version) };
 }
 
+function checkModel(model: ModelRef): Promise<CheckedModel> {
+  return ask<CheckedModel>((id) => ({ type: "check", id, model }));
+}
+
+/** The model as the main isolate checked it, asked once per model and version. */
+async function checkedModel(model: ModelRef): Promise<CheckedModel> {
+  const key = `${model.modelName}\0${model.modelVersion ?? ""}`;
+  let found = checked.get(key);
+  if (found === undefined) {
+    found = await checkModel(model);
+    checked.set(key, found);
+  }
+  return found;
+}
+
+/**
+ * Runs a decoded request on the shared core. A failure forgets the model's check and asks again,
+ * so that a model unloaded meanwhile gets the main isolate's answer, not the core's.
+ */
+async function inferShared(
+  client: SharedEngineClient,
+  model: ModelRef,
+  decoded: HttpInferRequest,
+): Promise<{ response: InferenceResponse; batching: boolean }> {
+  const found = await checkedModel(model);
+  try {
+    return {
+      response: await client.infer(decoded.request, found.outputs),
+      batching: found.batching,
+    };
+  } catch (error) {
+    checked.delete(`${model.modelName}\0${model.modelVersion ?? ""}`);
+    await checkModel(model);
+    throw error;
+  }
+}
+
 function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler {
   return async (context) => {
     const { request, params } = context;
@@ -125,6 +168,10 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
     } catch {
       return forward(request, read.body, context.signal);
     }
+    if (shared !== undefined) {
+      const { response, batching } = await inferShared(shared, model, decoded);
+      return await inferReply(request, decoded, response, batching);
+    }
     const transfer: Transferable[] = [];
     const wire = toWireInferRequest(decoded.request, transfer);
     const { response, batching } = await ask<{ response: InferenceResponse; batching: boolean }>(
@@ -136,7 +183,7 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
   };
 }
 
-function start(index: number, settings: ThreadSettings): void {
+async function start(index: number, settings: ThreadSettings): Promise<void> {
   const { settings: log, prefix } = settings.log;
   logger = new Logger({
     prefix: `${prefix}/http${index}`,
@@ -163,6 +210,13 @@ function start(index: number, settings: ThreadSettings): void {
     unmatched: (request) => forward(request),
   });
   try {
+    if (settings.engine !== undefined) {
+      shared = await openSharedEngine(
+        settings.engine,
+        (report) => post({ type: "settle", report }),
+      );
+      logger.debug(1, "Inference requests go straight to the Triton core");
+    }
     server = Deno.serve({
       hostname: settings.hostname,
       port: settings.port,
@@ -188,7 +242,7 @@ self.onmessage = (event: MessageEvent<ToThread>) => {
   const message = event.data;
   switch (message.type) {
     case "start":
-      start(message.index, message.settings);
+      void start(message.index, message.settings);
       break;
     case "answer":
       settle(message.id, {
@@ -204,7 +258,15 @@ self.onmessage = (event: MessageEvent<ToThread>) => {
       });
       break;
     case "checked":
-      settle(message.id, { value: undefined });
+      settle(message.id, { value: message.model });
+      break;
+    case "detach":
+      void (async () => {
+        const client = shared;
+        shared = undefined;
+        await client?.close();
+        post({ type: "detached" });
+      })();
       break;
     case "failed":
       settle(message.id, { error: fromWireError(message.error) });

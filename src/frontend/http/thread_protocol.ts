@@ -9,7 +9,7 @@
  */
 
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
-import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts";
+import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../../engine/engine.ts";
 import type { ParameterValue } from "../../callable/types.ts";
 import type { LogSettings, LogSettingsChange } from "../../log.ts";
 import {
@@ -36,6 +36,16 @@ export interface ThreadSettings {
   readonly log: { readonly settings: LogSettings; readonly prefix: string };
   /** The token and restricted groups, when inference may be restricted. */
   readonly security?: ResolvedSecurityConfig;
+  /** The engine, when the thread may submit to it itself (the Triton core). */
+  readonly engine?: SharedEngineData;
+}
+
+/** What a thread keeps of a model the main isolate checked. */
+export interface CheckedModel {
+  /** Output names in declared order. */
+  readonly outputs: readonly string[];
+  /** Whether the model batches. */
+  readonly batching: boolean;
 }
 
 /** An inference request on the wire, without its model (named beside it) and signal. */
@@ -81,7 +91,9 @@ export type ToThread =
     readonly batching: boolean;
   }
   /** The model named in a "check" is served and not decoupled. */
-  | { readonly type: "checked"; readonly id: number }
+  | { readonly type: "checked"; readonly id: number; readonly model: CheckedModel }
+  /** Stop submitting to the shared engine, wait for the requests in flight, answer "detached". */
+  | { readonly type: "detach" }
   | { readonly type: "failed"; readonly id: number; readonly error: WireError }
   | { readonly type: "log-settings"; readonly change: LogSettingsChange }
   /** Stop listening, finish the requests in flight, then answer "stopped". */
@@ -108,6 +120,9 @@ export type FromThread =
   | { readonly type: "check"; readonly id: number; readonly model: ModelRef }
   /** The client of request `id` left: abort it. */
   | { readonly type: "cancel"; readonly id: number }
+  /** For the engine's share (`EngineShare.settle`). */
+  | { readonly type: "settle"; readonly report: unknown }
+  | { readonly type: "detached" }
   | { readonly type: "stopped" };
 
 /**

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Engine } from "../../engine/engine.ts";
+import type { Engine, EngineShare } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
 import type { Logger } from "../../log.ts";
@@ -43,6 +43,8 @@ class HttpThread {
   readonly running = new Map<number, AbortController>();
   stopped: Promise<void> | undefined;
   onStopped: (() => void) | undefined;
+  detached: Promise<void> | undefined;
+  onDetached: (() => void) | undefined;
 
   constructor(index: number) {
     this.index = index;
@@ -59,11 +61,17 @@ export class HttpThreads {
   #threads: HttpThread[];
   #options: HttpThreadsOptions;
   #logSubscription: Disposable;
+  #share: EngineShare | undefined;
   #stopping: Promise<void> | undefined;
 
-  private constructor(threads: HttpThread[], options: HttpThreadsOptions) {
+  private constructor(
+    threads: HttpThread[],
+    options: HttpThreadsOptions,
+    share: EngineShare | undefined,
+  ) {
     this.#threads = threads;
     this.#options = options;
+    this.#share = share;
     this.#logSubscription = options.logger.onChange((change) => {
       for (const thread of this.#threads) thread.post({ type: "log-settings", change });
     });
@@ -77,6 +85,15 @@ export class HttpThreads {
    * @throws {InferenceError} (UNAVAILABLE) When a thread cannot listen; the others are stopped.
    */
   static async start(options: HttpThreadsOptions): Promise<HttpThreads> {
+    // The Triton core is shared: the threads submit to it themselves. The engine revokes that
+    // before it stops.
+    let running: HttpThreads | undefined;
+    const share = options.engine.share?.(() =>
+      running === undefined ? Promise.resolve() : running.#detach()
+    );
+    const settings: ThreadSettings = share === undefined
+      ? options.settings
+      : { ...options.settings, engine: share.data };
     const threads: HttpThread[] = [];
     const started: Promise<void>[] = [];
     for (let i = 0; i < options.count; i++) {
@@ -95,7 +112,7 @@ export class HttpThreads {
           };
         }),
       );
-      thread.post({ type: "start", index: i + 2, settings: options.settings });
+      thread.post({ type: "start", index: i + 2, settings });
     }
     const results = await Promise.allSettled(started);
     const failure = results.find((result) => result.status === "rejected");
@@ -109,7 +126,7 @@ export class HttpThreads {
         { cause: reason },
       );
     }
-    const running = new HttpThreads(threads, options);
+    running = new HttpThreads(threads, options, share);
     for (const thread of threads) running.#serve(thread);
     return running;
   }
@@ -133,6 +150,12 @@ export class HttpThreads {
             InferenceError.cancelled("The client disconnected"),
           );
           break;
+        case "settle":
+          this.#share?.settle(message.report);
+          break;
+        case "detached":
+          thread.onDetached?.();
+          break;
         case "stopped":
           thread.onStopped?.();
           break;
@@ -147,14 +170,23 @@ export class HttpThreads {
         abort.abort(InferenceError.cancelled("The HTTP thread stopped"));
       }
       thread.onStopped?.();
+      thread.onDetached?.();
       thread.stopped ??= Promise.resolve();
+      thread.detached ??= Promise.resolve();
     };
   }
 
   #check(thread: HttpThread, id: number, model: ModelRef): void {
     try {
-      inferModel(this.#options.engine, model.modelName, model.modelVersion);
-      thread.post({ type: "checked", id });
+      const handle = inferModel(this.#options.engine, model.modelName, model.modelVersion);
+      thread.post({
+        type: "checked",
+        id,
+        model: {
+          outputs: handle.outputs.map((output) => output.name),
+          batching: handle.maxBatchSize > 0,
+        },
+      });
     } catch (error) {
       thread.post({ type: "failed", id, error: toWireError(error) });
     }
@@ -216,12 +248,25 @@ export class HttpThreads {
     }
   }
 
+  /** Makes every thread stop submitting to the shared engine and wait for its requests. */
+  #detach(): Promise<void> {
+    return Promise.all(this.#threads.map((thread) => {
+      thread.detached ??= new Promise<void>((resolve) => {
+        thread.onDetached = resolve;
+        thread.post({ type: "detach" });
+      });
+      return thread.detached;
+    })).then(() => {});
+  }
+
   /**
    * Stops the threads: each stops listening, finishes its requests in flight (the main isolate
    * keeps running their engine calls meanwhile) and ends. Idempotent.
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
+      // A thread stopped while it still shares the engine closes its client first.
+      await this.#detach();
       await Promise.all(this.#threads.map((thread) => {
         thread.stopped ??= new Promise<void>((resolve) => {
           thread.onStopped = resolve;

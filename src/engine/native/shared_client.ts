@@ -1,0 +1,79 @@
+/**
+ * A client of a Triton core that another isolate of this process runs (see
+ * `NativeEngine.share`): it opens the same libraries (already loaded: `dlopen` hands out the same
+ * ones), a completion queue of its own, and submits each request straight into the server. The
+ * responses reach this thread through its queue. Results the engine's isolate lent to them are
+ * copied out here, and their addresses reported back so that isolate can let go of them.
+ *
+ * @module
+ */
+
+import { InferenceError } from "../../errors.ts";
+import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../engine.ts";
+import type { SharedEngineClient } from "../share.ts";
+import { CompletionPump } from "./events.ts";
+import { type NativeLibraries, openNative } from "./ffi.ts";
+import type { TritonInstall } from "./install.ts";
+import { submitRequest } from "./request.ts";
+import { readResponse } from "./response.ts";
+
+/** The Triton core's client in a thread that shares it. */
+export class SharedCoreClient implements SharedEngineClient {
+  #libraries: NativeLibraries;
+  #queue: CompletionPump;
+  #server: Deno.PointerValue;
+  #report: (report: unknown) => void;
+  #closing: Promise<void> | undefined;
+
+  /**
+   * Opens the client.
+   *
+   * @param data The share's data (the install and the server's address).
+   * @param report Posts lent addresses back to the engine's isolate.
+   */
+  constructor(data: SharedEngineData, report: (report: unknown) => void) {
+    this.#libraries = openNative(data.install as TritonInstall);
+    this.#queue = new CompletionPump(this.#libraries.bridge);
+    this.#server = Deno.UnsafePointer.create(data.server);
+    this.#report = report;
+  }
+
+  /**
+   * Runs one request.
+   *
+   * @param request The request.
+   * @param outputOrder The model's output names in declared order.
+   * @returns The response.
+   */
+  infer(request: InferenceRequest, outputOrder: readonly string[]): Promise<InferenceResponse> {
+    if (this.#closing !== undefined) {
+      return Promise.reject(InferenceError.unavailable("The shared Triton core is closed"));
+    }
+    const libraries = this.#libraries;
+    return new Promise<InferenceResponse>((resolve, reject) => {
+      submitRequest(libraries, this.#queue, this.#server, request, {
+        response: (response, final) => {
+          if (response === null) {
+            if (final) reject(InferenceError.internal("The model sent no response"));
+            return;
+          }
+          try {
+            resolve(readResponse(libraries.bridge, response, outputOrder, request.outputBuffers));
+          } catch (error) {
+            reject(error);
+          }
+        },
+        foreignLent: (addresses) => this.#report(addresses),
+      });
+    });
+  }
+
+  /** Waits until every request's release, then closes the queue. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#queue.idle();
+      this.#queue[Symbol.dispose]();
+    })();
+    return this.#closing;
+  }
+}
