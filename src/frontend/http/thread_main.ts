@@ -1,8 +1,10 @@
 /**
  * One extra HTTP thread (a Deno Worker started by `threads.ts`): it listens on the front end's
  * port through `reusePort`, so the kernel spreads connections over it and the main isolate.
- * Inference requests are read, decoded, encoded and compressed here, and only the engine call
- * crosses to the main isolate. Every other request, and an inference request this thread cannot
+ * Inference requests are read, decoded, encoded and compressed here. On the Triton engine they
+ * are also submitted here, straight into the core the main isolate shares (`EngineShare`), once
+ * the main isolate has checked their model; on the built-in engine the engine call crosses to
+ * the main isolate. Every other request, and an inference request this thread cannot
  * decode on its own (a raw binary body needs the model's inputs, shared memory lives in the main
  * isolate, and a malformed one must get the main isolate's answer), is forwarded there whole.
  *

@@ -1,7 +1,9 @@
 /**
- * The main isolate's side of the HTTP threads: it starts the Workers (`thread_main.ts`), runs
- * the engine calls they hand over, answers the requests they forward with the main isolate's
- * own handler, keeps their log settings in step, and stops them.
+ * The main isolate's side of the HTTP threads: it starts the Workers (`thread_main.ts`), shares
+ * the engine with them where it can (the Triton core) and detaches them when the engine stops,
+ * checks the models they ask about, runs the engine calls they hand over, answers the requests
+ * they forward with the main isolate's own handler, keeps their log settings in step, and stops
+ * them.
  *
  * @module
  */
