@@ -1,6 +1,7 @@
 /**
- * A server whose model `Hang` never answers, for `shutdown_test.ts`: `deno run -A
- * tests/_shutdown_server.ts <engine> <main|worker>`. It serves until a signal with
+ * A server whose model `Hang` never answers, for `shutdown_test.ts` and `http_threads_test.ts`:
+ * `deno run -A tests/_shutdown_server.ts <engine> <main|worker> [httpThreadCount]` (more than
+ * one HTTP thread needs `--unstable-net`, and logs every request). It serves until a signal with
  * `exitTimeoutSecs: 2`, prints `running` when the callable starts and `served` once `serve()`
  * returned, and then simply ends: the process must exit on its own.
  *
@@ -10,7 +11,8 @@
 import { Triton, workers } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 
-const [engine, kind] = Deno.args as [EngineKind, "main" | "worker"];
+const [engine, kind, threads] = Deno.args as [EngineKind, "main" | "worker", string?];
+const httpThreadCount = Number(threads ?? 1);
 const hang = (): Promise<never> => {
   console.log("running");
   return new Promise<never>(() => {});
@@ -25,6 +27,8 @@ const triton = new Triton({
     httpAddress: "127.0.0.1",
     grpcAddress: "127.0.0.1",
     exitTimeoutSecs: 2,
+    httpThreadCount,
+    logVerbose: httpThreadCount > 1 ? 1 : 0,
   },
 });
 triton.bind({

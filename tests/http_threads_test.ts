@@ -294,3 +294,60 @@ for (const engine of ENGINES) {
     }
   });
 }
+
+const SHUTDOWN_SERVER = new URL("./_shutdown_server.ts", import.meta.url).pathname;
+
+for (const engine of ENGINES) {
+  Deno.test(`${engine} engine: SIGTERM with requests in flight on every HTTP thread ends the server`, async () => {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--unstable-net", SHUTDOWN_SERVER, engine, "main", "2"],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stdout = new Response(child.stdout).text();
+    const stderr = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    let log = "";
+    try {
+      while (!/listening at (http:\/\/\S+)/.test(log)) {
+        const { value, done } = await watchdog(stderr.read(), "the server to listen");
+        if (done) throw new Error(`The server exited before it served: ${log}`);
+        log += value;
+      }
+      const url = log.match(/listening at (http:\/\/\S+)/)![1]!;
+      // Sixteen connections: the first request hangs the one instance, the others queue, and
+      // both threads hold some (all on one thread: one chance in 2^15).
+      const replies = Array.from({ length: 16 }, () =>
+        send(`${url}/v2/models/Hang/infer`, {
+          method: "POST",
+          body: JSON.stringify({
+            inputs: [{ name: "x", datatype: "FP32", shape: [1], data: [1] }],
+          }),
+        }).then(async (response) => [response.status, await response.json()]));
+      while ((log.match(/HTTP request: POST \/v2\/models\/Hang\/infer/g) ?? []).length < 16) {
+        const { value, done } = await watchdog(stderr.read(), "the requests to arrive");
+        if (done) break;
+        log += value;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      child.kill("SIGTERM");
+      for (const reply of await watchdog(Promise.all(replies), "the replies")) {
+        assert.deepEqual(reply, [503, { error: "Server stopped before the request completed" }]);
+      }
+      const status = await watchdog(child.status, "the process to exit");
+      for (;;) {
+        const { value, done } = await watchdog(stderr.read(), "the server's log");
+        if (done) break;
+        log += value;
+      }
+      assert.equal(status.code, 0, log);
+      assert.match(await stdout, /served/);
+      assert.match(log, /triton\/http2\] HTTP request: POST \/v2\/models\/Hang\/infer/);
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Already exited.
+      }
+    }
+  });
+}

@@ -326,6 +326,17 @@ export interface EngineShare {
   settle(report: unknown): void;
 }
 
+/** How an engine ends an {@linkcode EngineShare} when it stops. */
+export interface ShareEnd {
+  /** Makes the other thread submit nothing more; awaited before the engine stops. */
+  stop(): Promise<void>;
+  /**
+   * Resolves once every request the other thread submitted is released and deleted; awaited
+   * (as long as the engine's own requests) before the engine frees what they hold.
+   */
+  released(): Promise<void>;
+}
+
 /** The cloneable half of an {@linkcode EngineShare}: the Triton core's install and server. */
 export interface SharedEngineData {
   /** The engine that shares. */
@@ -398,11 +409,10 @@ export interface Engine extends AsyncDisposable {
   metrics(): string;
   /**
    * Lets another thread submit requests itself (the Triton core is thread-safe; the built-in
-   * engine lives in its isolate and has no such method). `revoke` must stop that thread's
-   * submissions and wait for its requests in flight: the engine awaits it before it stops.
+   * engine lives in its isolate and has no such method).
    *
-   * @param revoke Ends the sharing.
+   * @param end How the engine ends the sharing when it stops.
    * @returns The share, or `undefined` when the engine is not running.
    */
-  share?(revoke: () => Promise<void>): EngineShare | undefined;
+  share?(end: ShareEnd): EngineShare | undefined;
 }

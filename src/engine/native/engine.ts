@@ -30,6 +30,7 @@ import {
   type ModelStatistics,
   type RepositoryIndexEntry,
   type ServerMetadata,
+  type ShareEnd,
   type StreamResponse,
   type TritonModelConfigJson,
   type UnloadOptions,
@@ -116,8 +117,8 @@ export class NativeEngine implements Engine {
   #abandon = new AbortController();
   #metadata: ServerMetadata | undefined;
   #gpus: GpuInventory = { devices: [] };
-  /** What ends each share (see `share`), awaited before the core stops. */
-  #revokes = new Set<() => Promise<void>>();
+  /** How each share ends (see `share`). */
+  #shares = new Set<ShareEnd>();
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -555,14 +556,14 @@ export class NativeEngine implements Engine {
    * the same libraries and a completion queue of its own, and reports back the results this
    * isolate lent to its responses.
    *
-   * @param revoke Ends the sharing; awaited before the core stops.
+   * @param end How the sharing ends when the engine stops.
    * @returns The share, or `undefined` when the engine is not running.
    */
-  share(revoke: () => Promise<void>): EngineShare | undefined {
+  share(end: ShareEnd): EngineShare | undefined {
     if (this.#server === null || this.#libraries === undefined || this.#stopping !== undefined) {
       return undefined;
     }
-    this.#revokes.add(revoke);
+    this.#shares.add(end);
     return {
       data: {
         kind: "triton",
@@ -582,10 +583,11 @@ export class NativeEngine implements Engine {
   }
 
   async #stop(): Promise<void> {
-    // Other threads' requests hold the core's models too, and must never reach a deleted server.
-    const revokes = [...this.#revokes];
-    this.#revokes.clear();
-    await Promise.all(revokes.map((revoke) => revoke()));
+    // Other threads submit nothing more; their requests in flight end like this isolate's, and
+    // hold the core's models like them: the server is deleted only once they are released too.
+    const shares = [...this.#shares];
+    this.#shares.clear();
+    await Promise.all(shares.map((share) => share.stop()));
     if (this.#server === null || this.#libraries === undefined) {
       this.#stopped = true;
       return;
@@ -597,7 +599,11 @@ export class NativeEngine implements Engine {
       this.#context,
       [...this.#models.values()],
       this.#abandon,
-      () => this.#queue?.idle() ?? Promise.resolve(),
+      () =>
+        Promise.all([
+          this.#queue?.idle(),
+          ...shares.map((share) => share.released()),
+        ]).then(() => {}),
     );
     this.#server = null;
     this.#stopped = true;

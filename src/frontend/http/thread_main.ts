@@ -262,14 +262,16 @@ self.onmessage = (event: MessageEvent<ToThread>) => {
     case "checked":
       settle(message.id, { value: message.model });
       break;
-    case "detach":
+    case "detach": {
+      const client = shared;
+      shared = undefined;
+      post({ type: "detached" });
       void (async () => {
-        const client = shared;
-        shared = undefined;
         await client?.close();
-        post({ type: "detached" });
+        post({ type: "released" });
       })();
       break;
+    }
     case "failed":
       settle(message.id, { error: fromWireError(message.error) });
       break;

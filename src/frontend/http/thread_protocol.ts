@@ -92,7 +92,10 @@ export type ToThread =
   }
   /** The model named in a "check" is served and not decoupled. */
   | { readonly type: "checked"; readonly id: number; readonly model: CheckedModel }
-  /** Stop submitting to the shared engine, wait for the requests in flight, answer "detached". */
+  /**
+   * Stop submitting to the shared engine: answer "detached" at once, and "released" once every
+   * request submitted to it is released.
+   */
   | { readonly type: "detach" }
   | { readonly type: "failed"; readonly id: number; readonly error: WireError }
   | { readonly type: "log-settings"; readonly change: LogSettingsChange }
@@ -123,6 +126,7 @@ export type FromThread =
   /** For the engine's share (`EngineShare.settle`). */
   | { readonly type: "settle"; readonly report: unknown }
   | { readonly type: "detached" }
+  | { readonly type: "released" }
   | { readonly type: "stopped" };
 
 /**

@@ -47,6 +47,7 @@ class HttpThread {
   onStopped: (() => void) | undefined;
   detached: Promise<void> | undefined;
   onDetached: (() => void) | undefined;
+  released = Promise.withResolvers<void>();
 
   constructor(index: number) {
     this.index = index;
@@ -90,9 +91,13 @@ export class HttpThreads {
     // The Triton core is shared: the threads submit to it themselves. The engine revokes that
     // before it stops.
     let running: HttpThreads | undefined;
-    const share = options.engine.share?.(() =>
-      running === undefined ? Promise.resolve() : running.#detach()
-    );
+    const share = options.engine.share?.({
+      stop: () => running === undefined ? Promise.resolve() : running.#detach(),
+      released: () =>
+        running === undefined
+          ? Promise.resolve()
+          : Promise.all(running.#threads.map((thread) => thread.released.promise)).then(() => {}),
+    });
     const settings: ThreadSettings = share === undefined
       ? options.settings
       : { ...options.settings, engine: share.data };
@@ -158,6 +163,9 @@ export class HttpThreads {
         case "detached":
           thread.onDetached?.();
           break;
+        case "released":
+          thread.released.resolve();
+          break;
         case "stopped":
           thread.onStopped?.();
           break;
@@ -173,6 +181,7 @@ export class HttpThreads {
       }
       thread.onStopped?.();
       thread.onDetached?.();
+      thread.released.resolve();
       thread.stopped ??= Promise.resolve();
       thread.detached ??= Promise.resolve();
     };
@@ -250,7 +259,7 @@ export class HttpThreads {
     }
   }
 
-  /** Makes every thread stop submitting to the shared engine and wait for its requests. */
+  /** Makes every thread stop submitting to the shared engine (see `ShareEnd`). */
   #detach(): Promise<void> {
     return Promise.all(this.#threads.map((thread) => {
       thread.detached ??= new Promise<void>((resolve) => {
@@ -267,8 +276,9 @@ export class HttpThreads {
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
-      // A thread stopped while it still shares the engine closes its client first.
+      // A thread that still shares the engine closes its client first.
       await this.#detach();
+      await Promise.all(this.#threads.map((thread) => thread.released.promise));
       await Promise.all(this.#threads.map((thread) => {
         thread.stopped ??= new Promise<void>((resolve) => {
           thread.onStopped = resolve;
