@@ -10,6 +10,7 @@
 
 import { batch, type NDArray, ndarray, Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
+import { bindParamsAndHeaders, HEADER_PATTERN } from "../examples/parameters_headers/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { lentCount } from "../src/engine/native/tensors.ts";
 
@@ -23,10 +24,12 @@ const triton = new Triton({
     allowGrpc: false,
     allowMetrics: false,
     httpThreadCount: 3,
+    httpHeaderForwardPattern: HEADER_PATTERN,
     logVerbose: 1,
   },
 });
 await bindAddSub(triton);
+await bindParamsAndHeaders(triton);
 triton.bind({
   modelName: "Upper",
   inferFunc: batch(({ text }: { text: NDArray<"bytes"> }) => ({

@@ -123,6 +123,24 @@ async function checkServer(url: string): Promise<void> {
     });
     assert.deepEqual([...new Float32Array(bytes.slice(jsonLength).buffer)], [4.5, 6]);
 
+    // Parameters, and headers forwarded as parameters (httpHeaderForwardPattern).
+    const scaled = await send(`${url}/v2/models/ParamsAndHeaders/infer`, {
+      method: "POST",
+      headers: { ...TOKEN, header_divisor: "2" },
+      body: JSON.stringify({
+        parameters: { multiplier: 3 },
+        inputs: [
+          { name: "a", datatype: "FP32", shape: [1, 2], data: [1, 2] },
+          { name: "b", datatype: "FP32", shape: [1, 2], data: [3, 4] },
+        ],
+      }),
+    });
+    assert.equal(scaled.status, 200);
+    assert.deepEqual((await scaled.json()).outputs, [
+      { name: "scaled_add", datatype: "FP32", shape: [1, 2], data: [6, 9] },
+      { name: "scaled_sub", datatype: "FP32", shape: [1, 2], data: [-3, -3] },
+    ]);
+
     // A gzip-compressed body.
     const zipped = await promisify(gzip)(new TextEncoder().encode(ADD_SUB));
     const compressed = await send(infer, {
@@ -205,6 +223,7 @@ async function checkServer(url: string): Promise<void> {
     assert.deepEqual(await index.json(), [
       { name: "AddSub", version: "1", state: "READY" },
       { name: "Big", version: "1", state: "READY" },
+      { name: "ParamsAndHeaders", version: "1", state: "READY" },
       { name: "Upper", version: "1", state: "READY" },
     ]);
     const generated = await send(`${url}/v2/models/AddSub/generate`, {

@@ -95,8 +95,9 @@ export interface HttpFrontendOptions {
   /**
    * How many threads serve HTTP (Triton's `--http-thread-count`): the main isolate and
    * `threads - 1` Workers, each listening on the port through `reusePort`, which needs Deno's
-   * `--unstable-net` flag. A Worker decodes and encodes inference requests itself and hands the
-   * engine call to the main isolate; every other request it forwards there whole.
+   * `--unstable-net` flag. A Worker decodes and encodes inference requests itself and submits
+   * them to the engine when it can share it (the Triton core), else hands the engine call to the
+   * main isolate; every other request it forwards there whole.
    *
    * @default {1}
    */
@@ -336,19 +337,17 @@ export class HttpFrontend implements AsyncDisposable {
     }
     let extra: HttpThreads | undefined;
     if (threads > 1) {
-      const pattern = options.headerForwardPattern;
+      const { maxRequestBytes, headerForwardPattern: pattern } = routeSettingsOf(options);
       try {
         extra = await HttpThreads.start({
           count: threads - 1,
           settings: {
             hostname,
             port: server.addr.port,
-            maxRequestBytes: options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
-            ...(pattern === undefined ? {} : {
-              headerForwardPattern: typeof pattern === "string"
-                ? { source: pattern, flags: "" }
-                : { source: pattern.source, flags: pattern.flags },
-            }),
+            maxRequestBytes,
+            ...(pattern === undefined
+              ? {}
+              : { headerForwardPattern: { source: pattern.source, flags: pattern.flags } }),
             log: { settings: logger.settings, prefix: logger.prefix },
             ...(options.security === undefined ? {} : { security: options.security }),
           },

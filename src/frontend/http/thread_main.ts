@@ -113,9 +113,13 @@ function checkModel(model: ModelRef): Promise<CheckedModel> {
   return ask<CheckedModel>((id) => ({ type: "check", id, model }));
 }
 
+function modelKey(model: ModelRef): string {
+  return `${model.modelName}\0${model.modelVersion ?? ""}`;
+}
+
 /** The model as the main isolate checked it, asked once per model and version. */
 async function checkedModel(model: ModelRef): Promise<CheckedModel> {
-  const key = `${model.modelName}\0${model.modelVersion ?? ""}`;
+  const key = modelKey(model);
   let found = checked.get(key);
   if (found === undefined) {
     found = await checkModel(model);
@@ -140,7 +144,7 @@ async function inferShared(
       batching: found.batching,
     };
   } catch (error) {
-    checked.delete(`${model.modelName}\0${model.modelVersion ?? ""}`);
+    checked.delete(modelKey(model));
     await checkModel(model);
     throw error;
   }
@@ -155,7 +159,7 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
       read = await readInferBody(request, settings.maxRequestBytes);
     } catch (error) {
       // The main isolate looks the model up before it reads the body: its error comes first.
-      await ask((id) => ({ type: "check", id, model }));
+      await checkModel(model);
       throw error;
     }
     // A raw binary body is decoded against the model's inputs, which live in the main isolate.

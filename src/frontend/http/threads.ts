@@ -47,7 +47,10 @@ class HttpThread {
   onStopped: (() => void) | undefined;
   detached: Promise<void> | undefined;
   onDetached: (() => void) | undefined;
+  /** Resolved once every request the thread submitted to the shared engine is released. */
   released = Promise.withResolvers<void>();
+  /** The Worker ended on an uncaught error. */
+  crashed = false;
 
   constructor(index: number) {
     this.index = index;
@@ -88,8 +91,8 @@ export class HttpThreads {
    * @throws {InferenceError} (UNAVAILABLE) When a thread cannot listen; the others are stopped.
    */
   static async start(options: HttpThreadsOptions): Promise<HttpThreads> {
-    // The Triton core is shared: the threads submit to it themselves. The engine revokes that
-    // before it stops.
+    // The Triton core is shared: the threads submit to it themselves. When it stops, they stop
+    // submitting first, and it is deleted only once their requests are released.
     let running: HttpThreads | undefined;
     const share = options.engine.share?.({
       stop: () => running === undefined ? Promise.resolve() : running.#detach(),
@@ -179,9 +182,11 @@ export class HttpThreads {
       for (const abort of thread.running.values()) {
         abort.abort(InferenceError.cancelled("The HTTP thread stopped"));
       }
+      // Its requests in the core are never released now: the engine then leaves the core
+      // undeleted, as for a batch that never ends.
+      thread.crashed = true;
       thread.onStopped?.();
       thread.onDetached?.();
-      thread.released.resolve();
       thread.stopped ??= Promise.resolve();
       thread.detached ??= Promise.resolve();
     };
@@ -278,7 +283,9 @@ export class HttpThreads {
     this.#stopping ??= (async () => {
       // A thread that still shares the engine closes its client first.
       await this.#detach();
-      await Promise.all(this.#threads.map((thread) => thread.released.promise));
+      await Promise.all(
+        this.#threads.filter((thread) => !thread.crashed).map((thread) => thread.released.promise),
+      );
       await Promise.all(this.#threads.map((thread) => {
         thread.stopped ??= new Promise<void>((resolve) => {
           thread.onStopped = resolve;
