@@ -247,8 +247,9 @@ export interface TritonConfig {
    * How many threads serve HTTP (Triton's and PyTriton's `http_thread_count`): the main isolate
    * and `httpThreadCount - 1` Workers, all listening on `httpPort` through `reusePort`, which
    * needs Deno's `--unstable-net` flag (without it the start fails with one line naming the
-   * flag). A Worker decodes, encodes and compresses inference requests itself; the engine call,
-   * and every other request, is handed to the main isolate.
+   * flag). A Worker decodes, encodes and compresses inference requests itself, and on the Triton
+   * engine also submits them to the core; the built-in engine's call, and every other request,
+   * is handed to the main isolate.
    *
    * @default {1}
    */

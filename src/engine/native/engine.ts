@@ -50,7 +50,7 @@ import {
   unloadFromCore,
 } from "./model_loader.ts";
 import * as queries from "./queries.ts";
-import { submitRequest } from "./request.ts";
+import { inferCoupled, submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
 import { returnLent } from "./tensors.ts";
 import { ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
@@ -452,24 +452,7 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
-      const libraries = this.#libraries!;
-      return new Promise<InferenceResponse>((resolve, reject) => {
-        submitRequest(libraries, this.#queue!, this.#server, request, {
-          response: (response, final) => {
-            if (response === null) {
-              if (final) reject(InferenceError.internal("The model sent no response"));
-              return;
-            }
-            try {
-              resolve(
-                readResponse(libraries.bridge, response, loaded.order, request.outputBuffers),
-              );
-            } catch (error) {
-              reject(error);
-            }
-          },
-        });
-      });
+      return inferCoupled(this.#libraries!, this.#queue!, this.#server, request, loaded.order);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -10,10 +10,11 @@
 
 import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
-import type { InferenceRequest } from "../engine.ts";
+import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "./ffi.ts";
 import { Packer } from "./packer.ts";
+import { readResponse } from "./response.ts";
 import { pointerOf, takeError } from "./status.ts";
 import { addressOf, lend, returnLent, tritonDataType } from "./tensors.ts";
 
@@ -153,6 +154,43 @@ export function submitRequest(
     giveBack();
     throw error;
   }
+}
+
+/**
+ * Runs one request of a coupled model: submits it and reads its one response.
+ *
+ * @param libraries The opened libraries.
+ * @param queue The completion queue.
+ * @param server The `TRITONSERVER_Server*`.
+ * @param request The request.
+ * @param order The model's output names in declared order.
+ * @param foreignLent Receives results another isolate lent (see {@linkcode SubmitHandlers}).
+ * @returns The response.
+ */
+export function inferCoupled(
+  libraries: NativeLibraries,
+  queue: CompletionPump,
+  server: Deno.PointerValue,
+  request: InferenceRequest,
+  order: readonly string[],
+  foreignLent?: (addresses: bigint[]) => void,
+): Promise<InferenceResponse> {
+  return new Promise<InferenceResponse>((resolve, reject) => {
+    submitRequest(libraries, queue, server, request, {
+      response: (response, final) => {
+        if (response === null) {
+          if (final) reject(InferenceError.internal("The model sent no response"));
+          return;
+        }
+        try {
+          resolve(readResponse(libraries.bridge, response, order, request.outputBuffers));
+        } catch (error) {
+          reject(error);
+        }
+      },
+      ...(foreignLent === undefined ? {} : { foreignLent }),
+    });
+  });
 }
 
 const packer = new Packer();

@@ -14,8 +14,7 @@ import type { SharedEngineClient } from "../share.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
 import type { TritonInstall } from "./install.ts";
-import { submitRequest } from "./request.ts";
-import { readResponse } from "./response.ts";
+import { inferCoupled } from "./request.ts";
 
 /** The Triton core's client in a thread that shares it. */
 export class SharedCoreClient implements SharedEngineClient {
@@ -49,23 +48,14 @@ export class SharedCoreClient implements SharedEngineClient {
     if (this.#closing !== undefined) {
       return Promise.reject(InferenceError.unavailable("The shared Triton core is closed"));
     }
-    const libraries = this.#libraries;
-    return new Promise<InferenceResponse>((resolve, reject) => {
-      submitRequest(libraries, this.#queue, this.#server, request, {
-        response: (response, final) => {
-          if (response === null) {
-            if (final) reject(InferenceError.internal("The model sent no response"));
-            return;
-          }
-          try {
-            resolve(readResponse(libraries.bridge, response, outputOrder, request.outputBuffers));
-          } catch (error) {
-            reject(error);
-          }
-        },
-        foreignLent: (addresses) => this.#report(addresses),
-      });
-    });
+    return inferCoupled(
+      this.#libraries,
+      this.#queue,
+      this.#server,
+      request,
+      outputOrder,
+      (addresses) => this.#report(addresses),
+    );
   }
 
   /** Waits until every request's release, then closes the queue. Idempotent. */
