@@ -531,10 +531,6 @@ export class NativeEngine implements Engine {
   }
 
   /**
-   * Stops the core (it waits for in-flight requests up to the exit timeout and unloads every
-   * model), stops the instances, deletes the server and removes the repository. Idempotent.
-   */
-  /**
    * Lets another thread submit requests straight into the core (see `Engine.share`): it opens
    * the same libraries and a completion queue of its own, and reports back the results this
    * isolate lent to its responses.
@@ -560,6 +556,12 @@ export class NativeEngine implements Engine {
     };
   }
 
+  /**
+   * Stops the core (it waits for in-flight requests up to the exit timeout and unloads every
+   * model), stops the instances, deletes the server and removes the repository. Threads sharing
+   * the core stop submitting first, and their requests are awaited like this isolate's.
+   * Idempotent.
+   */
   stop(): Promise<void> {
     this.#stopping ??= this.#stop();
     return this.#stopping;

@@ -78,7 +78,13 @@ function empty(status: number): Response {
   return new Response(null, { status });
 }
 
-function versionOf(params: Readonly<Record<string, string>>): number | undefined {
+/**
+ * The model version a route's path names.
+ *
+ * @param params The path parameters.
+ * @returns The version, or `undefined` when the path names none.
+ */
+export function versionOf(params: Readonly<Record<string, string>>): number | undefined {
   return params.version === undefined ? undefined : Number(params.version);
 }
 

@@ -27,6 +27,7 @@ import {
   readInferBody,
   type RouteContext,
   type RouteHandler,
+  versionOf,
 } from "./routes.ts";
 import { handlerOver, routeSettingsOf } from "./server.ts";
 import {
@@ -104,9 +105,10 @@ function forward(request: Request, read?: Uint8Array, signal?: AbortSignal): Pro
 }
 
 function modelRef(params: RouteContext["params"]): ModelRef {
-  return params.version === undefined
+  const modelVersion = versionOf(params);
+  return modelVersion === undefined
     ? { modelName: params.model! }
-    : { modelName: params.model!, modelVersion: Number(params.version) };
+    : { modelName: params.model!, modelVersion };
 }
 
 function checkModel(model: ModelRef): Promise<CheckedModel> {
