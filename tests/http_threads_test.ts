@@ -304,7 +304,7 @@ for (const engine of ENGINES) {
       engine === "triton" ? 2 : 0,
       text,
     );
-    // Each thread took some of the 104 connections (the kernel spreads them by address and port).
+    // Each thread took some of the 121 connections (the kernel spreads them by address and port).
     for (const source of ["triton]", "triton/http2]", "triton/http3]"]) {
       assert.ok(
         text.includes(`${source} HTTP request: POST /v2/models/AddSub/infer`),
