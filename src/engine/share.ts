@@ -1,5 +1,5 @@
 /**
- * The other thread's side of an {@linkcode EngineShare}: a client that submits requests to an
+ * The other thread's side of an `EngineShare` (`engine.ts`): a client that submits requests to an
  * engine another isolate of this process runs, without passing through that isolate. Only the
  * Triton core can be shared (it is thread-safe); its client is loaded on demand, so a thread that
  * never opens one loads no FFI code.
@@ -7,14 +7,7 @@
  * @module
  */
 
-import type {
-  EngineShare,
-  InferenceRequest,
-  InferenceResponse,
-  SharedEngineData,
-} from "./engine.ts";
-
-export type { EngineShare, SharedEngineData };
+import type { InferenceRequest, InferenceResponse, SharedEngineData } from "./engine.ts";
 
 /** Submits requests to a shared engine from this thread. */
 export interface SharedEngineClient {
@@ -34,7 +27,7 @@ export interface SharedEngineClient {
  * Opens a client of a shared engine.
  *
  * @param data The share's cloneable data.
- * @param report Posts a report back to the engine's isolate, for {@linkcode EngineShare.settle}.
+ * @param report Posts a report back to the engine's isolate, for `EngineShare.settle`.
  * @returns The client.
  */
 export async function openSharedEngine(

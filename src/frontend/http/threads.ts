@@ -38,19 +38,23 @@ export interface HttpThreadsOptions {
   readonly logger: Logger;
 }
 
+type Step = "detach" | "stop";
+
 /** One HTTP thread and the requests it handed over that are still running. */
 class HttpThread {
   readonly index: number;
   readonly worker: Worker;
   readonly running = new Map<number, AbortController>();
-  stopped: Promise<void> | undefined;
-  onStopped: (() => void) | undefined;
-  detached: Promise<void> | undefined;
-  onDetached: (() => void) | undefined;
+  /** Each step's answer ("detached", "stopped"); a crash answers them all. */
+  readonly done: Record<Step, PromiseWithResolvers<void>> = {
+    detach: Promise.withResolvers<void>(),
+    stop: Promise.withResolvers<void>(),
+  };
   /** Resolved once every request the thread submitted to the shared engine is released. */
-  released = Promise.withResolvers<void>();
+  readonly released = Promise.withResolvers<void>();
   /** The Worker ended on an uncaught error. */
   crashed = false;
+  #asked = new Set<Step>();
 
   constructor(index: number) {
     this.index = index;
@@ -60,24 +64,27 @@ class HttpThread {
   post(message: ToThread, transfer: Transferable[] = []): void {
     this.worker.postMessage(message, transfer);
   }
+
+  /** Asks for a step once, and waits for its answer. */
+  take(step: Step): Promise<void> {
+    if (!this.#asked.has(step)) {
+      this.#asked.add(step);
+      this.post({ type: step });
+    }
+    return this.done[step].promise;
+  }
 }
 
 /** The HTTP threads beside the main isolate's listener. */
 export class HttpThreads {
-  #threads: HttpThread[];
+  #threads: HttpThread[] = [];
   #options: HttpThreadsOptions;
   #logSubscription: Disposable;
   #share: EngineShare | undefined;
   #stopping: Promise<void> | undefined;
 
-  private constructor(
-    threads: HttpThread[],
-    options: HttpThreadsOptions,
-    share: EngineShare | undefined,
-  ) {
-    this.#threads = threads;
+  private constructor(options: HttpThreadsOptions) {
     this.#options = options;
-    this.#share = share;
     this.#logSubscription = options.logger.onChange((change) => {
       for (const thread of this.#threads) thread.post({ type: "log-settings", change });
     });
@@ -91,24 +98,21 @@ export class HttpThreads {
    * @throws {InferenceError} (UNAVAILABLE) When a thread cannot listen; the others are stopped.
    */
   static async start(options: HttpThreadsOptions): Promise<HttpThreads> {
+    const running = new HttpThreads(options);
     // The Triton core is shared: the threads submit to it themselves. When it stops, they stop
     // submitting first, and it is deleted only once their requests are released.
-    let running: HttpThreads | undefined;
-    const share = options.engine.share?.({
-      stop: () => running === undefined ? Promise.resolve() : running.#detach(),
+    const share = running.#share = options.engine.share?.({
+      stop: () => running.#detach(),
       released: () =>
-        running === undefined
-          ? Promise.resolve()
-          : Promise.all(running.#threads.map((thread) => thread.released.promise)).then(() => {}),
+        Promise.all(running.#threads.map((thread) => thread.released.promise)).then(() => {}),
     });
     const settings: ThreadSettings = share === undefined
       ? options.settings
       : { ...options.settings, engine: share.data };
-    const threads: HttpThread[] = [];
     const started: Promise<void>[] = [];
     for (let i = 0; i < options.count; i++) {
       const thread = new HttpThread(i + 2);
-      threads.push(thread);
+      running.#threads.push(thread);
       started.push(
         new Promise((resolve, reject) => {
           thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
@@ -127,7 +131,10 @@ export class HttpThreads {
     const results = await Promise.allSettled(started);
     const failure = results.find((result) => result.status === "rejected");
     if (failure !== undefined) {
-      for (const thread of threads) thread.worker.terminate();
+      for (const thread of running.#threads) thread.worker.terminate();
+      // Nothing is left to detach or wait for when the engine stops.
+      running.#threads = [];
+      running.#logSubscription[Symbol.dispose]();
       const reason = (failure as PromiseRejectedResult).reason;
       throw InferenceError.unavailable(
         `Cannot start the HTTP front end's threads: ${
@@ -136,8 +143,7 @@ export class HttpThreads {
         { cause: reason },
       );
     }
-    running = new HttpThreads(threads, options, share);
-    for (const thread of threads) running.#serve(thread);
+    for (const thread of running.#threads) running.#serve(thread);
     return running;
   }
 
@@ -164,13 +170,13 @@ export class HttpThreads {
           this.#share?.settle(message.report);
           break;
         case "detached":
-          thread.onDetached?.();
+          thread.done.detach.resolve();
           break;
         case "released":
           thread.released.resolve();
           break;
         case "stopped":
-          thread.onStopped?.();
+          thread.done.stop.resolve();
           break;
       }
     };
@@ -185,10 +191,8 @@ export class HttpThreads {
       // Its requests in the core are never released now: the engine then leaves the core
       // undeleted, as for a batch that never ends.
       thread.crashed = true;
-      thread.onStopped?.();
-      thread.onDetached?.();
-      thread.stopped ??= Promise.resolve();
-      thread.detached ??= Promise.resolve();
+      thread.done.detach.resolve();
+      thread.done.stop.resolve();
     };
   }
 
@@ -266,13 +270,7 @@ export class HttpThreads {
 
   /** Makes every thread stop submitting to the shared engine (see `ShareEnd`). */
   #detach(): Promise<void> {
-    return Promise.all(this.#threads.map((thread) => {
-      thread.detached ??= new Promise<void>((resolve) => {
-        thread.onDetached = resolve;
-        thread.post({ type: "detach" });
-      });
-      return thread.detached;
-    })).then(() => {});
+    return Promise.all(this.#threads.map((thread) => thread.take("detach"))).then(() => {});
   }
 
   /**
@@ -286,13 +284,7 @@ export class HttpThreads {
       await Promise.all(
         this.#threads.filter((thread) => !thread.crashed).map((thread) => thread.released.promise),
       );
-      await Promise.all(this.#threads.map((thread) => {
-        thread.stopped ??= new Promise<void>((resolve) => {
-          thread.onStopped = resolve;
-          thread.post({ type: "stop" });
-        });
-        return thread.stopped;
-      }));
+      await Promise.all(this.#threads.map((thread) => thread.take("stop")));
       for (const thread of this.#threads) thread.worker.terminate();
       this.#logSubscription[Symbol.dispose]();
     })();
