@@ -147,6 +147,17 @@ export type FromWorker =
   | { readonly type: "done"; readonly id: number }
   | { readonly type: "failed"; readonly id: number; readonly error: WireError };
 
+/** Options of {@linkcode toWireTensor}. */
+export interface ToWireOptions {
+  /**
+   * A view into a larger buffer moves that whole buffer (keeping its offset) instead of being
+   * copied: for a sender that gives the buffer up, such as a request body it has decoded.
+   *
+   * @default {false}
+   */
+  moveViews?: boolean;
+}
+
 /** Fresh zero counts. */
 export function zeroCounts(): WireCounts {
   return { copied: 0, moved: 0, native: 0 };
@@ -161,6 +172,7 @@ export function zeroCounts(): WireCounts {
  * @param array The tensor.
  * @param transfer Collects the buffers to transfer.
  * @param counts Accumulates copied and moved bytes.
+ * @param options Whether a view into a larger buffer moves that whole buffer.
  * @returns The wire tensor.
  *
  * @example A whole buffer moves
@@ -181,6 +193,7 @@ export function toWireTensor(
   array: NDArray,
   transfer: Transferable[],
   counts: WireCounts,
+  options: ToWireOptions = {},
 ): WireTensor {
   const { dtype, shape } = array;
   if (array.dtype === "bytes") {
@@ -195,15 +208,14 @@ export function toWireTensor(
     counts.moved += data.byteLength;
     return { dtype, shape, buffer, byteOffset: data.byteOffset, byteLength: data.byteLength };
   }
-  const whole = data.byteOffset === 0 && data.byteLength === buffer.byteLength &&
-    !(buffer as ArrayBuffer).resizable && !(buffer as ArrayBuffer).detached;
-  if (whole) {
+  const movable = !(buffer as ArrayBuffer).resizable && !(buffer as ArrayBuffer).detached;
+  const whole = data.byteOffset === 0 && data.byteLength === buffer.byteLength;
+  if (movable && (whole || options.moveViews)) {
     // The same buffer may back two tensors of one message; transfer it once.
     if (!transfer.includes(buffer as ArrayBuffer)) transfer.push(buffer as ArrayBuffer);
     counts.moved += data.byteLength;
-    return isForeign(buffer)
-      ? { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength, foreign: true }
-      : { dtype, shape, buffer, byteOffset: 0, byteLength: data.byteLength };
+    const wire = { dtype, shape, buffer, byteOffset: data.byteOffset, byteLength: data.byteLength };
+    return isForeign(buffer) ? { ...wire, foreign: true } : wire;
   }
   const copy = new Uint8Array(data.byteLength);
   copy.set(new Uint8Array(buffer, data.byteOffset, data.byteLength));

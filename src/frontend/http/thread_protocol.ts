@@ -19,7 +19,6 @@ import {
   type WireTensor,
   zeroCounts,
 } from "../../instances/worker_protocol.ts";
-import { isForeign } from "../../tensor/foreign_memory.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 
 /** What a thread needs to serve: the front end's settings, as data. */
@@ -162,37 +161,21 @@ export function toWireInferRequest(
   request: InferenceRequest,
   transfer: Transferable[],
 ): WireInferRequest {
-  const inputs: (readonly [string, WireTensor])[] = [];
-  for (const [name, array] of request.inputs) inputs.push([name, movedTensor(array, transfer)]);
-  return {
-    inputs,
-    parameters: request.parameters,
-    ...(request.id !== undefined ? { id: request.id } : {}),
-    ...(request.outputs !== undefined ? { outputs: request.outputs } : {}),
-    ...(request.priority !== undefined ? { priority: request.priority } : {}),
-    ...(request.timeoutMicroseconds !== undefined
-      ? { timeoutMicroseconds: request.timeoutMicroseconds }
-      : {}),
-  };
+  // Not cloneable or not sent: the model (named beside it), the signal, and shared-memory outputs
+  // (a thread forwards requests that use shared memory).
+  const { modelName: _, modelVersion: _v, signal: _s, outputBuffers: _o, inputs, ...rest } =
+    request;
+  const counts = zeroCounts();
+  const wire: (readonly [string, WireTensor])[] = [];
+  for (const [name, array] of inputs) {
+    wire.push([name, toWireTensor(array, transfer, counts, { moveViews: true })]);
+  }
+  return { ...rest, inputs: wire };
 }
 
-function movedTensor(array: NDArray, transfer: Transferable[]): WireTensor {
-  const view = ArrayBuffer.isView(array.data) ? array.data : undefined;
-  const buffer = view?.buffer;
-  if (
-    view !== undefined && buffer instanceof ArrayBuffer && !buffer.resizable &&
-    !buffer.detached && !isForeign(buffer)
-  ) {
-    if (!transfer.includes(buffer)) transfer.push(buffer);
-    return {
-      dtype: array.dtype,
-      shape: array.shape,
-      buffer,
-      byteOffset: view.byteOffset,
-      byteLength: view.byteLength,
-    };
-  }
-  return toWireTensor(array, transfer, zeroCounts());
+/** Tensors from the wire, by name. */
+function tensorsFromWire(wire: readonly (readonly [string, WireTensor])[]): Map<string, NDArray> {
+  return new Map(wire.map(([name, tensor]) => [name, fromWireTensor(tensor)]));
 }
 
 /**
@@ -208,12 +191,7 @@ export function fromWireInferRequest(
   model: ModelRef,
   signal: AbortSignal,
 ): InferenceRequest {
-  return {
-    ...model,
-    ...wire,
-    inputs: new Map(wire.inputs.map(([name, tensor]) => [name, fromWireTensor(tensor)])),
-    signal,
-  };
+  return { ...model, ...wire, inputs: tensorsFromWire(wire.inputs), signal };
 }
 
 /**
@@ -239,17 +217,11 @@ export function fromWireInferRequest(
 export function toWireInferResponse(response: InferenceResponse): WireInferResponse {
   // toWireTensor lists buffers to move; left unused, posting clones them.
   const unused: Transferable[] = [];
-  const outputs: (readonly [string, WireTensor])[] = [];
-  for (const [name, array] of response.outputs) {
-    outputs.push([name, toWireTensor(array, unused, zeroCounts())]);
-  }
-  return {
-    modelName: response.modelName,
-    modelVersion: response.modelVersion,
-    outputs,
-    ...(response.id !== undefined ? { id: response.id } : {}),
-    ...(response.parameters !== undefined ? { parameters: response.parameters } : {}),
-  };
+  const counts = zeroCounts();
+  const { outputs, ...rest } = response;
+  const wire: (readonly [string, WireTensor])[] = [];
+  for (const [name, array] of outputs) wire.push([name, toWireTensor(array, unused, counts)]);
+  return { ...rest, outputs: wire };
 }
 
 /**
@@ -259,11 +231,5 @@ export function toWireInferResponse(response: InferenceResponse): WireInferRespo
  * @returns The response.
  */
 export function fromWireInferResponse(wire: WireInferResponse): InferenceResponse {
-  return {
-    modelName: wire.modelName,
-    modelVersion: wire.modelVersion,
-    outputs: new Map(wire.outputs.map(([name, tensor]) => [name, fromWireTensor(tensor)])),
-    ...(wire.id !== undefined ? { id: wire.id } : {}),
-    ...(wire.parameters !== undefined ? { parameters: wire.parameters } : {}),
-  };
+  return { ...wire, outputs: tensorsFromWire(wire.outputs) };
 }
