@@ -3,6 +3,7 @@ import { Logger } from "../../log.ts";
 import { CoreLog } from "./core_log.ts";
 import { openNative } from "./ffi.ts";
 import { findTritonInstall } from "./install.ts";
+import { applyLogChange } from "./log_bridge.ts";
 import { cString, takeError } from "./status.ts";
 
 const install = await findTritonInstall();
@@ -20,6 +21,9 @@ Deno.test({
         takeError(core, core.TRITONSERVER_LogMessage(level, cString("x.cc"), 7, cString(message))),
         undefined,
       );
+    // The core's levels are process-wide: a server stopped earlier in this process may have
+    // left info logging off (its default here), so the test sets the ones it checks.
+    applyLogChange(core, { info: true, warning: true, error: true });
     const forwarder = await CoreLog.open(core, logger, { rotateBytes: 1 });
     const first = forwarder.path;
     try {
