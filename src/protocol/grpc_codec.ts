@@ -16,6 +16,7 @@
 
 import protobuf from "protobufjs";
 import { PROTO_FILES } from "./_proto_text.ts";
+import { lengthPrefixSize, writeLengthPrefix } from "./protobuf_wire.ts";
 
 /** A 64-bit integer as the codec accepts it; decoding yields decimal strings. */
 export type Int64 = number | string | bigint;
@@ -454,32 +455,6 @@ export const RAW_INPUT_CONTENTS_FIELD = 7;
 /** The field number of `ModelInferResponse.raw_output_contents`. */
 export const RAW_OUTPUT_CONTENTS_FIELD = 6;
 
-function varintSize(value: number): number {
-  let size = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    size++;
-  }
-  return size;
-}
-
-/** The size of a length-delimited field's tag and length (wire type 2). */
-function prefixSize(field: number, length: number): number {
-  return varintSize(field * 8 + 2) + varintSize(length);
-}
-
-/** Writes a length-delimited field's tag and length at `at`; returns the offset after them. */
-function writePrefix(out: Uint8Array, at: number, field: number, length: number): number {
-  for (let value of [field * 8 + 2, length]) {
-    while (value >= 0x80) {
-      out[at++] = (value % 0x80) | 0x80;
-      value = Math.floor(value / 0x80);
-    }
-    out[at++] = value;
-  }
-  return at;
-}
-
 /**
  * A message whose last field is `repeated bytes` raw tensor contents, laid out before writing:
  * the other fields as protobufjs encodes them, then one length-delimited entry per raw tensor.
@@ -500,7 +475,7 @@ function rawLayout<T>(
   const raw = (value[rawField] as readonly Uint8Array[] | undefined) ?? [];
   const headBytes = head.encode(raw.length === 0 ? value : { ...value, [rawField]: undefined });
   let size = headBytes.byteLength;
-  for (const bytes of raw) size += prefixSize(field, bytes.byteLength) + bytes.byteLength;
+  for (const bytes of raw) size += lengthPrefixSize(field, bytes.byteLength) + bytes.byteLength;
   return { head: headBytes, raw, field, size };
 }
 
@@ -508,7 +483,7 @@ function writeLayout(out: Uint8Array, at: number, layout: RawLayout): number {
   out.set(layout.head, at);
   at += layout.head.byteLength;
   for (const bytes of layout.raw) {
-    at = writePrefix(out, at, layout.field, bytes.byteLength);
+    at = writeLengthPrefix(out, at, layout.field, bytes.byteLength);
     out.set(bytes, at);
     at += bytes.byteLength;
   }
@@ -564,9 +539,11 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
       const { headroom = 0, allocate = newBytes } = options;
       const outer = head.encode({ ...value, infer_response: null });
       const nested = inner.layout(response);
-      const out = allocate(headroom + outer.byteLength + prefixSize(2, nested.size) + nested.size);
+      const out = allocate(
+        headroom + outer.byteLength + lengthPrefixSize(2, nested.size) + nested.size,
+      );
       out.set(outer, headroom);
-      const at = writePrefix(out, headroom + outer.byteLength, 2, nested.size);
+      const at = writeLengthPrefix(out, headroom + outer.byteLength, 2, nested.size);
       writeLayout(out, at, nested);
       return out;
     },

@@ -22,6 +22,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { EncodeOptions, MessageCodec } from "../../protocol/grpc_codec.ts";
+import { type FieldStart, lengthDelimitedStart } from "../../protocol/protobuf_wire.ts";
 import { BufferPool } from "./buffer_pool.ts";
 import { STREAM_WINDOW_BYTES } from "./connection_tuning.ts";
 
@@ -41,74 +42,6 @@ const SEARCH_LIMIT = 64 * 1024;
  * anyway: it is the stream's flow-control window.
  */
 const UPFRONT_BYTES = STREAM_WINDOW_BYTES;
-
-/** Where the first entry of a length-delimited field starts, if the bytes show it yet. */
-type RawStart = number | "more" | "none";
-
-function readVarint(bytes: Uint8Array, at: number): [number, number] | undefined {
-  let value = 0;
-  let scale = 1;
-  for (let i = at; i < bytes.length && i < at + 10; i++) {
-    const byte = bytes[i]!;
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return [value, i + 1];
-    scale *= 0x80;
-  }
-  return undefined;
-}
-
-/**
- * Finds where the payload of the first occurrence of a length-delimited field starts in the
- * beginning of a protobuf message.
- *
- * @param bytes The first bytes of the message.
- * @param field The field number.
- * @returns The offset of the payload, `"more"` when the bytes end before it is found, or
- *   `"none"` when the message cannot hold it where it is looked for.
- *
- * @example Field 7 after a model name
- * ```ts
- * import { rawFieldStart } from "./message_framing.ts";
- * import assert from "node:assert/strict";
- *
- * const message = new Uint8Array([0x0a, 0x01, 0x6d, 0x3a, 0x02, 1, 2]);
- * assert.equal(rawFieldStart(message, 7), 5);
- * assert.equal(rawFieldStart(message.subarray(0, 4), 7), "more");
- * ```
- */
-export function rawFieldStart(bytes: Uint8Array, field: number): RawStart {
-  let at = 0;
-  while (at < bytes.length) {
-    const tag = readVarint(bytes, at);
-    if (tag === undefined) return "more";
-    const [key, afterTag] = tag;
-    at = afterTag;
-    switch (key % 8) {
-      case 0: {
-        const value = readVarint(bytes, at);
-        if (value === undefined) return "more";
-        at = value[1];
-        break;
-      }
-      case 1:
-        at += 8;
-        break;
-      case 2: {
-        const length = readVarint(bytes, at);
-        if (length === undefined) return "more";
-        if (Math.floor(key / 8) === field) return length[1];
-        at = length[1] + length[0];
-        break;
-      }
-      case 5:
-        at += 4;
-        break;
-      default:
-        return "none";
-    }
-  }
-  return "more";
-}
 
 /**
  * Splits a call's received bytes into gRPC messages, each copied once into its own buffer
@@ -211,9 +144,9 @@ export class AlignedMessageDecoder {
   #maybePlace(): void {
     const complete = this.#pendingBytes === this.#size;
     if (!complete && this.#size > UPFRONT_BYTES) return;
-    let start: RawStart = "none";
+    let start: FieldStart = "none";
     if (this.#rawField !== undefined) {
-      start = rawFieldStart(this.#head(), this.#rawField);
+      start = lengthDelimitedStart(this.#head(), this.#rawField);
       if (start === "more" && !complete && this.#pendingBytes < SEARCH_LIMIT) return;
     }
     this.#place(typeof start === "number" ? start : 0);

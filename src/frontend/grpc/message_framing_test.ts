@@ -2,13 +2,13 @@ import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import assert from "node:assert/strict";
 import { codecs, type ModelInferResponse } from "../../protocol/grpc_codec.ts";
+import { lengthDelimitedStart } from "../../protocol/protobuf_wire.ts";
 import { BufferPool } from "./buffer_pool.ts";
 import {
   AlignedMessageDecoder,
   framingInterceptor,
   messageSerializer,
   RAW_ALIGNMENT,
-  rawFieldStart,
 } from "./message_framing.ts";
 
 /** A message with its 5-byte gRPC prefix. */
@@ -53,7 +53,7 @@ Deno.test("AlignedMessageDecoder yields each message whole however the bytes are
     // The raw entries (5 bytes after the prefix and the head) start on the alignment.
     for (const [index, message] of out.entries()) {
       if (index === 1) continue;
-      const start = rawFieldStart(message.subarray(5), 7) as number;
+      const start = lengthDelimitedStart(message.subarray(5), 7) as number;
       assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0, `chunk ${chunk}`);
     }
   }
@@ -93,21 +93,8 @@ Deno.test("AlignedMessageDecoder holds a message over the stream window until it
   assert.equal(message.byteLength, wire.byteLength);
   const mismatch = message.findIndex((value, i) => value !== wire[i]);
   assert.equal(mismatch, -1, `differs at byte ${mismatch}`);
-  const start = rawFieldStart(message.subarray(5), 7) as number;
+  const start = lengthDelimitedStart(message.subarray(5), 7) as number;
   assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0);
-});
-
-Deno.test("rawFieldStart skips varint, fixed and other length-delimited fields", () => {
-  const message = new Uint8Array([
-    ...[0x08, 0x96, 0x01], // field 1, varint 150
-    ...[0x11, 1, 2, 3, 4, 5, 6, 7, 8], // field 2, fixed64
-    ...[0x1d, 1, 2, 3, 4], // field 3, fixed32
-    ...[0x22, 0x02, 0x3a, 0x00], // field 4, bytes that look like field 7
-    ...[0x3a, 0x03, 9, 9, 9], // field 7
-  ]);
-  assert.equal(rawFieldStart(message, 7), 23);
-  assert.equal(rawFieldStart(message.subarray(0, 22), 7), "more");
-  assert.equal(rawFieldStart(new Uint8Array([0x0b]), 7), "none"); // a group: not ours to read
 });
 
 Deno.test("framingInterceptor: aligned raw inputs in, pooled response buffers out", async () => {
