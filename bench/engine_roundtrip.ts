@@ -21,11 +21,7 @@ import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 import { median } from "./perf.ts";
 import { cpuSeconds } from "./process.ts";
-
-function flag(name: string, fallback: string): string {
-  const at = Deno.args.indexOf(`--${name}`);
-  return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
-}
+import { flag } from "./args.ts";
 
 // This process (all threads) and its main thread.
 const PROCESS_STAT = "/proc/self/stat";

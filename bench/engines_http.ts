@@ -25,6 +25,7 @@ import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { cpuSeconds } from "./process.ts";
+import { flag } from "./args.ts";
 
 /** What serves: an engine, or the bare `Deno.serve` echo (the ceiling). */
 type Server = EngineKind | "echo";
@@ -58,11 +59,6 @@ interface Measurement {
   cpuUsPerRequest: number;
   /** The same for the server's main thread alone. */
   mainCpuUsPerRequest: number;
-}
-
-function flag(name: string, fallback: string): string {
-  const at = Deno.args.indexOf(`--${name}`);
-  return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
 }
 
 /** `httpThreadCount` of the DenoTriton servers. */

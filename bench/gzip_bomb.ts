@@ -13,11 +13,7 @@
 
 import { Triton } from "../mod.ts";
 import { startServer } from "./process.ts";
-
-function flag(name: string, fallback: string): string {
-  const index = Deno.args.indexOf(`--${name}`);
-  return index >= 0 && Deno.args[index + 1] !== undefined ? Deno.args[index + 1]! : fallback;
-}
+import { flag } from "./args.ts";
 
 const MIB = 1024 * 1024;
 

@@ -16,6 +16,7 @@ import { type BindOptions, Triton, workers, type WorkerTransferStats } from "../
 import type { EngineKind } from "../src/engine/engine.ts";
 import { cpuBound } from "./instances/cpu_model.ts";
 import { echo } from "./instances/echo_model.ts";
+import { option } from "./args.ts";
 
 const CPU_MODULE = new URL("./instances/cpu_model.ts", import.meta.url);
 const ECHO_MODULE = new URL("./instances/echo_model.ts", import.meta.url);
@@ -232,5 +233,5 @@ log("| 16 MiB round trip | MiB/s (in + out) |");
 log("| --- | --- |");
 log(`| plain Deno.serve echo | ${(await plainEcho()).toFixed(0)} |`);
 
-const outIndex = Deno.args.indexOf("--out");
-if (outIndex >= 0) await Deno.writeTextFile(Deno.args[outIndex + 1]!, lines.join("\n") + "\n");
+const out = option("out");
+if (out !== undefined) await Deno.writeTextFile(out, lines.join("\n") + "\n");

@@ -16,6 +16,7 @@ import type { EngineKind } from "../src/engine/engine.ts";
 import { bindOcr, OCR_MODEL } from "../examples/ocr/model.ts";
 import { MODEL_FILES, OcrPipeline } from "../examples/ocr/pipeline.ts";
 import { renderText } from "../examples/ocr/render.ts";
+import { option } from "./args.ts";
 
 const TEXTS = [
   ["Hello DenoTriton", "Serving 42 models"],
@@ -202,5 +203,5 @@ log(
   }`,
 );
 
-const outIndex = Deno.args.indexOf("--out");
-if (outIndex >= 0) await Deno.writeTextFile(Deno.args[outIndex + 1]!, lines.join("\n") + "\n");
+const out = option("out");
+if (out !== undefined) await Deno.writeTextFile(out, lines.join("\n") + "\n");

@@ -18,11 +18,7 @@ import { findPerfAnalyzer, PYTHON } from "../tests/_peers.ts";
 import { runPerf } from "./perf.ts";
 import { type CpuProfile, profileWhile } from "./profile.ts";
 import { startServer } from "./process.ts";
-
-function flag(name: string, fallback: string): string {
-  const at = Deno.args.indexOf(`--${name}`);
-  return at >= 0 && Deno.args[at + 1] !== undefined ? Deno.args[at + 1]! : fallback;
-}
+import { flag } from "./args.ts";
 
 type Node = CpuProfile["nodes"][number] & { readonly children?: readonly number[] };
 
