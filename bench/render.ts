@@ -13,6 +13,7 @@
 
 import {
   type BenchRun,
+  formatWritten,
   headlines,
   markdownReport,
   ratioChart,
@@ -55,6 +56,7 @@ await Deno.writeTextFile(
   ),
 );
 await Deno.writeTextFile(`${base}.md`, markdownReport(run, chart));
+await formatWritten([`${base}.md`, `${base}.svg`]);
 if (Deno.args.includes("--readme")) {
   const absolute = await Deno.realPath(`${base}.md`);
   const rel = absolute.startsWith(ROOT) ? absolute.slice(ROOT.length + 1) : absolute;
@@ -63,5 +65,6 @@ if (Deno.args.includes("--readme")) {
     `${ROOT}/README.md`,
     replaceReadmeSection(readme, readmeSection(run, rel, rel.replace(/\.md$/, ".svg"))),
   );
+  await formatWritten([`${ROOT}/README.md`]);
 }
 console.log(`rendered ${base}.md`);

@@ -552,3 +552,28 @@ export function replaceReadmeSection(readme: string, section: string): string {
   const tail = next < 0 ? "" : "\n" + rest.slice(next);
   return readme.slice(0, start) + section.trimEnd() + "\n" + tail;
 }
+
+/**
+ * Formats written report files (Markdown, SVG, the README) with `deno fmt`, so a run's files are
+ * committed as the repository's formatter leaves them and `deno task static` stays clean.
+ *
+ * @param paths The files.
+ * @throws {Error} When `deno fmt` fails.
+ */
+export async function formatWritten(paths: readonly string[]): Promise<void> {
+  const { success, stderr } = await new Deno.Command(Deno.execPath(), {
+    // The repository's settings (line width) wherever the files are.
+    args: [
+      "fmt",
+      "--quiet",
+      "--config",
+      new URL("../deno.json", import.meta.url).pathname,
+      ...paths,
+    ],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!success) {
+    throw new Error(`deno fmt failed on ${paths.join(", ")}: ${new TextDecoder().decode(stderr)}`);
+  }
+}

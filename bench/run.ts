@@ -29,6 +29,7 @@ import {
 import {
   type BenchRun,
   type Cell,
+  formatWritten,
   type LossProfile,
   markdownReport,
   ratioChart,
@@ -40,16 +41,12 @@ import {
   type ServerName,
   throughputRatio,
 } from "./report.ts";
+import { option } from "./args.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const VENV = `${ROOT}/bench/.venv`;
 const WORK = `${ROOT}/bench/.work`;
 const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
-
-function option(name: string): string | undefined {
-  const index = Deno.args.indexOf(`--${name}`);
-  return index >= 0 ? Deno.args[index + 1] : undefined;
-}
 
 const quick = Deno.args.includes("--quick");
 const servers = (option("servers") ?? "pytriton,builtin,triton").split(",") as ServerName[];
@@ -509,6 +506,7 @@ async function main(): Promise<number> {
     ),
   );
   await Deno.writeTextFile(`${outDir}/${base}.md`, markdownReport(result, chart));
+  await formatWritten([`${outDir}/${base}.md`, `${outDir}/${chart}`]);
   console.log(`bench: wrote ${outDir}/${base}.md`);
   if (writeReadme && only === undefined && servers.includes("pytriton")) {
     const readme = await Deno.readTextFile(`${ROOT}/README.md`);
@@ -517,6 +515,7 @@ async function main(): Promise<number> {
       `${ROOT}/README.md`,
       replaceReadmeSection(readme, readmeSection(result, `${rel}/${base}.md`, `${rel}/${chart}`)),
     );
+    await formatWritten([`${ROOT}/README.md`]);
     console.log("bench: updated the Benchmarks section of README.md");
   }
   const failed = cells.filter((cell) => cell.error !== undefined).length;
