@@ -26,6 +26,7 @@ import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { cpuSeconds } from "./process.ts";
 import { flag } from "./args.ts";
+import { formatWritten } from "./report.ts";
 
 /** What serves: an engine, or the bare `Deno.serve` echo (the ceiling). */
 type Server = EngineKind | "echo";
@@ -360,6 +361,7 @@ if (import.meta.main) {
       import.meta.url,
     );
     await Deno.writeTextFile(path, text);
+    await formatWritten([path.pathname]);
     console.log(`Written to ${path.pathname}`);
   }
 }
