@@ -1,5 +1,6 @@
 /**
- * Command-line options of the benchmark scripts: `--name value` pairs and bare `--name` switches.
+ * Command-line options of the benchmark scripts: `--name value` pairs (switches such as `--quick`
+ * are read with `Deno.args.includes`).
  *
  * @module
  */
