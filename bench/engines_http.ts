@@ -13,10 +13,15 @@
  * `bench/results/engines-<date>.md`.
  *
  * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
- * [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2] [--http-threads 1]`
+ * [--client-processes 1] [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2]
+ * [--http-threads 1] [--elements 8] [--out bench/results/engines-<date>.md]`
  *
- * `--elements N` sends N elements per input tensor (8 by default). `--http-threads N` serves both engines with `httpThreadCount: N` (their subprocesses then run
- * with `--unstable-net`, which that needs).
+ * `--elements N` sends N elements per input tensor (8 by default). `--http-threads N` serves both
+ * engines with `httpThreadCount: N` (their subprocesses then run with `--unstable-net`, which that
+ * needs). `--client-processes 1,4,8` spreads the load over that many client processes, each
+ * running `--concurrency` closed loops and all starting at the same moment: on a host with many
+ * cores one client process saturates before the server does (issue 16 measures "8 clients × 16"
+ * that way). `--out` names the results file.
  *
  * @module
  */
@@ -25,7 +30,7 @@ import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { cpuSeconds } from "./process.ts";
-import { flag } from "./args.ts";
+import { flag, option } from "./args.ts";
 import { formatWritten } from "./report.ts";
 
 /** What serves: an engine, or the bare `Deno.serve` echo (the ceiling). */
@@ -44,6 +49,8 @@ const SERVER_NAMES: Record<Server, string> = {
 interface Measurement {
   server: Server;
   client: ClientMode;
+  /** Client processes sharing the load, each with `concurrency` closed loops. */
+  processes: number;
   concurrency: number;
   requests: number;
   errors: number;
@@ -141,6 +148,18 @@ async function inferOnce(url: string, server: Server, client: ClientMode): Promi
   };
 }
 
+/** What one load window gave. */
+interface Load {
+  /** Latency of each answered request, in ms. */
+  latencies: number[];
+  errors: number;
+  compressed: number;
+  /** Seconds the window lasted. */
+  elapsed: number;
+  /** Answered requests per client process, where there were several. */
+  perProcess?: number[];
+}
+
 /** Closed loop: `concurrency` workers each send the next request when the last one answered. */
 async function drive(
   url: string,
@@ -148,7 +167,7 @@ async function drive(
   client: ClientMode,
   concurrency: number,
   seconds: number,
-): Promise<{ latencies: number[]; errors: number; compressed: number; elapsed: number }> {
+): Promise<Load> {
   const latencies: number[] = [];
   let errors = 0;
   let compressed = 0;
@@ -166,6 +185,75 @@ async function drive(
   return { latencies, errors, compressed, elapsed: (performance.now() - start) / 1000 };
 }
 
+/** How long the client processes get to start before their common start time, in ms. */
+const CLIENT_START_MS = 1000;
+
+/**
+ * The same closed loop in `processes` client processes (this script with `--drive`), all starting
+ * at one moment; their results merged. One process is this one.
+ */
+async function driveFrom(
+  processes: number,
+  url: string,
+  server: Server,
+  client: ClientMode,
+  concurrency: number,
+  seconds: number,
+): Promise<Load> {
+  if (processes === 1) return await drive(url, server, client, concurrency, seconds);
+  const startAt = Date.now() + CLIENT_START_MS;
+  const outputs = await Promise.all(
+    Array.from({ length: processes }, () =>
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          import.meta.filename!,
+          "--drive",
+          url,
+          "--servers",
+          server,
+          "--clients",
+          client,
+          "--concurrency",
+          String(concurrency),
+          "--duration",
+          String(seconds),
+          "--start-at",
+          String(startAt),
+        ],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output()),
+  );
+  const loads = outputs.map((output, i) => {
+    if (!output.success) throw new Error(`Client process ${i + 1} of ${processes} failed`);
+    return JSON.parse(new TextDecoder().decode(output.stdout)) as Load;
+  });
+  return {
+    latencies: loads.flatMap((load) => load.latencies),
+    errors: loads.reduce((sum, load) => sum + load.errors, 0),
+    compressed: loads.reduce((sum, load) => sum + load.compressed, 0),
+    // They ran side by side: the window is the longest of theirs.
+    elapsed: Math.max(...loads.map((load) => load.elapsed)),
+    perProcess: loads.map((load) => load.latencies.length),
+  };
+}
+
+/** A client process (`--drive <url>`): wait for the common start, drive, print the load as JSON. */
+async function driveChild(url: string): Promise<void> {
+  const wait = Number(flag("start-at", "0")) - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  const load = await drive(
+    url,
+    flag("servers", "builtin") as Server,
+    flag("clients", "identity") as ClientMode,
+    Number(flag("concurrency", "1")),
+    Number(flag("duration", "5")),
+  );
+  console.log(JSON.stringify(load));
+}
+
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
@@ -174,6 +262,7 @@ function percentile(sorted: readonly number[], p: number): number {
 async function measureServer(
   server: Server,
   clients: readonly ClientMode[],
+  processLevels: readonly number[],
   levels: readonly number[],
   seconds: number,
   warmup: number,
@@ -204,45 +293,50 @@ async function measureServer(
   const results: Measurement[] = [];
   try {
     for (const client of clients) {
-      for (const concurrency of levels) {
-        await drive(url, server, client, concurrency, warmup);
-        const cpuBefore = cpuSeconds(`/proc/${child.pid}/stat`);
-        // The main thread's own share (its task id is the process id): the one thread that every
-        // request passes through, whatever httpThreadCount is.
-        const mainBefore = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`);
-        const { latencies, errors, compressed, elapsed } = await drive(
-          url,
-          server,
-          client,
-          concurrency,
-          seconds,
-        );
-        const cpu = cpuSeconds(`/proc/${child.pid}/stat`) - cpuBefore;
-        const mainCpu = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`) - mainBefore;
-        latencies.sort((a, b) => a - b);
-        const row: Measurement = {
-          server,
-          client,
-          concurrency,
-          requests: latencies.length,
-          errors,
-          seconds: elapsed,
-          rps: latencies.length / elapsed,
-          p50Ms: percentile(latencies, 0.5),
-          p99Ms: percentile(latencies, 0.99),
-          compressed,
-          cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
-          mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
-        };
-        console.log(
-          `${server.padEnd(8)} ${client.padEnd(8)} c=${concurrency}: ${
-            row.rps.toFixed(0)
-          } req/s, ` +
-            `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
-            `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
-            `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})`,
-        );
-        results.push(row);
+      for (const processes of processLevels) {
+        for (const concurrency of levels) {
+          await driveFrom(processes, url, server, client, concurrency, warmup);
+          const cpuBefore = cpuSeconds(`/proc/${child.pid}/stat`);
+          // The main thread's own share (its task id is the process id): the one thread that every
+          // request passes through, whatever httpThreadCount is.
+          const mainBefore = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`);
+          const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
+            processes,
+            url,
+            server,
+            client,
+            concurrency,
+            seconds,
+          );
+          const cpu = cpuSeconds(`/proc/${child.pid}/stat`) - cpuBefore;
+          const mainCpu = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`) - mainBefore;
+          latencies.sort((a, b) => a - b);
+          const row: Measurement = {
+            server,
+            client,
+            processes,
+            concurrency,
+            requests: latencies.length,
+            errors,
+            seconds: elapsed,
+            rps: latencies.length / elapsed,
+            p50Ms: percentile(latencies, 0.5),
+            p99Ms: percentile(latencies, 0.99),
+            compressed,
+            cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
+            mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
+          };
+          console.log(
+            `${server.padEnd(8)} ${client.padEnd(8)} ${processes}×c=${concurrency}: ${
+              row.rps.toFixed(0)
+            } req/s, ` +
+              `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
+              `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
+              `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})` +
+              (perProcess === undefined ? "" : `; by client process ${perProcess.join(" + ")}`),
+          );
+          results.push(row);
+        }
       }
     }
   } finally {
@@ -252,6 +346,11 @@ async function measureServer(
     await child.status;
   }
   return results;
+}
+
+/** The load level a row was measured at: client, client processes, concurrency. */
+function levelOf(row: Measurement): string {
+  return `${row.client} ${row.processes} ${row.concurrency}`;
 }
 
 function ratio(a: number | undefined, b: number | undefined): string {
@@ -272,8 +371,10 @@ function report(
     `${navigator.hardwareConcurrency} CPUs, httpThreadCount ${HTTP_THREADS}). Model: \`examples/add_sub\` (FP32 [1, ${ELEMENTS}] a and b, ` +
     "dynamic batching up to 128, 100 µs queue delay). The ceiling is a bare `Deno.serve` that " +
     "parses the same request JSON and answers it as JSON. Each server runs in its own " +
-    `subprocess; one closed-loop HTTP/JSON load generator, ${warmup} s warm-up then ${seconds} s ` +
-    `measured per client and concurrency level; best of ${rounds} alternating rounds. Clients: ` +
+    "subprocess; a closed-loop HTTP/JSON load generator (in as many client processes as the " +
+    "table says, each with that concurrency, started together), " +
+    `${warmup} s warm-up then ${seconds} s measured per level; best of ${rounds} alternating ` +
+    "rounds. Clients: " +
     "`identity` sends `accept-encoding: identity` (as tritonclient and perf_analyzer do); `fetch` " +
     "sends a plain `fetch()`'s default headers (`accept-encoding: gzip, deflate, br`). Latency is " +
     "client-side, per request; `compressed` counts responses that came back compressed. Server " +
@@ -282,32 +383,31 @@ function report(
     "machine than req/s; main thread CPU is the share of the server's main thread alone, the " +
     "one thread every request passes through whatever `httpThreadCount` is.",
     "",
-    "| server | client | concurrency | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
       `| ${
         SERVER_NAMES[r.server]
-      } | ${r.client} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
+      } | ${r.client} | ${r.processes} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
       `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
       `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} | ` +
       `${Number.isNaN(r.mainCpuUsPerRequest) ? "—" : r.mainCpuUsPerRequest.toFixed(0)} |`
     ),
     "",
-    "| client | concurrency | req/s core/builtin | p50 core/builtin | p99 core/builtin | " +
-    "builtin/ceiling | core/ceiling | CPU/req core/builtin |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| client | client processes | concurrency (each) | req/s core/builtin | p50 core/builtin | " +
+    "p99 core/builtin | builtin/ceiling | core/ceiling | CPU/req core/builtin |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
-  const find = (server: Server, client: ClientMode, concurrency: number): Measurement | undefined =>
-    rows.find((r) => r.server === server && r.client === client && r.concurrency === concurrency);
-  const levels = [...new Set(rows.map((r) => `${r.client} ${r.concurrency}`))];
+  const levels = [...new Set(rows.map((r) => levelOf(r)))];
   for (const level of levels) {
-    const [client, c] = level.split(" ") as [ClientMode, string];
-    const concurrency = Number(c);
-    const builtin = find("builtin", client, concurrency);
-    const core = find("triton", client, concurrency);
-    const echo = find("echo", client, concurrency);
+    const find = (server: Server): Measurement | undefined =>
+      rows.find((r) => r.server === server && levelOf(r) === level);
+    const builtin = find("builtin");
+    const core = find("triton");
+    const echo = find("echo");
+    const { client, processes, concurrency } = (builtin ?? core ?? echo)!;
     out.push(
-      `| ${client} | ${concurrency} | ${ratio(core?.rps, builtin?.rps)} | ` +
+      `| ${client} | ${processes} | ${concurrency} | ${ratio(core?.rps, builtin?.rps)} | ` +
         `${ratio(core?.p50Ms, builtin?.p50Ms)} | ${ratio(core?.p99Ms, builtin?.p99Ms)} | ` +
         `${ratio(builtin?.rps, echo?.rps)} | ${ratio(core?.rps, echo?.rps)} | ` +
         `${ratio(core?.cpuUsPerRequest, builtin?.cpuUsPerRequest)} |`,
@@ -318,12 +418,21 @@ function report(
 
 if (import.meta.main) {
   const served = flag("serve", "");
+  const driven = option("drive");
   if (served !== "") {
     await serve(served as Server);
+  } else if (driven !== undefined) {
+    await driveChild(driven);
   } else {
     const seconds = Number(flag("duration", "5"));
     const warmup = Number(flag("warmup", "1"));
     const levels = flag("concurrency", "1,8").split(",").map(Number);
+    const processLevels = flag("client-processes", "1").split(",").map(Number);
+    for (const processes of processLevels) {
+      if (!Number.isInteger(processes) || processes < 1) {
+        throw new Error(`Bad --client-processes '${processes}': expected whole numbers from 1`);
+      }
+    }
     const rows: Measurement[] = [];
     const rounds = Number(flag("rounds", "2"));
     // `--engines` is the older name of `--servers`.
@@ -341,10 +450,16 @@ if (import.meta.main) {
     // concurrency) keeps its best round.
     for (let round = 0; round < rounds; round++) {
       for (const server of servers) {
-        for (const row of await measureServer(server, clients, levels, seconds, warmup)) {
-          const at = rows.findIndex((r) =>
-            r.server === row.server && r.client === row.client && r.concurrency === row.concurrency
-          );
+        const measured = await measureServer(
+          server,
+          clients,
+          processLevels,
+          levels,
+          seconds,
+          warmup,
+        );
+        for (const row of measured) {
+          const at = rows.findIndex((r) => r.server === row.server && levelOf(r) === levelOf(row));
           if (at < 0) rows.push(row);
           else if (row.rps > rows[at]!.rps) rows[at] = row;
         }
@@ -352,16 +467,16 @@ if (import.meta.main) {
     }
     rows.sort((a, b) =>
       clients.indexOf(a.client) - clients.indexOf(b.client) ||
-      servers.indexOf(a.server) - servers.indexOf(b.server) || a.concurrency - b.concurrency
+      servers.indexOf(a.server) - servers.indexOf(b.server) || a.processes - b.processes ||
+      a.concurrency - b.concurrency
     );
     const text = report(rows, seconds, warmup, rounds);
     console.log(`\n${text}`);
-    const path = new URL(
-      `./results/engines-${new Date().toISOString().slice(0, 10)}.md`,
-      import.meta.url,
-    );
+    const path = option("out") ??
+      new URL(`./results/engines-${new Date().toISOString().slice(0, 10)}.md`, import.meta.url)
+        .pathname;
     await Deno.writeTextFile(path, text);
-    await formatWritten([path.pathname]);
-    console.log(`Written to ${path.pathname}`);
+    await formatWritten([path]);
+    console.log(`Written to ${path}`);
   }
 }

@@ -1,0 +1,70 @@
+/**
+ * `deno task bench:engines` still works, with the load spread over several client processes: a
+ * short run against the echo ceiling and each engine installed, written where `--out` says.
+ * Nothing here depends on speed: each level only has to be measured, without errors.
+ */
+
+import assert from "node:assert/strict";
+import { ENGINES } from "./_helpers.ts";
+
+const NAMES = { echo: "Deno.serve echo (ceiling)", builtin: "built-in", triton: "Triton core" };
+
+const servers = ["echo", ...ENGINES] as const;
+
+Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "denotriton_bench_engines_" });
+  const out = `${dir}/engines.md`;
+  try {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../bench/engines_http.ts", import.meta.url).pathname,
+        "--servers",
+        servers.join(","),
+        "--clients",
+        "identity",
+        "--concurrency",
+        "2",
+        "--client-processes",
+        "1,2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.2",
+        "--rounds",
+        "1",
+        "--out",
+        out,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      // A watchdog: a client process that never ends fails the test instead of hanging CI.
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const decoder = new TextDecoder();
+    const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+    assert.equal(result.code, 0, `bench:engines failed:\n${output}`);
+    const rows = (await Deno.readTextFile(out)).split("\n")
+      .filter((line) => /^\| (Deno\.serve echo|built-in|Triton core) /.test(line))
+      .map((line) => line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    // server, client, client processes, concurrency, requests, errors, compressed, …
+    assert.deepEqual(
+      rows.map((cells) => cells.slice(0, 4)),
+      servers.flatMap((server) =>
+        ["1", "2"].map((processes) => [NAMES[server], "identity", processes, "2"])
+      ),
+    );
+    for (const cells of rows) {
+      assert.ok(Number(cells[4]) > 0, `No request answered: ${cells.join(" | ")}`);
+      assert.equal(cells[5], "0", `Errors: ${cells.join(" | ")}`);
+      assert.equal(cells[6], "0", `Compressed for an identity client: ${cells.join(" | ")}`);
+    }
+    // Two client processes each answered some of the load.
+    assert.match(output, /2×c=2: .*; by client process [1-9]\d* \+ [1-9]\d*\n/);
+    // The ratio table has one row per level.
+    assert.match(output, /\| identity \| 2 \| 2 \|/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
