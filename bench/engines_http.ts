@@ -5,15 +5,17 @@
  * when it only parses and writes the JSON).
  *
  * Each server runs in its own subprocess (`--serve <server>`) so the load generator does not share
- * its event loop; each is measured at concurrency 1 and 8 for a fixed duration after a warm-up,
- * with two clients: `identity` sends `accept-encoding: identity` (as tritonclient and
- * perf_analyzer do), `fetch` sends what a plain `fetch()` sends (`accept-encoding: gzip, deflate,
- * br`, like browsers and Python requests). Prints requests/s and p50/p99 latency, the core/builtin
+ * its event loop. All are up at once and take turns, in a rotating order, at each level of each
+ * round (concurrency 1 and 8 by default, a fixed duration after a warm-up), so that a change in a
+ * shared machine's load falls on all of them; each keeps its median round. Two clients:
+ * `identity` sends `accept-encoding: identity` (as tritonclient and perf_analyzer do), `fetch`
+ * sends what a plain `fetch()` sends (`accept-encoding: gzip, deflate, br`, like browsers and
+ * Python requests). Prints requests/s and p50/p99 latency, the core/builtin
  * ratio and each engine's share of the ceiling, and writes the tables to
  * `bench/results/engines-<date>.md`.
  *
  * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
- * [--client-processes 1] [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 2]
+ * [--client-processes 1] [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 3]
  * [--http-threads 1] [--elements 8] [--out bench/results/engines-<date>.md]`
  *
  * `--elements N` sends N elements per input tensor (8 by default). `--http-threads N` serves both
@@ -56,6 +58,8 @@ interface Measurement {
   errors: number;
   seconds: number;
   rps: number;
+  /** The lowest and highest req/s of the rounds this row was chosen from. */
+  rpsRange: [number, number];
   p50Ms: number;
   p99Ms: number;
   /** Responses that came back with a `content-encoding`. */
@@ -259,14 +263,15 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
-async function measureServer(
-  server: Server,
-  clients: readonly ClientMode[],
-  processLevels: readonly number[],
-  levels: readonly number[],
-  seconds: number,
-  warmup: number,
-): Promise<Measurement[]> {
+/** A server subprocess, up and serving. */
+interface RunningServer extends AsyncDisposable {
+  readonly server: Server;
+  readonly url: string;
+  readonly pid: number;
+}
+
+/** Starts `server` in its own subprocess (`--serve`) and waits until it serves. */
+async function startServer(server: Server): Promise<RunningServer> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -283,69 +288,96 @@ async function measureServer(
     stderr: "inherit",
   }).spawn();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  while (!buffered.includes("\n")) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`The ${server} server exited before it served`);
-    buffered += value;
-  }
-  const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
-  const results: Measurement[] = [];
-  try {
-    for (const client of clients) {
-      for (const processes of processLevels) {
-        for (const concurrency of levels) {
-          await driveFrom(processes, url, server, client, concurrency, warmup);
-          const cpuBefore = cpuSeconds(`/proc/${child.pid}/stat`);
-          // The main thread's own share (its task id is the process id): the one thread that every
-          // request passes through, whatever httpThreadCount is.
-          const mainBefore = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`);
-          const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
-            processes,
-            url,
-            server,
-            client,
-            concurrency,
-            seconds,
-          );
-          const cpu = cpuSeconds(`/proc/${child.pid}/stat`) - cpuBefore;
-          const mainCpu = cpuSeconds(`/proc/${child.pid}/task/${child.pid}/stat`) - mainBefore;
-          latencies.sort((a, b) => a - b);
-          const row: Measurement = {
-            server,
-            client,
-            processes,
-            concurrency,
-            requests: latencies.length,
-            errors,
-            seconds: elapsed,
-            rps: latencies.length / elapsed,
-            p50Ms: percentile(latencies, 0.5),
-            p99Ms: percentile(latencies, 0.99),
-            compressed,
-            cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
-            mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
-          };
-          console.log(
-            `${server.padEnd(8)} ${client.padEnd(8)} ${processes}×c=${concurrency}: ${
-              row.rps.toFixed(0)
-            } req/s, ` +
-              `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
-              `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
-              `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})` +
-              (perProcess === undefined ? "" : `; by client process ${perProcess.join(" + ")}`),
-          );
-          results.push(row);
-        }
-      }
-    }
-  } finally {
-    await child.stdin.close();
+  const stop = async (): Promise<void> => {
+    // The server stops when its stdin closes.
+    await child.stdin.close().catch(() => {});
     lines.releaseLock();
     await child.stdout.cancel().catch(() => {});
     await child.status;
+  };
+  let buffered = "";
+  while (!buffered.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) {
+      await stop();
+      throw new Error(`The ${server} server exited before it served`);
+    }
+    buffered += value;
   }
-  return results;
+  const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
+  return { server, url, pid: child.pid, [Symbol.asyncDispose]: stop };
+}
+
+/** One load level: the client, how many client processes, the closed loops in each. */
+interface Level {
+  client: ClientMode;
+  processes: number;
+  concurrency: number;
+}
+
+/** Warms `running` up at `level`, then measures one window of it. */
+async function measureLevel(
+  running: RunningServer,
+  level: Level,
+  seconds: number,
+  warmup: number,
+): Promise<Measurement> {
+  const { server, url, pid } = running;
+  const { client, processes, concurrency } = level;
+  await driveFrom(processes, url, server, client, concurrency, warmup);
+  const cpuBefore = cpuSeconds(`/proc/${pid}/stat`);
+  // The main thread's own share (its task id is the process id): the one thread that every
+  // request passes through, whatever httpThreadCount is.
+  const mainBefore = cpuSeconds(`/proc/${pid}/task/${pid}/stat`);
+  const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
+    processes,
+    url,
+    server,
+    client,
+    concurrency,
+    seconds,
+  );
+  const cpu = cpuSeconds(`/proc/${pid}/stat`) - cpuBefore;
+  const mainCpu = cpuSeconds(`/proc/${pid}/task/${pid}/stat`) - mainBefore;
+  latencies.sort((a, b) => a - b);
+  const row: Measurement = {
+    server,
+    client,
+    processes,
+    concurrency,
+    requests: latencies.length,
+    errors,
+    seconds: elapsed,
+    rps: latencies.length / elapsed,
+    rpsRange: [latencies.length / elapsed, latencies.length / elapsed],
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    compressed,
+    cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
+    mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
+  };
+  console.log(
+    `${server.padEnd(8)} ${client.padEnd(8)} ${processes}×c=${concurrency}: ${
+      row.rps.toFixed(0)
+    } req/s, ` +
+      `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
+      `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
+      `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})` +
+      (perProcess === undefined ? "" : `; by client process ${perProcess.join(" + ")}`),
+  );
+  return row;
+}
+
+/**
+ * The window of median req/s among one server's rounds at one level (of an even count, the
+ * higher of the middle two), with the range of all of them.
+ */
+function medianWindow(windows: readonly Measurement[]): Measurement {
+  const sorted = [...windows].sort((a, b) => a.rps - b.rps);
+  return {
+    ...sorted[Math.floor(sorted.length / 2)]!,
+    rpsRange: [sorted[0]!.rps, sorted.at(-1)!.rps],
+  };
 }
 
 /** The load level a row was measured at: client, client processes, concurrency. */
@@ -371,10 +403,12 @@ function report(
     `${navigator.hardwareConcurrency} CPUs, httpThreadCount ${HTTP_THREADS}). Model: \`examples/add_sub\` (FP32 [1, ${ELEMENTS}] a and b, ` +
     "dynamic batching up to 128, 100 µs queue delay). The ceiling is a bare `Deno.serve` that " +
     "parses the same request JSON and answers it as JSON. Each server runs in its own " +
-    "subprocess; a closed-loop HTTP/JSON load generator (in as many client processes as the " +
-    "table says, each with that concurrency, started together), " +
-    `${warmup} s warm-up then ${seconds} s measured per level; best of ${rounds} alternating ` +
-    "rounds. Clients: " +
+    "subprocess, all of them up at once; a closed-loop HTTP/JSON load generator (in as many " +
+    "client processes as the table says, each with that concurrency, started together). " +
+    `${rounds} rounds; in each, the servers take turns at each level in a rotating order, ` +
+    `${warmup} s warm-up then ${seconds} s measured, and each row is the server's round of ` +
+    "median req/s at that level (of an even count, the higher of the middle two), with the range " +
+    "of its rounds. Clients: " +
     "`identity` sends `accept-encoding: identity` (as tritonclient and perf_analyzer do); `fetch` " +
     "sends a plain `fetch()`'s default headers (`accept-encoding: gzip, deflate, br`). Latency is " +
     "client-side, per request; `compressed` counts responses that came back compressed. Server " +
@@ -383,13 +417,15 @@ function report(
     "machine than req/s; main thread CPU is the share of the server's main thread alone, the " +
     "one thread every request passes through whatever `httpThreadCount` is.",
     "",
-    "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | req/s of the rounds | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
       `| ${
         SERVER_NAMES[r.server]
       } | ${r.client} | ${r.processes} | ${r.concurrency} | ${r.requests} | ${r.errors} | ` +
-      `${r.compressed} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
+      `${r.compressed} | ${r.rps.toFixed(0)} | ` +
+      `${r.rpsRange[0].toFixed(0)}–${r.rpsRange[1].toFixed(0)} | ` +
+      `${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
       `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} | ` +
       `${Number.isNaN(r.mainCpuUsPerRequest) ? "—" : r.mainCpuUsPerRequest.toFixed(0)} |`
     ),
@@ -433,8 +469,7 @@ if (import.meta.main) {
         throw new Error(`Bad --client-processes '${processes}': expected whole numbers from 1`);
       }
     }
-    const rows: Measurement[] = [];
-    const rounds = Number(flag("rounds", "2"));
+    const rounds = Number(flag("rounds", "3"));
     // `--engines` is the older name of `--servers`.
     const servers = flag("servers", flag("engines", "echo,builtin,triton")).split(",") as Server[];
     const clients = flag("clients", "identity,fetch").split(",") as ClientMode[];
@@ -446,25 +481,35 @@ if (import.meta.main) {
         throw new Error(`Unknown client '${client}': expected identity or fetch`);
       }
     }
-    // The machine is shared and noisy: servers alternate over rounds and each (server, client,
-    // concurrency) keeps its best round.
-    for (let round = 0; round < rounds; round++) {
-      for (const server of servers) {
-        const measured = await measureServer(
-          server,
-          clients,
-          processLevels,
-          levels,
-          seconds,
-          warmup,
-        );
-        for (const row of measured) {
-          const at = rows.findIndex((r) => r.server === row.server && levelOf(r) === levelOf(row));
-          if (at < 0) rows.push(row);
-          else if (row.rps > rows[at]!.rps) rows[at] = row;
+    // The machine is shared and noisy. All servers are up at once and take turns at each level,
+    // in a rotating order, so that a change in the machine's load falls on all of them; each
+    // (server, level) then keeps its median round.
+    const levelList: Level[] = clients.flatMap((client) =>
+      processLevels.flatMap((processes) =>
+        levels.map((concurrency) => ({ client, processes, concurrency }))
+      )
+    );
+    const windows = new Map<string, Measurement[]>();
+    {
+      await using stack = new AsyncDisposableStack();
+      const running: RunningServer[] = [];
+      for (const server of servers) running.push(stack.use(await startServer(server)));
+      for (let round = 0; round < rounds; round++) {
+        for (const level of levelList) {
+          for (let turn = 0; turn < running.length; turn++) {
+            const row = await measureLevel(
+              running[(turn + round) % running.length]!,
+              level,
+              seconds,
+              warmup,
+            );
+            const key = `${row.server} ${levelOf(row)}`;
+            windows.set(key, [...(windows.get(key) ?? []), row]);
+          }
         }
       }
     }
+    const rows = [...windows.values()].map(medianWindow);
     rows.sort((a, b) =>
       clients.indexOf(a.client) - clients.indexOf(b.client) ||
       servers.indexOf(a.server) - servers.indexOf(b.server) || a.processes - b.processes ||

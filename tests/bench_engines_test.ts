@@ -1,6 +1,7 @@
 /**
  * `deno task bench:engines` still works, with the load spread over several client processes: a
- * short run against the echo ceiling and each engine installed, written where `--out` says.
+ * short run of 2 rounds against the echo ceiling and each engine installed, written where `--out`
+ * says.
  * Nothing here depends on speed: each level only has to be measured, without errors.
  */
 
@@ -33,7 +34,7 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
         "--warmup",
         "0.2",
         "--rounds",
-        "1",
+        "2",
         "--out",
         out,
       ],
@@ -57,6 +58,10 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
     );
     for (const cells of rows) {
       assert.ok(Number(cells[4]) > 0, `No request answered: ${cells.join(" | ")}`);
+      // The row is one of its 2 rounds: its req/s lies within their range.
+      const [low, high] = cells[8]!.split("–").map(Number) as [number, number];
+      assert.ok(low <= Number(cells[7]) && Number(cells[7]) <= high, cells.join(" | "));
+      assert.ok(low > 0, cells.join(" | "));
       assert.equal(cells[5], "0", `Errors: ${cells.join(" | ")}`);
       assert.equal(cells[6], "0", `Compressed for an identity client: ${cells.join(" | ")}`);
     }
