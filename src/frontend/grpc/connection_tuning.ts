@@ -6,6 +6,11 @@
  *   sending a 4 MiB tensor stops every 32 KiB to wait for a `WINDOW_UPDATE` from this event
  *   loop. Triton's gRPC server (grpc core) grows its windows to megabytes; these windows let a
  *   whole message of the default size arrive without waiting.
+ * - Frame size. A peer may send DATA frames no larger than this side's `SETTINGS_MAX_FRAME_SIZE`,
+ *   16 KiB by default. Advertising HTTP/2's maximum lets grpc core clients (tritonclient,
+ *   perf_analyzer) send larger frames: grpcio's 4 MiB message then reached the stream as 81
+ *   pieces of up to 64 KiB instead of 322 of 16 KiB, a quarter as many for Deno's HTTP/2 session
+ *   to take in. (Deno sends its own frames at 16 KiB whatever the peer allows.)
  * - Write coalescing. Deno's HTTP/2 session writes each frame (header and payload apart) to the
  *   socket with its own call, about 500 `write(2)` calls for a 4 MiB response. Corking the socket
  *   until the current tick ends sends the frames written in that tick with one `writev(2)`.
@@ -19,12 +24,15 @@ import process from "node:process";
 /** The flow-control window of each stream: a message of 16 MiB arrives without waiting. */
 export const STREAM_WINDOW_BYTES = 16 * 1024 * 1024;
 
+/** The largest frame a peer may send: HTTP/2's maximum, 2^24 − 1 bytes. */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1;
+
 /** The flow-control window of each connection, shared by its streams. */
 export const CONNECTION_WINDOW_BYTES = 64 * 1024 * 1024;
 
 /** What this module uses of a Node HTTP/2 session. */
 interface Session {
-  settings(settings: { initialWindowSize: number }): void;
+  settings(settings: { initialWindowSize: number; maxFrameSize: number }): void;
   setLocalWindowSize(bytes: number): void;
 }
 
@@ -112,7 +120,7 @@ export function tuneConnections(server: grpc.Server, tls: boolean): number {
   let tuned = 0;
   for (const http2Server of servers.keys() as Iterable<Http2ServerLike>) {
     http2Server.on("session", (session) => {
-      session.settings({ initialWindowSize: STREAM_WINDOW_BYTES });
+      session.settings({ initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES });
       session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
     });
     http2Server.on(tls ? "secureConnection" : "connection", corkPerTick);
