@@ -528,19 +528,30 @@ export function readmeSection(run: BenchRun, reportPath: string, chartPath: stri
 }
 
 /**
- * Replaces (or appends) the `## Benchmarks` section of a README, leaving the rest as it is.
+ * Replaces (or appends) the generated part of a README's `## Benchmarks` section: from its heading
+ * to the next heading, so `###` subsections written by hand under it stay, as does the rest.
  *
  * @param readme The README text.
  * @param section The new section, starting with `## Benchmarks`.
  * @returns The new README text.
  *
- * @example Replace, then append
+ * @example Replace, keeping a subsection and the next section
  * ```ts
  * import assert from "node:assert/strict";
  * import { replaceReadmeSection } from "./report.ts";
  *
- * const old = "# X\n\n## Benchmarks\n\nold\n\n## Next\n\nkeep\n";
- * assert.equal(replaceReadmeSection(old, "## Benchmarks\n\nnew\n"), "# X\n\n## Benchmarks\n\nnew\n\n## Next\n\nkeep\n");
+ * const old = "# X\n\n## Benchmarks\n\nold\n\n### More\n\nmine\n\n## Next\n\nkeep\n";
+ * assert.equal(
+ *   replaceReadmeSection(old, "## Benchmarks\n\nnew\n"),
+ *   "# X\n\n## Benchmarks\n\nnew\n\n### More\n\nmine\n\n## Next\n\nkeep\n",
+ * );
+ * ```
+ *
+ * @example Append where there is none
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { replaceReadmeSection } from "./report.ts";
+ *
  * assert.equal(replaceReadmeSection("# X\n", "## Benchmarks\n\nnew\n"), "# X\n\n## Benchmarks\n\nnew\n");
  * ```
  */
@@ -548,7 +559,7 @@ export function replaceReadmeSection(readme: string, section: string): string {
   const start = readme.search(/^## Benchmarks\s*$/m);
   if (start < 0) return readme.trimEnd() + "\n\n" + section.trimEnd() + "\n";
   const rest = readme.slice(start + "## Benchmarks".length);
-  const next = rest.search(/^## /m);
+  const next = rest.search(/^#{2,3} /m);
   const tail = next < 0 ? "" : "\n" + rest.slice(next);
   return readme.slice(0, start) + section.trimEnd() + "\n" + tail;
 }
