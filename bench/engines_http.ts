@@ -164,12 +164,19 @@ interface Load {
   perProcess?: number[];
 }
 
-/** Closed loop: `concurrency` workers each send the next request when the last one answered. */
+/** Where the load goes: a server's URL, and which server it is. */
+interface Target {
+  url: string;
+  server: Server;
+}
+
+/**
+ * Closed loop: `level.concurrency` workers each send the next request when the last one answered
+ * (in this process, whatever `level.processes` says).
+ */
 async function drive(
-  url: string,
-  server: Server,
-  client: ClientMode,
-  concurrency: number,
+  { url, server }: Target,
+  { client, concurrency }: Level,
   seconds: number,
 ): Promise<Load> {
   const latencies: number[] = [];
@@ -196,15 +203,10 @@ const CLIENT_START_MS = 1000;
  * The same closed loop in `processes` client processes (this script with `--drive`), all starting
  * at one moment; their results merged. One process is this one.
  */
-async function driveFrom(
-  processes: number,
-  url: string,
-  server: Server,
-  client: ClientMode,
-  concurrency: number,
-  seconds: number,
-): Promise<Load> {
-  if (processes === 1) return await drive(url, server, client, concurrency, seconds);
+async function driveFrom(target: Target, level: Level, seconds: number): Promise<Load> {
+  const { url, server } = target;
+  const { client, processes, concurrency } = level;
+  if (processes === 1) return await drive(target, level, seconds);
   const startAt = Date.now() + CLIENT_START_MS;
   const outputs = await Promise.all(
     Array.from({ length: processes }, () =>
@@ -249,10 +251,12 @@ async function driveChild(url: string): Promise<void> {
   const wait = Number(flag("start-at", "0")) - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const load = await drive(
-    url,
-    flag("servers", "builtin") as Server,
-    flag("clients", "identity") as ClientMode,
-    Number(flag("concurrency", "1")),
+    { url, server: flag("servers", "builtin") as Server },
+    {
+      client: flag("clients", "identity") as ClientMode,
+      processes: 1,
+      concurrency: Number(flag("concurrency", "1")),
+    },
     Number(flag("duration", "5")),
   );
   console.log(JSON.stringify(load));
@@ -264,9 +268,7 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 /** A server subprocess, up and serving. */
-interface RunningServer extends AsyncDisposable {
-  readonly server: Server;
-  readonly url: string;
+interface RunningServer extends Target, AsyncDisposable {
   readonly pid: number;
 }
 
@@ -322,19 +324,16 @@ async function measureLevel(
   seconds: number,
   warmup: number,
 ): Promise<Measurement> {
-  const { server, url, pid } = running;
+  const { server, pid } = running;
   const { client, processes, concurrency } = level;
-  await driveFrom(processes, url, server, client, concurrency, warmup);
+  await driveFrom(running, level, warmup);
   const cpuBefore = cpuSeconds(`/proc/${pid}/stat`);
   // The main thread's own share (its task id is the process id): the one thread that every
   // request passes through, whatever httpThreadCount is.
   const mainBefore = cpuSeconds(`/proc/${pid}/task/${pid}/stat`);
   const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
-    processes,
-    url,
-    server,
-    client,
-    concurrency,
+    running,
+    level,
     seconds,
   );
   const cpu = cpuSeconds(`/proc/${pid}/stat`) - cpuBefore;
