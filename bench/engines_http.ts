@@ -47,8 +47,8 @@ const SERVER_NAMES: Record<Server, string> = {
   triton: "Triton core",
 };
 
-/** One measured load level. */
-interface Measurement {
+/** One measured window of a load level. */
+interface MeasuredWindow {
   server: Server;
   client: ClientMode;
   /** Client processes sharing the load, each with `concurrency` closed loops. */
@@ -58,8 +58,6 @@ interface Measurement {
   errors: number;
   seconds: number;
   rps: number;
-  /** The lowest and highest req/s of the rounds this row was chosen from. */
-  rpsRange: [number, number];
   p50Ms: number;
   p99Ms: number;
   /** Responses that came back with a `content-encoding`. */
@@ -71,6 +69,12 @@ interface Measurement {
   cpuUsPerRequest: number;
   /** The same for the server's main thread alone. */
   mainCpuUsPerRequest: number;
+}
+
+/** A row of the report: one server's median window at a load level, over the rounds. */
+interface Measurement extends MeasuredWindow {
+  /** The lowest and highest req/s of the rounds this row was chosen from. */
+  rpsRange: [number, number];
 }
 
 /** `httpThreadCount` of the DenoTriton servers. */
@@ -323,7 +327,7 @@ async function measureLevel(
   level: Level,
   seconds: number,
   warmup: number,
-): Promise<Measurement> {
+): Promise<MeasuredWindow> {
   const { server, pid } = running;
   const { client, processes, concurrency } = level;
   await driveFrom(running, level, warmup);
@@ -339,7 +343,7 @@ async function measureLevel(
   const cpu = cpuSeconds(`/proc/${pid}/stat`) - cpuBefore;
   const mainCpu = cpuSeconds(`/proc/${pid}/task/${pid}/stat`) - mainBefore;
   latencies.sort((a, b) => a - b);
-  const row: Measurement = {
+  const row: MeasuredWindow = {
     server,
     client,
     processes,
@@ -348,7 +352,6 @@ async function measureLevel(
     errors,
     seconds: elapsed,
     rps: latencies.length / elapsed,
-    rpsRange: [latencies.length / elapsed, latencies.length / elapsed],
     p50Ms: percentile(latencies, 0.5),
     p99Ms: percentile(latencies, 0.99),
     compressed,
@@ -371,7 +374,7 @@ async function measureLevel(
  * The window of median req/s among one server's rounds at one level (of an even count, the
  * higher of the middle two), with the range of all of them.
  */
-function medianWindow(windows: readonly Measurement[]): Measurement {
+function medianWindow(windows: readonly MeasuredWindow[]): Measurement {
   const sorted = [...windows].sort((a, b) => a.rps - b.rps);
   return {
     ...sorted[Math.floor(sorted.length / 2)]!,
@@ -380,7 +383,7 @@ function medianWindow(windows: readonly Measurement[]): Measurement {
 }
 
 /** The load level a row was measured at: client, client processes, concurrency. */
-function levelOf(row: Measurement): string {
+function levelOf(row: MeasuredWindow): string {
   return `${row.client} ${row.processes} ${row.concurrency}`;
 }
 
@@ -488,7 +491,7 @@ if (import.meta.main) {
         levels.map((concurrency) => ({ client, processes, concurrency }))
       )
     );
-    const windows = new Map<string, Measurement[]>();
+    const windows = new Map<string, MeasuredWindow[]>();
     {
       await using stack = new AsyncDisposableStack();
       const running: RunningServer[] = [];
