@@ -16,9 +16,11 @@
  *
  * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
  * [--client-processes 1] [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 3]
- * [--http-threads 1] [--elements 8] [--out bench/results/engines-<date>.md]`
+ * [--http-threads 1] [--elements 8] [--queue-delay-us 100] [--out bench/results/engines-<date>.md]`
  *
- * `--elements N` sends N elements per input tensor (8 by default). `--http-threads N` serves both
+ * `--elements N` sends N elements per input tensor (8 by default). `--queue-delay-us N` binds
+ * add_sub with that dynamic-batching queue delay instead of its 100 µs: at 0 the engines' own
+ * cost per request shows without the wait for more requests (which bounds c=1 by itself). `--http-threads N` serves both
  * engines with `httpThreadCount: N` (their subprocesses then run with `--unstable-net`, which that
  * needs). `--client-processes 1,4,8` spreads the load over that many client processes, each
  * running `--concurrency` closed loops and all starting at the same moment: on a host with many
@@ -79,6 +81,8 @@ interface Measurement extends MeasuredWindow {
 
 /** `httpThreadCount` of the DenoTriton servers. */
 const HTTP_THREADS = Number(flag("http-threads", "1"));
+/** add_sub's queue delay in µs (`--queue-delay-us`). */
+const QUEUE_DELAY_US = Number(flag("queue-delay-us", "100"));
 
 async function serve(server: Server): Promise<void> {
   if (server === "echo") {
@@ -106,7 +110,7 @@ async function serve(server: Server): Promise<void> {
       httpThreadCount: HTTP_THREADS,
     },
   });
-  await bindAddSub(triton);
+  await bindAddSub(triton, { maxQueueDelayMicroseconds: QUEUE_DELAY_US });
   await triton.run();
   console.log(JSON.stringify({ url: triton.urls.http, engine: triton.engineKind }));
   // The parent closes stdin to stop the server.
@@ -288,6 +292,8 @@ async function startServer(server: Server): Promise<RunningServer> {
       server,
       "--http-threads",
       String(HTTP_THREADS),
+      "--queue-delay-us",
+      String(QUEUE_DELAY_US),
     ],
     stdin: "piped",
     stdout: "piped",
@@ -311,7 +317,30 @@ async function startServer(server: Server): Promise<RunningServer> {
     buffered += value;
   }
   const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
+  if (server !== "echo") {
+    try {
+      await checkQueueDelay(server, url);
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+  }
   return { server, url, pid: child.pid, [Symbol.asyncDispose]: stop };
+}
+
+/** Fails unless the server batches add_sub with the queue delay this run reports. */
+async function checkQueueDelay(server: Server, url: string): Promise<void> {
+  const response = await fetch(`${url}/v2/models/AddSub/config`);
+  const config = await response.json() as {
+    dynamic_batching?: { max_queue_delay_microseconds?: number | string };
+  };
+  // Triton's JSON writes 64-bit integers as strings, and leaves out a field that is 0.
+  const used = Number(config.dynamic_batching?.max_queue_delay_microseconds ?? 0);
+  if (used !== QUEUE_DELAY_US) {
+    throw new Error(
+      `The ${server} server batches add_sub with a ${used} µs queue delay, not ${QUEUE_DELAY_US}`,
+    );
+  }
 }
 
 /** One load level: the client, how many client processes, the closed loops in each. */
@@ -403,7 +432,8 @@ function report(
     "",
     `Run ${date} with \`deno task bench:engines\` (Deno ${Deno.version.deno}, ${Deno.build.os}/${Deno.build.arch}, ` +
     `${navigator.hardwareConcurrency} CPUs, httpThreadCount ${HTTP_THREADS}). Model: \`examples/add_sub\` (FP32 [1, ${ELEMENTS}] a and b, ` +
-    "dynamic batching up to 128, 100 µs queue delay). The ceiling is a bare `Deno.serve` that " +
+    `dynamic batching up to 128, ${QUEUE_DELAY_US} µs queue delay). ` +
+    "The ceiling is a bare `Deno.serve` that " +
     "parses the same request JSON and answers it as JSON. Each server runs in its own " +
     "subprocess, all of them up at once; a closed-loop HTTP/JSON load generator (in as many " +
     "client processes as the table says, each with that concurrency, started together). " +

@@ -1,7 +1,7 @@
 /**
  * `deno task bench:engines` still works, with the load spread over several client processes: a
- * short run of 2 rounds against the echo ceiling and each engine installed, written where `--out`
- * says.
+ * short run of 2 rounds against the echo ceiling and each engine installed, with add_sub's queue
+ * delay at 50 µs, written where `--out` says.
  * Nothing here depends on speed: each level only has to be measured, without errors.
  */
 
@@ -35,6 +35,8 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
         "0.2",
         "--rounds",
         "2",
+        "--queue-delay-us",
+        "50",
         "--out",
         out,
       ],
@@ -67,6 +69,9 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
     }
     // Two client processes each answered some of the load.
     assert.match(output, /2×c=2: .*; by client process [1-9]\d* \+ [1-9]\d*\n/);
+    // Both engines batched add_sub with the delay asked for (the bench checks each server's
+    // config before it measures), and the report says so.
+    assert.match(await Deno.readTextFile(out), /dynamic batching up to 128, 50\s+µs queue delay/);
     // The ratio table has one row per level.
     assert.match(output, /\| identity \| 2 \| 2 \|/);
   } finally {

@@ -27,19 +27,31 @@ export const addSub: AddSubFunc = batch(({ a, b }) => ({
   sub: zip(a, b, (x, y) => x - y),
 }));
 
+/** Options of {@linkcode bindAddSub}. */
+export interface AddSubOptions {
+  /**
+   * How long the dynamic batcher waits for more requests to join a batch, in microseconds.
+   *
+   * @default {100}
+   */
+  maxQueueDelayMicroseconds?: number;
+}
+
 /**
  * Binds AddSub on a server.
  *
  * @param triton The server.
+ * @param options The batcher's queue delay.
  * @returns A promise that settles when the model is loaded.
  */
-export function bindAddSub(triton: Triton): Promise<void> {
+export function bindAddSub(triton: Triton, options: AddSubOptions = {}): Promise<void> {
+  const { maxQueueDelayMicroseconds = 100 } = options;
   return triton.bind({
     modelName: "AddSub",
     inferFunc: addSub,
     inputs: INPUTS,
     outputs: OUTPUTS,
-    config: { maxBatchSize: 128, batcher: { maxQueueDelayMicroseconds: 100 } },
+    config: { maxBatchSize: 128, batcher: { maxQueueDelayMicroseconds } },
     strict: true,
   });
 }
