@@ -20,12 +20,12 @@
  *
  * `--elements N` sends N elements per input tensor (8 by default). `--queue-delay-us N` binds
  * add_sub with that dynamic-batching queue delay instead of its 100 µs: at 0 the engines' own
- * cost per request shows without the wait for more requests (which bounds c=1 by itself). `--http-threads N` serves both
- * engines with `httpThreadCount: N` (their subprocesses then run with `--unstable-net`, which that
- * needs). `--client-processes 1,4,8` spreads the load over that many client processes, each
- * running `--concurrency` closed loops and all starting at the same moment: on a host with many
- * cores one client process saturates before the server does (issue 16 measures "8 clients × 16"
- * that way). `--out` names the results file.
+ * cost per request shows without the wait for more requests (which bounds c=1 by itself).
+ * `--http-threads N` serves both engines with `httpThreadCount: N` (their subprocesses then run
+ * with `--unstable-net`, which that needs). `--client-processes 1,4,8` spreads the load over that
+ * many client processes, each running `--concurrency` closed loops and all starting at the same
+ * moment: on a host with many cores one client process saturates before the server does (issue 16
+ * measures "8 clients × 16" that way). `--out` names the results file.
  *
  * @module
  */
@@ -536,7 +536,9 @@ if (import.meta.main) {
               warmup,
             );
             const key = `${row.server} ${levelOf(row)}`;
-            windows.set(key, [...(windows.get(key) ?? []), row]);
+            const seen = windows.get(key);
+            if (seen === undefined) windows.set(key, [row]);
+            else seen.push(row);
           }
         }
       }
