@@ -15,17 +15,11 @@
  * @module
  */
 
-import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
-import { ensureVenv, runCommand as run, type VenvResult } from "./venv.ts";
+import type { PerfAnalyzerPeer } from "../tests/_peers.ts";
+import { runCommand as run } from "./venv.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { profileWhile, topFrames } from "./profile.ts";
-import {
-  sampleRss,
-  type ServerCommand,
-  type ServerProcess,
-  startServer,
-  treeRssBytes,
-} from "./process.ts";
+import { sampleRss, type ServerProcess, startServer, treeRssBytes } from "./process.ts";
 import {
   type BenchRun,
   type Cell,
@@ -42,11 +36,17 @@ import {
   throughputRatio,
 } from "./report.ts";
 import { option } from "./args.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const VENV = `${ROOT}/bench/.venv`;
-const WORK = `${ROOT}/bench/.work`;
-const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
+import {
+  ensureTritonCore,
+  exists,
+  perfAnalyzer,
+  pythonLibDir,
+  pytritonPython,
+  ROOT,
+  serverCommand,
+  VENV,
+  WORK,
+} from "./servers.ts";
 
 const quick = Deno.args.includes("--quick");
 const servers = (option("servers") ?? "pytriton,builtin,triton").split(",") as ServerName[];
@@ -121,120 +121,6 @@ const CONCURRENCIES = quick ? [1] : [1, 8, 32];
 const WINDOW_MS = quick ? 300 : 1500;
 const WINDOWS = 3;
 const STARTS = quick ? 1 : 3;
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const PYTRITON_PROBE = "import pytriton, tritonclient.grpc";
-
-/**
- * The Python with PyTriton and perf_analyzer: `DENOTRITON_PYTRITON_PYTHON` when it has both (as
- * the tests use), else `bench/.venv`, created and filled when missing.
- */
-async function pytritonPython(): Promise<VenvResult> {
-  const named = Deno.env.get("DENOTRITON_PYTRITON_PYTHON");
-  if (named !== undefined && named !== "") {
-    const probe = await run(named, ["-c", PYTRITON_PROBE]);
-    if (probe.ok) return { python: named };
-    console.log(`bench: DENOTRITON_PYTRITON_PYTHON=${named} lacks PyTriton, using ${VENV}`);
-  }
-  return await ensureVenv({ dir: VENV, packages: PACKAGES, probe: PYTRITON_PROBE });
-}
-
-async function ensureTritonCore(): Promise<void> {
-  const { defaultTritonHome } = await import("../src/engine/native/install.ts");
-  if (await exists(`${defaultTritonHome()}/install.json`)) return;
-  console.log("bench: installing the Triton core (deno task setup:triton) ...");
-  const setup = await run(Deno.execPath(), ["task", "setup:triton"]);
-  if (!setup.ok) throw new Error(`deno task setup:triton failed: ${setup.text}`);
-}
-
-/** perf_analyzer: the venv's when it has one, else one the interop tests would find. */
-async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPeer> {
-  const candidates = [];
-  if (python !== undefined) {
-    const bin = python.slice(0, python.lastIndexOf("/"));
-    candidates.push({ python, tritonclientVersion: "2.51.0", scriptDirs: [bin] });
-  }
-  const { PYTHON } = await import("../tests/_peers.ts");
-  candidates.push(PYTHON);
-  let reason = "";
-  for (const candidate of candidates) {
-    const found = await findPerfAnalyzer(candidate);
-    if (!("missing" in found)) return found;
-    reason = found.missing;
-  }
-  if (python === undefined) {
-    // Last resort: the venv (tritonclient brings perf_analyzer).
-    const venv = await pytritonPython();
-    if ("python" in venv) return perfAnalyzer(venv.python);
-    reason += `; ${venv.missing}`;
-  }
-  throw new Error(`No runnable perf_analyzer: ${reason}`);
-}
-
-/** Where the venv Python's libpython lives, so PyTriton's backend stub loads the same one. */
-async function pythonLibDir(python: string): Promise<string | undefined> {
-  const probe = await run(python, [
-    "-c",
-    "import sysconfig; print(sysconfig.get_config_var('LIBDIR') or '')",
-  ]);
-  return probe.ok && probe.text !== "" ? probe.text.split("\n").at(-1) : undefined;
-}
-
-function serverCommand(
-  server: ServerName,
-  python: string | undefined,
-  libDir?: string,
-  inspect?: number,
-): ServerCommand {
-  const logFile = `${WORK}/${server}.log`;
-  if (server === "pytriton") {
-    const previous = Deno.env.get("LD_LIBRARY_PATH");
-    return {
-      command: python!,
-      args: (p: { http: number; grpc: number; metrics: number }) => [
-        `${ROOT}/bench/pytriton/server.py`,
-        "--http-port",
-        String(p.http),
-        "--grpc-port",
-        String(p.grpc),
-        "--metrics-port",
-        String(p.metrics),
-      ],
-      env: libDir === undefined
-        ? {}
-        : { LD_LIBRARY_PATH: previous ? `${libDir}:${previous}` : libDir },
-      models: MODELS,
-      logFile,
-    };
-  }
-  return {
-    command: Deno.execPath(),
-    args: (p: { http: number; grpc: number; metrics: number }) => [
-      "run",
-      "-A",
-      ...(inspect === undefined ? [] : [`--inspect=127.0.0.1:${inspect}`]),
-      `${ROOT}/bench/denotriton/server.ts`,
-      "--engine",
-      server,
-      "--http-port",
-      String(p.http),
-      "--grpc-port",
-      String(p.grpc),
-      "--metrics-port",
-      String(p.metrics),
-    ],
-    models: MODELS,
-    logFile,
-  };
-}
 
 async function measure(
   pa: PerfAnalyzerPeer,
@@ -341,7 +227,7 @@ async function main(): Promise<number> {
   ];
 
   for (const name of servers) {
-    const spec = serverCommand(name, python, libDir);
+    const spec = serverCommand(name, { models: MODELS, python, libDir });
     const health: number[] = [];
     const models: number[] = [];
     let server: ServerProcess | undefined;
@@ -451,7 +337,9 @@ async function main(): Promise<number> {
         const port = (inspectPort.addr as Deno.NetAddr).port;
         inspectPort.close();
         try {
-          await using server = await startServer(serverCommand(name, python, libDir, port));
+          await using server = await startServer(
+            serverCommand(name, { models: MODELS, python, libDir, inspect: port }),
+          );
           await measure(
             pa,
             server,
