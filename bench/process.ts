@@ -171,25 +171,25 @@ export function cpuSeconds(statPath: string): number {
 }
 
 /**
- * The resident memory of a process and all its descendants, from `/proc`.
+ * Sums one number from the `/proc/<pid>/stat` of a process and all its descendants.
  *
  * @param root The root pid.
- * @returns Bytes (0 when `/proc` cannot be read).
+ * @param value Reads the number from the stat fields after the command name (state first).
+ * @returns The sum (0 when `/proc` cannot be read).
  */
-export function treeRssBytes(root: number): number {
+function sumOverTree(root: number, value: (fields: readonly string[]) => number): number {
   const children = new Map<number, number[]>();
-  const rss = new Map<number, number>();
-  const pageSize = 4096;
+  const values = new Map<number, number>();
   try {
     for (const entry of Deno.readDirSync("/proc")) {
       if (!/^\d+$/.test(entry.name)) continue;
       try {
         const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-        // Fields after the command name, which may hold spaces: state ppid ... rss is field 24.
+        // Fields after the command name, which may hold spaces: state ppid ...
         const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
         const pid = Number(entry.name);
         const ppid = Number(fields[1]);
-        rss.set(pid, Number(fields[21]) * pageSize);
+        values.set(pid, value(fields));
         children.set(ppid, [...(children.get(ppid) ?? []), pid]);
       } catch {
         // The process ended while we looked.
@@ -202,10 +202,33 @@ export function treeRssBytes(root: number): number {
   const stack = [root];
   while (stack.length > 0) {
     const pid = stack.pop()!;
-    total += rss.get(pid) ?? 0;
+    total += values.get(pid) ?? 0;
     stack.push(...(children.get(pid) ?? []));
   }
   return total;
+}
+
+/**
+ * The resident memory of a process and all its descendants, from `/proc`.
+ *
+ * @param root The root pid.
+ * @returns Bytes (0 when `/proc` cannot be read).
+ */
+export function treeRssBytes(root: number): number {
+  // rss (in pages) is field 24 of the stat file.
+  return sumOverTree(root, (fields) => Number(fields[21]) * 4096);
+}
+
+/**
+ * CPU seconds (user + system) used so far by a process and all its live descendants (PyTriton
+ * serves from several), from `/proc`.
+ *
+ * @param root The root pid.
+ * @returns The seconds (0 when `/proc` cannot be read).
+ */
+export function treeCpuSeconds(root: number): number {
+  // utime and stime are fields 14 and 15 of the stat file.
+  return sumOverTree(root, (fields) => (Number(fields[11]) + Number(fields[12])) / 100);
 }
 
 /**

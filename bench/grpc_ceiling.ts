@@ -1,0 +1,482 @@
+/**
+ * What gRPC can carry under Deno (issue 16): identity float32[1,048,576] over gRPC, driven by
+ * perf_analyzer, on PyTriton, on DenoTriton's two engines, and on a bare `node:http2` server that
+ * only echoes each request's raw contents back (the ceiling). The echo has no grpc-js and no
+ * engine; it has the gRPC front end's HTTP/2 windows, frame size and write coalescing, gathers
+ * each request with one copy and encodes each response with one copy into a reused buffer, as the
+ * front end does. So it shows how far a server on Deno's `node:http2` can go on this machine, and
+ * how much of that DenoTriton keeps.
+ *
+ * All servers are up at once and take turns, in a rotating order, at each concurrency of each
+ * round, so that a change in the machine's load falls on all of them; each (server, concurrency)
+ * keeps the median of its rounds. Besides infer/s it reports each server's CPU per inference: the
+ * CPU time of its whole process tree over the turn, divided by the inferences perf_analyzer
+ * counted in that turn's windows (approximate, alike for every server).
+ *
+ * Usage: `deno task bench:grpc-ceiling [--rounds 3] [--concurrency 1,8,32]
+ * [--servers pytriton,builtin,triton,echo] [--window 1500] [--out bench/results/grpc-ceiling-<date>.md]`
+ *
+ * `--serve-echo <port>` serves the echo alone (0: any free port, printed on the first line), as
+ * the bench does in a subprocess of its own.
+ *
+ * @module
+ */
+
+import http2 from "node:http2";
+import { Buffer } from "node:buffer";
+import { codecs } from "../src/protocol/grpc_codec.ts";
+import { BufferPool } from "../src/frontend/grpc/buffer_pool.ts";
+import {
+  CONNECTION_WINDOW_BYTES,
+  corkPerTick,
+  MAX_FRAME_BYTES,
+  STREAM_WINDOW_BYTES,
+} from "../src/frontend/grpc/connection_tuning.ts";
+import { median, type PerfResult, runPerf } from "./perf.ts";
+import { type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
+import { formatWritten } from "./report.ts";
+import { flag, option } from "./args.ts";
+import { runCommand as run } from "./venv.ts";
+import {
+  ensureTritonCore,
+  exists,
+  perfAnalyzer,
+  pythonLibDir,
+  pytritonPython,
+  ROOT,
+  serverCommand,
+  VENV,
+} from "./servers.ts";
+
+/** The servers compared. */
+type Server = "pytriton" | "builtin" | "triton" | "echo";
+
+const TITLES: Record<Server, string> = {
+  pytriton: "PyTriton",
+  builtin: "DenoTriton built-in",
+  triton: "DenoTriton Triton core",
+  echo: "node:http2 echo (ceiling)",
+};
+
+const MODEL = "identity_large";
+const ELEMENTS = 1048576;
+const SERVICE = "/inference.GRPCInferenceService/";
+
+// gRPC status codes the echo answers with.
+const INVALID_ARGUMENT = 3;
+const NOT_FOUND = 5;
+const UNIMPLEMENTED = 12;
+
+/** A gRPC failure the echo reports to its client. */
+class CallError extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
+  }
+}
+
+/**
+ * The echo's answers, by method: each returns the message after 5 bytes left for the prefix.
+ *
+ * @param pool Where the buffers of inference responses come from.
+ */
+function echoMethods(pool: BufferPool): Record<string, (body: Uint8Array) => Uint8Array> {
+  const headroom = { headroom: 5 };
+  const tensor = (name: string) => ({ name, datatype: "FP32", shape: [ELEMENTS] });
+  const configTensor = (name: string) => ({ name, data_type: "TYPE_FP32", dims: [ELEMENTS] });
+  const model = (body: Uint8Array): void => {
+    const name = codecs.ModelRef.decode(body).name;
+    if (name !== MODEL) {
+      throw new CallError(NOT_FOUND, `Unknown model '${name}': the echo serves ${MODEL}`);
+    }
+  };
+  return {
+    ServerLive: () => codecs.ServerLiveResponse.encode({ live: true }, headroom),
+    ServerReady: () => codecs.ReadyResponse.encode({ ready: true }, headroom),
+    ServerMetadata: () =>
+      codecs.ServerMetadataResponse.encode(
+        { name: "echo", version: "0", extensions: [] },
+        headroom,
+      ),
+    ModelReady: (body) => {
+      model(body);
+      return codecs.ReadyResponse.encode({ ready: true }, headroom);
+    },
+    ModelMetadata: (body) => {
+      model(body);
+      return codecs.ModelMetadataResponse.encode({
+        name: MODEL,
+        versions: ["1"],
+        platform: "echo",
+        inputs: [tensor("x")],
+        outputs: [tensor("y")],
+      }, headroom);
+    },
+    ModelConfig: (body) => {
+      model(body);
+      return codecs.ModelConfigResponse.encode({
+        config: {
+          name: MODEL,
+          max_batch_size: 0,
+          input: [configTensor("x")],
+          output: [configTensor("y")],
+        },
+      }, headroom);
+    },
+    ModelStatistics: () => codecs.ModelStatisticsResponse.encode({ model_stats: [] }, headroom),
+    ModelInfer: (body) => {
+      const request = codecs.ModelInferRequest.decode(body);
+      if (request.model_name !== MODEL) {
+        throw new CallError(
+          NOT_FOUND,
+          `Unknown model '${request.model_name}': the echo serves ${MODEL}`,
+        );
+      }
+      const raw = request.raw_input_contents ?? [];
+      if (raw.length !== 1 || raw[0]!.byteLength !== ELEMENTS * 4) {
+        throw new CallError(
+          INVALID_ARGUMENT,
+          `The echo takes one raw input of ${ELEMENTS * 4} bytes, not ${raw.length} inputs`,
+        );
+      }
+      return codecs.ModelInferResponse.encode({
+        model_name: MODEL,
+        model_version: "1",
+        id: request.id ?? "",
+        outputs: [tensor("y")],
+        raw_output_contents: raw,
+      }, { headroom: 5, allocate: (bytes) => pool.take(bytes) });
+    },
+  };
+}
+
+/**
+ * Serves the echo until the process ends.
+ *
+ * @param port The port (0: any free one).
+ * @returns The port it listens on.
+ */
+export async function serveEcho(port: number): Promise<{ port: number; close(): Promise<void> }> {
+  const pool = new BufferPool();
+  const methods = echoMethods(pool);
+  const server = http2.createServer({
+    settings: { initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES },
+  });
+  server.on("session", (session) => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
+  server.on("connection", corkPerTick);
+  server.on("stream", (stream: http2.ServerHttp2Stream, headers) => {
+    const path = String(headers[":path"]);
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("error", () => {});
+    stream.on("end", () => {
+      const fail = (code: number, message: string): void => {
+        stream.respond({
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": String(code),
+          "grpc-message": encodeURI(message),
+        }, { endStream: true });
+      };
+      const method = path.startsWith(SERVICE) ? methods[path.slice(SERVICE.length)] : undefined;
+      if (method === undefined) return fail(UNIMPLEMENTED, `The echo does not serve ${path}`);
+      // One copy gathers the message, as the front end's decoder does.
+      const message = Buffer.concat(chunks);
+      if (message.byteLength < 5 || message[0] !== 0) {
+        return fail(INVALID_ARGUMENT, "The echo takes one uncompressed message per call");
+      }
+      let bytes: Uint8Array;
+      try {
+        bytes = method(message.subarray(5));
+      } catch (error) {
+        return fail(
+          error instanceof CallError ? error.code : INVALID_ARGUMENT,
+          error instanceof Error ? error.message : String(error),
+        );
+      }
+      bytes[0] = 0;
+      new DataView(bytes.buffer, bytes.byteOffset, 5).setUint32(1, bytes.byteLength - 5);
+      stream.respond({ ":status": 200, "content-type": "application/grpc" }, {
+        waitForTrailers: true,
+      });
+      stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+      // The pooled buffer is free once the stream has taken its bytes.
+      stream.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), () => {
+        pool.give(bytes);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A server taking turns. */
+interface Running extends AsyncDisposable {
+  readonly server: Server;
+  /** perf_analyzer's `-u` for gRPC. */
+  readonly url: string;
+  /** The root of its process tree. */
+  readonly pid: number;
+}
+
+/** One turn of one server at one concurrency. */
+interface Turn {
+  readonly result: PerfResult;
+  /** Its process tree's CPU per inference, ms. */
+  readonly cpuMs: number;
+}
+
+/** Starts the echo in a subprocess of its own (this file with `--serve-echo 0`). */
+async function startEcho(): Promise<Running> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--config",
+      `${ROOT}/deno.json`,
+      new URL(import.meta.url).pathname,
+      "--serve-echo",
+      "0",
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) throw new Error(`The echo server ended before it listened: ${text}`);
+    text += value;
+  }
+  const port = Number(text.match(/listening on (\d+)/)?.[1]);
+  if (!Number.isInteger(port)) throw new Error(`The echo server said '${text.trim()}'`);
+  // Whatever else it prints is drained, so it never blocks on a full pipe.
+  const drained = (async () => {
+    while (!(await lines.read()).done) { /* drain */ }
+  })();
+  return {
+    server: "echo",
+    url: `127.0.0.1:${port}`,
+    pid: child.pid,
+    async [Symbol.asyncDispose](): Promise<void> {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // Already gone.
+      }
+      await child.status;
+      await drained;
+    },
+  };
+}
+
+/** Starts one server of the comparison. */
+async function start(
+  server: Server,
+  python: string | undefined,
+  libDir: string | undefined,
+): Promise<Running> {
+  if (server === "echo") return await startEcho();
+  const process: ServerProcess = await startServer(
+    serverCommand(server, { models: [MODEL], python, libDir }),
+  );
+  return {
+    server,
+    url: `127.0.0.1:${process.ports.grpc}`,
+    pid: process.pid,
+    [Symbol.asyncDispose]: () => process.stop(),
+  };
+}
+
+/** The measured table, as Markdown. */
+function report(
+  servers: readonly Server[],
+  levels: readonly number[],
+  turns: ReadonlyMap<string, Turn[]>,
+  facts: Readonly<Record<string, string>>,
+  windowMs: number,
+  rounds: number,
+): string {
+  const of = (server: Server, c: number) => turns.get(`${server} ${c}`) ?? [];
+  const rate = (server: Server, c: number) =>
+    median(of(server, c).map((turn) => turn.result.throughput));
+  const cpu = (server: Server, c: number) => median(of(server, c).map((turn) => turn.cpuMs));
+  const p50 = (server: Server, c: number) =>
+    median(of(server, c).map((turn) => turn.result.p50Us / 1000));
+  const fixed = (value: number, digits: number) =>
+    Number.isFinite(value) ? value.toFixed(digits) : "—";
+  const ratios: [Server, Server][] = [];
+  for (const base of ["pytriton", "echo"] as const) {
+    if (!servers.includes(base)) continue;
+    for (const server of servers) if (server !== base) ratios.push([server, base]);
+  }
+  const short: Record<Server, string> = {
+    pytriton: "PyTriton",
+    builtin: "built-in",
+    triton: "core",
+    echo: "echo",
+  };
+  const lines = [
+    `# gRPC under Deno: identity float32[1,048,576] — ${facts.date}`,
+    "",
+    "Written by `deno task bench:grpc-ceiling` (`bench/grpc_ceiling.ts`). perf_analyzer sends each " +
+    "4 MiB tensor as raw contents and reads it back; each cell is the median of " +
+    `${rounds} round${
+      rounds === 1 ? "" : "s"
+    }, each round 3 windows of ${windowMs} ms (\`--measurement-interval ` +
+    `${windowMs} -s 1000 --max-trials 3\`). All servers were up at once and took turns in a ` +
+    "rotating order. The echo (ceiling) is a bare `node:http2` server with the gRPC front end's " +
+    "HTTP/2 settings that gathers each request (one copy) and encodes its raw contents back " +
+    "(one copy into a reused buffer): no grpc-js, no engine. CPU ms per inference is each " +
+    "server's process tree's CPU time over its turn divided by the inferences of that turn " +
+    "(approximate, alike for all). perf_analyzer shares the machine's cores.",
+    "",
+    "|  |  |",
+    "| --- | --- |",
+    ...Object.entries(facts).map(([name, value]) => `| ${name} | ${value} |`),
+    "",
+    `| c | ${servers.map((s) => `${TITLES[s]} infer/s`).join(" | ")} | ${
+      ratios.map(([a, b]) => `${short[a]} / ${short[b]}`).join(" | ")
+    } |`,
+    `| --: | ${servers.map(() => "--:").join(" | ")} | ${ratios.map(() => "--:").join(" | ")} |`,
+    ...levels.map((c) =>
+      `| ${c} | ${servers.map((s) => fixed(rate(s, c), 1)).join(" | ")} | ${
+        ratios.map(([a, b]) => fixed(rate(a, c) / rate(b, c), 2)).join(" | ")
+      } |`
+    ),
+    "",
+    `| c | ${servers.map((s) => `${short[s]}: p50 ms, CPU ms/inference`).join(" | ")} |`,
+    `| --: | ${servers.map(() => "--:").join(" | ")} |`,
+    ...levels.map((c) =>
+      `| ${c} | ${
+        servers.map((s) => `${fixed(p50(s, c), 2)}, ${fixed(cpu(s, c), 2)}`).join(" | ")
+      } |`
+    ),
+    "",
+    "Each round's infer/s:",
+    "",
+    `| c | ${servers.map((s) => short[s]).join(" | ")} |`,
+    `| --: | ${servers.map(() => "--:").join(" | ")} |`,
+    ...levels.map((c) =>
+      `| ${c} | ${
+        servers.map((s) => of(s, c).map((turn) => turn.result.throughput.toFixed(1)).join(" / "))
+          .join(" | ")
+      } |`
+    ),
+    "",
+  ];
+  return lines.join("\n");
+}
+
+async function main(): Promise<number> {
+  const rounds = Number(flag("rounds", "3"));
+  const levels = flag("concurrency", "1,8,32").split(",").map(Number);
+  const windowMs = Number(flag("window", "1500"));
+  const servers = flag("servers", "pytriton,builtin,triton,echo").split(",") as Server[];
+  for (const server of servers) {
+    if (!(server in TITLES)) {
+      console.error(
+        `bench:grpc-ceiling: unknown server '${server}' (pytriton, builtin, triton, echo)`,
+      );
+      return 1;
+    }
+  }
+  if (
+    !Number.isInteger(rounds) || rounds < 1 || levels.some((c) => !Number.isInteger(c) || c < 1)
+  ) {
+    console.error("bench:grpc-ceiling: --rounds and --concurrency take whole numbers from 1");
+    return 1;
+  }
+  let python: string | undefined;
+  if (servers.includes("pytriton")) {
+    const venv = await pytritonPython();
+    if ("missing" in venv) {
+      console.error(`bench:grpc-ceiling: cannot run PyTriton: ${venv.missing}`);
+      return 1;
+    }
+    python = venv.python;
+  } else if (await exists(`${VENV}/bin/python`)) {
+    python = `${VENV}/bin/python`;
+  }
+  if (servers.includes("triton")) await ensureTritonCore();
+  const pa = await perfAnalyzer(python);
+  const libDir = python === undefined ? undefined : await pythonLibDir(python);
+  const loadAverage = async () =>
+    (await Deno.readTextFile("/proc/loadavg").catch(() => "")).split(" ").slice(0, 3).join(" ");
+  const commit = await run("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = await run("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]);
+  const facts: Record<string, string> = {
+    date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
+    cores: String(navigator.hardwareConcurrency),
+    deno: Deno.version.deno,
+    "DenoTriton commit": `${commit.text}${dirty.text === "" ? "" : " (+ uncommitted changes)"}`,
+    perf_analyzer: pa.version.split("\n")[0] ?? "",
+    "load average at start": await loadAverage(),
+  };
+  const turns = new Map<string, Turn[]>();
+  const measure = async (running: Running, concurrency: number, windows: number, ms: number) => {
+    const cpuBefore = treeCpuSeconds(running.pid);
+    const began = performance.now();
+    const result = await runPerf({
+      path: pa.path,
+      env: pa.env,
+      model: MODEL,
+      url: running.url,
+      protocol: "grpc",
+      concurrency,
+      windowMs: ms,
+      windows,
+      timeoutMs: 120_000,
+    });
+    const seconds = (performance.now() - began) / 1000;
+    const cpuMs = (treeCpuSeconds(running.pid) - cpuBefore) * 1000 / (result.throughput * seconds);
+    return { result, cpuMs };
+  };
+  {
+    await using stack = new AsyncDisposableStack();
+    const running: Running[] = [];
+    for (const server of servers) {
+      running.push(stack.use(await start(server, python, libDir)));
+      console.log(`bench:grpc-ceiling: ${TITLES[server]} is up`);
+    }
+    // A warm-up at c=8 for each (not recorded; it may fail to settle, which does not matter).
+    for (const server of running) await measure(server, 8, 3, 500).catch(() => undefined);
+    for (let round = 0; round < rounds; round++) {
+      for (const concurrency of levels) {
+        for (let turn = 0; turn < running.length; turn++) {
+          const server = running[(turn + round) % running.length]!;
+          const measured = await measure(server, concurrency, 3, windowMs);
+          const key = `${server.server} ${concurrency}`;
+          turns.set(key, [...(turns.get(key) ?? []), measured]);
+          console.log(
+            `round ${round + 1}, c=${concurrency}, ${TITLES[server.server]}: ` +
+              `${measured.result.throughput.toFixed(1)} infer/s, ` +
+              `${measured.cpuMs.toFixed(2)} CPU ms/inference`,
+          );
+        }
+      }
+    }
+  }
+  facts["load average at end"] = await loadAverage();
+  const text = report(servers, levels, turns, facts, windowMs, rounds);
+  console.log(`\n${text}`);
+  const path = option("out") ??
+    `${ROOT}/bench/results/grpc-ceiling-${new Date().toISOString().slice(0, 10)}.md`;
+  await Deno.writeTextFile(path, text);
+  await formatWritten([path]);
+  console.log(`Written to ${path}`);
+  return 0;
+}
+
+if (import.meta.main) {
+  const echoPort = option("serve-echo");
+  if (echoPort !== undefined) {
+    const { port } = await serveEcho(Number(echoPort));
+    console.log(`listening on ${port}`);
+  } else {
+    Deno.exit(await main());
+  }
+}
