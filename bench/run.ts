@@ -25,6 +25,7 @@ import {
   type Cell,
   formatWritten,
   type LossProfile,
+  lostCells,
   markdownReport,
   ratioChart,
   readmeSection,
@@ -33,7 +34,6 @@ import {
   SERVER_TITLES,
   type ServerFacts,
   type ServerName,
-  throughputRatio,
 } from "./report.ts";
 import { option } from "./args.ts";
 import {
@@ -64,6 +64,8 @@ const SCENARIOS: readonly Scenario[] = [
     title:
       "2. identity float32[1,048,576], binary tensors — data path (GB/s = 8 MiB in + out per inference)",
     bytesPerInfer: 2 * 4 * 1048576,
+    // Issue 16 asks for 1.5× PyTriton here, over HTTP and gRPC, on both engines.
+    target: 1.5,
   },
   { model: "add_sub", title: "3. add_sub, dynamic batching (max batch 32, queue delay 1 ms)" },
   {
@@ -121,6 +123,8 @@ const CONCURRENCIES = quick ? [1] : [1, 8, 32];
 const WINDOW_MS = quick ? 300 : 1500;
 const WINDOWS = 3;
 const STARTS = quick ? 1 : 3;
+/** The most lost cells profiled per DenoTriton server (each takes a server start and a cell). */
+const MAX_PROFILES = 12;
 
 async function measure(
   pa: PerfAnalyzerPeer,
@@ -320,53 +324,47 @@ async function main(): Promise<number> {
     notes,
   };
 
-  // Profile each DenoTriton scenario that loses on average, at its worst cell.
+  // Profile every DenoTriton cell below its scenario's target (the report lists them), worst
+  // first, each measured again under the profiler in a server of its own.
   const profiles: LossProfile[] = [];
   if (profileLosses && servers.includes("pytriton")) {
-    for (const name of servers.filter((s) => s !== "pytriton")) {
-      for (const scenario of SCENARIOS) {
-        const lost = cells.filter((cell) => cell.server === name && cell.model === scenario.model)
-          .map((cell) => ({ cell, ratio: throughputRatio(partial, name, cell) }))
-          .filter((x): x is { cell: Cell; ratio: number } =>
-            x.ratio !== undefined && x.ratio < 0.95
-          )
-          .sort((a, b) => a.ratio - b.ratio);
-        const worst = lost[0];
-        if (worst === undefined) continue;
-        const inspectPort = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-        const port = (inspectPort.addr as Deno.NetAddr).port;
-        inspectPort.close();
-        try {
-          await using server = await startServer(
-            serverCommand(name, { models: MODELS, python, libDir, inspect: port }),
-          );
-          await measure(
-            pa,
-            server,
-            scenario.model,
-            worst.cell.protocol,
-            worst.cell.concurrency,
-            400,
-          )
-            .catch(() => undefined);
-          const profile = await profileWhile(
-            `127.0.0.1:${port}`,
-            () => measure(pa, server, scenario.model, worst.cell.protocol, worst.cell.concurrency),
-          );
-          profiles.push({
-            server: name,
-            model: scenario.model,
-            protocol: worst.cell.protocol,
-            concurrency: worst.cell.concurrency,
-            ratio: worst.ratio,
-            top: topFrames(profile),
-          });
-          console.log(
-            `bench: profiled ${name} ${scenario.model} ${worst.cell.protocol} c${worst.cell.concurrency}`,
-          );
-        } catch (error) {
-          console.error(`bench: cannot profile ${name} ${scenario.model}: ${error}`);
-        }
+    const profiled = new Map<ServerName, number>();
+    for (const { cell, ratio } of lostCells(partial)) {
+      const done = profiled.get(cell.server) ?? 0;
+      if (done === MAX_PROFILES) {
+        console.log(
+          `bench: not profiling ${cell.server} ${cell.model} ${cell.protocol} ` +
+            `c${cell.concurrency}: ${MAX_PROFILES} of its cells were profiled already`,
+        );
+        continue;
+      }
+      profiled.set(cell.server, done + 1);
+      const inspectPort = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const port = (inspectPort.addr as Deno.NetAddr).port;
+      inspectPort.close();
+      try {
+        await using server = await startServer(
+          serverCommand(cell.server, { models: MODELS, python, libDir, inspect: port }),
+        );
+        await measure(pa, server, cell.model, cell.protocol, cell.concurrency, 400)
+          .catch(() => undefined);
+        const profile = await profileWhile(
+          `127.0.0.1:${port}`,
+          () => measure(pa, server, cell.model, cell.protocol, cell.concurrency),
+        );
+        profiles.push({
+          server: cell.server,
+          model: cell.model,
+          protocol: cell.protocol,
+          concurrency: cell.concurrency,
+          ratio,
+          top: topFrames(profile),
+        });
+        console.log(
+          `bench: profiled ${cell.server} ${cell.model} ${cell.protocol} c${cell.concurrency}`,
+        );
+      } catch (error) {
+        console.error(`bench: cannot profile ${cell.server} ${cell.model}: ${error}`);
       }
     }
   }
