@@ -129,6 +129,7 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
     exitOnError: config.exitOnError,
     responseCacheByteSize: config.responseCacheByteSize,
     logVerbose: config.logVerbose,
+    metrics: config.allowMetrics,
     cpuMetrics: config.allowCpuMetrics,
     metricsIntervalMs: config.metricsIntervalMs,
     metricsConfig: config.metricsConfig,

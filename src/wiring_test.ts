@@ -78,6 +78,7 @@ Deno.test("engineOptionsOf() hands the metrics, cache and exit settings to the e
       cacheConfig: ["local,size=4096"],
     },
   }));
+  assert.equal(options.metrics, true);
   assert.equal(options.cpuMetrics, true);
   assert.equal(options.gpuMetrics, true);
   assert.equal(options.metricsIntervalMs, 500);
@@ -85,6 +86,9 @@ Deno.test("engineOptionsOf() hands the metrics, cache and exit settings to the e
   assert.equal(options.exitOnError, false);
   assert.deepEqual(options.cacheConfig, { name: "local", config: { size: "4096" } });
   assert.equal(options.responseCacheByteSize, 4096);
+  // Metrics not served are not kept.
+  const off = engineOptionsOf(resolveTritonConfig({ env: {}, config: { allowMetrics: false } }));
+  assert.equal(off.metrics, false);
 });
 
 Deno.test("engineOptionsOf(): GPU metrics and the pinned pool are left to the engine unless set", () => {

@@ -59,6 +59,25 @@ async function started(options: NativeEngineOptions = {}): Promise<NativeEngine>
   return engine;
 }
 
+Deno.test({ name: "native engine: with metrics off the core counts nothing", ignore }, async () => {
+  // Each in a process of its own: once a core in a process turned metrics on, they stay on.
+  const run = async (metrics: "on" | "off"): Promise<string> => {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./_native_metrics.ts", import.meta.url).pathname, metrics],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const decoder = new TextDecoder();
+    assert.equal(result.code, 0, decoder.decode(result.stderr));
+    return decoder.decode(result.stdout);
+  };
+  const [on, off] = await Promise.all([run("on"), run("off")]);
+  assert.match(on, /^nv_inference_request_success\{model="m",version="1"\} 1$/m);
+  // The core may still list the model's series, but counts nothing in them.
+  assert.doesNotMatch(off, /^nv_\w+\{model="m"[^}]*\} [1-9]/m);
+});
+
 Deno.test({ name: "native engine: load, infer, metadata, stop", ignore }, async () => {
   const engine = await started();
   try {

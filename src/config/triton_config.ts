@@ -110,7 +110,9 @@ export interface TritonConfig {
    */
   allowGrpc?: boolean;
   /**
-   * Serve Prometheus metrics on the metrics port.
+   * Serve Prometheus metrics on the metrics port. Off, the engine keeps none either: no metric
+   * reporters in the Triton core (unless an earlier Triton-engine server in this process turned
+   * them on), no CPU or GPU metrics read.
    *
    * @default {true}
    */
@@ -374,7 +376,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     metricsPort: { consumers: ["metrics"] },
     allowHttp: { consumers: ["facade"] },
     allowGrpc: { consumers: ["facade"] },
-    allowMetrics: { consumers: ["facade"] },
+    allowMetrics: { consumers: ["facade", "engine"] },
     allowCpuMetrics: { consumers: ["engine"] },
     allowGpuMetrics: { consumers: ["engine"] },
     metricsIntervalMs: { consumers: ["engine"] },

@@ -64,6 +64,15 @@ export interface CommonEngineOptions {
    */
   cacheConfig?: CacheConfig;
   /**
+   * Whether the engine keeps Prometheus metrics at all (Triton's `--allow-metrics`; the facade
+   * passes `allowMetrics`). Off, no CPU or GPU metrics are read and no model's metrics are kept,
+   * so `metrics()` reports none; on the Triton engine, unless another core in this process turned
+   * metrics on (the core's metrics are process-wide, and then it reports those).
+   *
+   * @default {true}
+   */
+  metrics?: boolean;
+  /**
    * Report CPU utilization and memory (`nv_cpu_*`), read again every `metricsIntervalMs`.
    *
    * @default {false}

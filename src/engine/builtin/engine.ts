@@ -86,6 +86,7 @@ export class BuiltinEngine implements Engine {
   #exitTimeoutMs: number;
   #logger: Logger | undefined;
   #cache: ResponseCache | undefined;
+  #metrics: boolean;
   #cpuMetrics: CpuMetrics | undefined;
   #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
@@ -114,7 +115,8 @@ export class BuiltinEngine implements Engine {
     this.#gpus = options.gpus;
     this.#latencyCounters = settings.latencyCounters;
     this.#cache = settings.cacheBytes > 0 ? new ResponseCache(settings.cacheBytes) : undefined;
-    if (options.cpuMetrics === true) {
+    this.#metrics = options.metrics ?? true;
+    if (this.#metrics && options.cpuMetrics === true) {
       this.#cpuMetrics = new CpuMetrics({ intervalMs: options.metricsIntervalMs ?? 2000 });
     }
     this.#onUnrecoverable = options.onUnrecoverable;
@@ -518,9 +520,10 @@ export class BuiltinEngine implements Engine {
   /**
    * Prometheus text of every loaded model's metrics.
    *
-   * @returns The text exposition.
+   * @returns The text exposition; empty when the engine keeps no metrics.
    */
   metrics(): string {
+    if (!this.#metrics) return "";
     const models = renderMetrics(
       this.#registry.loaded().map((entry) => ({
         stats: entry.stats.snapshot(),

@@ -320,6 +320,17 @@ Deno.test("BuiltinEngine counts statistics in Triton's shape", async () => {
   assert.equal(model_stats[0]!.inference_count, 0);
 });
 
+Deno.test("BuiltinEngine keeps no metrics when they are off", async () => {
+  // CPU metrics asked for too: not read, so no `/proc` access is needed.
+  await using engine = new BuiltinEngine({ metrics: false, cpuMetrics: true });
+  await engine.loadModel(define([echo]));
+  await engine.infer(requestOf([1]));
+  assert.equal(await engine.metrics(), "");
+  // Statistics are not metrics: they are still kept.
+  const { model_stats } = await engine.modelStatistics("m");
+  assert.equal(model_stats[0]!.inference_count, 1);
+});
+
 Deno.test("BuiltinEngine renders Prometheus metrics with Triton's names", async () => {
   await using engine = new BuiltinEngine();
   await engine.loadModel(define([echo]));

@@ -128,7 +128,9 @@ export async function createServer(
       handle,
       BigInt(o.pinnedMemoryPoolByteSize ?? (hasGpus ? DEFAULT_PINNED_POOL_BYTES : 0)),
     ));
-    set(core.TRITONSERVER_ServerOptionsSetMetrics(handle, true));
+    // Off, the core counts nothing for its models (process-wide: once a core in this process
+    // turned metrics on, they stay on).
+    set(core.TRITONSERVER_ServerOptionsSetMetrics(handle, o.metrics ?? true));
     set(core.TRITONSERVER_ServerOptionsSetGpuMetrics(handle, o.gpuMetrics ?? hasGpus));
     set(core.TRITONSERVER_ServerOptionsSetCpuMetrics(handle, o.cpuMetrics ?? false));
     set(core.TRITONSERVER_ServerOptionsSetMetricsInterval(
