@@ -19,6 +19,7 @@ import { runPerf } from "./perf.ts";
 import { type CpuProfile, profileWhile } from "./profile.ts";
 import { startServer } from "./process.ts";
 import { flag } from "./args.ts";
+import { serverCommand, WORK } from "./servers.ts";
 
 type Node = CpuProfile["nodes"][number] & { readonly children?: readonly number[] };
 
@@ -90,27 +91,14 @@ if (import.meta.main) {
   const inspect = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const inspectPort = (inspect.addr as Deno.NetAddr).port;
   inspect.close();
-  const root = new URL("..", import.meta.url).pathname;
-  await Deno.mkdir(`${root}bench/.work`, { recursive: true });
-  await using server = await startServer({
-    command: Deno.execPath(),
-    args: (p) => [
-      "run",
-      "-A",
-      `--inspect=127.0.0.1:${inspectPort}`,
-      `${root}bench/denotriton/server.ts`,
-      "--engine",
-      engine,
-      "--http-port",
-      String(p.http),
-      "--grpc-port",
-      String(p.grpc),
-      "--metrics-port",
-      String(p.metrics),
-    ],
-    models: [model],
-    logFile: `${root}bench/.work/profile_cell.log`,
-  });
+  if (engine !== "builtin" && engine !== "triton") {
+    console.error(`profile_cell: unknown engine '${engine}' (builtin, triton)`);
+    Deno.exit(1);
+  }
+  await Deno.mkdir(WORK, { recursive: true });
+  await using server = await startServer(
+    serverCommand(engine, { models: [model], inspect: inspectPort }),
+  );
   const cell = (ms: number): ReturnType<typeof runPerf> =>
     runPerf({
       path: perf.path,

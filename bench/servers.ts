@@ -8,7 +8,7 @@
 
 import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
 import { ensureVenv, runCommand as run, type VenvResult } from "./venv.ts";
-import type { ServerCommand } from "./process.ts";
+import type { Ports, ServerCommand } from "./process.ts";
 import type { ServerName } from "./report.ts";
 
 /** The repository's root. */
@@ -87,6 +87,18 @@ export async function pythonLibDir(python: string): Promise<string | undefined> 
   return probe.ok && probe.text !== "" ? probe.text.split("\n").at(-1) : undefined;
 }
 
+/** Both servers' port options. */
+function portArgs(ports: Ports): string[] {
+  return [
+    "--http-port",
+    String(ports.http),
+    "--grpc-port",
+    String(ports.grpc),
+    "--metrics-port",
+    String(ports.metrics),
+  ];
+}
+
 /** Options of {@linkcode serverCommand}. */
 export interface ServerCommandOptions {
   /** The models that must be ready before the server counts as started. */
@@ -114,15 +126,7 @@ export function serverCommand(server: ServerName, options: ServerCommandOptions)
     const previous = Deno.env.get("LD_LIBRARY_PATH");
     return {
       command: python!,
-      args: (p: { http: number; grpc: number; metrics: number }) => [
-        `${ROOT}/bench/pytriton/server.py`,
-        "--http-port",
-        String(p.http),
-        "--grpc-port",
-        String(p.grpc),
-        "--metrics-port",
-        String(p.metrics),
-      ],
+      args: (ports) => [`${ROOT}/bench/pytriton/server.py`, ...portArgs(ports)],
       env: libDir === undefined
         ? {}
         : { LD_LIBRARY_PATH: previous ? `${libDir}:${previous}` : libDir },
@@ -132,19 +136,14 @@ export function serverCommand(server: ServerName, options: ServerCommandOptions)
   }
   return {
     command: Deno.execPath(),
-    args: (p: { http: number; grpc: number; metrics: number }) => [
+    args: (ports) => [
       "run",
       "-A",
       ...(inspect === undefined ? [] : [`--inspect=127.0.0.1:${inspect}`]),
       `${ROOT}/bench/denotriton/server.ts`,
       "--engine",
       server,
-      "--http-port",
-      String(p.http),
-      "--grpc-port",
-      String(p.grpc),
-      "--metrics-port",
-      String(p.metrics),
+      ...portArgs(ports),
     ],
     models,
     logFile,
