@@ -80,6 +80,10 @@ async function answers200(url: string): Promise<boolean> {
  */
 export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
   const ports = freePorts();
+  // A fresh clone has no log directory yet (bench/.work is ignored by git).
+  await Deno.mkdir(spec.logFile.slice(0, spec.logFile.lastIndexOf("/")) || ".", {
+    recursive: true,
+  });
   await Deno.writeTextFile(spec.logFile, "");
   const start = performance.now();
   const child = new Deno.Command(spec.command, {

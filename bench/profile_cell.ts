@@ -19,7 +19,7 @@ import { runPerf } from "./perf.ts";
 import { type CpuProfile, profileWhile } from "./profile.ts";
 import { startServer } from "./process.ts";
 import { flag } from "./args.ts";
-import { serverCommand, WORK } from "./servers.ts";
+import { serverCommand } from "./servers.ts";
 
 type Node = CpuProfile["nodes"][number] & { readonly children?: readonly number[] };
 
@@ -95,7 +95,6 @@ if (import.meta.main) {
     console.error(`profile_cell: unknown engine '${engine}' (builtin, triton)`);
     Deno.exit(1);
   }
-  await Deno.mkdir(WORK, { recursive: true });
   await using server = await startServer(
     serverCommand(engine, { models: [model], inspect: inspectPort }),
   );
