@@ -58,6 +58,28 @@ function post(message: FromThread, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
 }
 
+/**
+ * Logs an error nothing else caught in this thread. Such an error is a bug, but it must not end
+ * the thread: Deno frees a Worker's memory when it ends, and the Triton core may still be reading
+ * the inputs this thread lent it (a read there crashes the whole process), and the thread's
+ * connections would drop. So it is logged, and the thread goes on serving.
+ */
+function uncaught(kind: string, error: unknown): void {
+  const text = `HTTP thread: ${kind}: ${
+    error instanceof Error ? error.stack ?? error.message : String(error)
+  }`;
+  if (logger !== undefined) logger.error(text);
+  else console.error(text);
+}
+self.addEventListener("error", (event) => {
+  event.preventDefault();
+  uncaught("uncaught error", event.error ?? event.message);
+});
+self.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  uncaught("unhandled rejection", event.reason);
+});
+
 /** Posts a message that the main isolate answers by `id`; an abort of `signal` cancels it there. */
 function ask<T>(
   make: (id: number) => FromThread,
@@ -250,7 +272,10 @@ self.onmessage = (event: MessageEvent<ToThread>) => {
   const message = event.data;
   switch (message.type) {
     case "start":
-      void start(message.index, message.settings);
+      // Whatever fails while starting is the main isolate's to report: it waits for an answer.
+      start(message.index, message.settings).catch((error) =>
+        post({ type: "start-failed", error: toWireError(error) })
+      );
       break;
     case "answer":
       settle(message.id, {

@@ -181,8 +181,9 @@ export class HttpThreads {
       }
     };
     thread.worker.onerror = (event) => {
-      // An uncaught error ends the Worker: its connections are gone, and the other listeners
-      // go on serving the port.
+      // The thread logs and survives its own uncaught errors (thread_main.ts); one that still
+      // reaches here (its module failed to load, or its error listener threw) ended the Worker:
+      // its connections are gone, and the other listeners go on serving the port.
       event.preventDefault();
       logger.error(`HTTP thread ${thread.index} failed and stopped: ${event.message}`);
       for (const abort of thread.running.values()) {
