@@ -575,7 +575,7 @@ export function readmeSection(run: BenchRun, reportPath: string, chartPath: stri
     "Above 1× DenoTriton does better: throughput ratio per scenario (geometric mean over HTTP/gRPC " +
     "and concurrency 1, 8, 32), PyTriton ÷ DenoTriton for startup time and resident memory. " +
     "The report lists every cell DenoTriton loses (or wins by less than its scenario's target), " +
-    "each with a CPU profile.",
+    "with a CPU profile of each (of the 12 worst per server when there are more).",
     "",
   ].join("\n");
 }
