@@ -36,17 +36,7 @@ import { median, type PerfResult, runPerf } from "./perf.ts";
 import { type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
 import { formatWritten } from "./report.ts";
 import { flag, option } from "./args.ts";
-import { runCommand as run } from "./venv.ts";
-import {
-  ensureTritonCore,
-  exists,
-  perfAnalyzer,
-  pythonLibDir,
-  pytritonPython,
-  ROOT,
-  serverCommand,
-  VENV,
-} from "./servers.ts";
+import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand } from "./servers.ts";
 
 /** The servers compared. */
 type Server = "pytriton" | "builtin" | "triton" | "echo";
@@ -394,29 +384,17 @@ async function main(): Promise<number> {
     console.error("bench:grpc-ceiling: --rounds and --concurrency take whole numbers from 1");
     return 1;
   }
-  let python: string | undefined;
-  if (servers.includes("pytriton")) {
-    const venv = await pytritonPython();
-    if ("missing" in venv) {
-      console.error(`bench:grpc-ceiling: cannot run PyTriton: ${venv.missing}`);
-      return 1;
-    }
-    python = venv.python;
-  } else if (await exists(`${VENV}/bin/python`)) {
-    python = `${VENV}/bin/python`;
+  const tools = await benchTools(servers);
+  if ("missing" in tools) {
+    console.error(`bench:grpc-ceiling: cannot run PyTriton: ${tools.missing}`);
+    return 1;
   }
-  if (servers.includes("triton")) await ensureTritonCore();
-  const pa = await perfAnalyzer(python);
-  const libDir = python === undefined ? undefined : await pythonLibDir(python);
-  const loadAverage = async () =>
-    (await Deno.readTextFile("/proc/loadavg").catch(() => "")).split(" ").slice(0, 3).join(" ");
-  const commit = await run("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
-  const dirty = await run("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]);
+  const { python, libDir, perfAnalyzer: pa } = tools;
   const facts: Record<string, string> = {
     date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
     cores: String(navigator.hardwareConcurrency),
     deno: Deno.version.deno,
-    "DenoTriton commit": `${commit.text}${dirty.text === "" ? "" : " (+ uncommitted changes)"}`,
+    "DenoTriton commit": await commitOfTree(),
     perf_analyzer: pa.version.split("\n")[0] ?? "",
     "load average at start": await loadAverage(),
   };

@@ -36,17 +36,7 @@ import {
   type ServerName,
 } from "./report.ts";
 import { option } from "./args.ts";
-import {
-  ensureTritonCore,
-  exists,
-  perfAnalyzer,
-  pythonLibDir,
-  pytritonPython,
-  ROOT,
-  serverCommand,
-  VENV,
-  WORK,
-} from "./servers.ts";
+import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand, WORK } from "./servers.ts";
 
 const quick = Deno.args.includes("--quick");
 const servers = (option("servers") ?? "pytriton,builtin,triton").split(",") as ServerName[];
@@ -154,17 +144,14 @@ async function machineFacts(
 ): Promise<Record<string, string>> {
   const cpuinfo = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
   const meminfo = await Deno.readTextFile("/proc/meminfo").catch(() => "");
-  const loadavg = await Deno.readTextFile("/proc/loadavg").catch(() => "");
-  const commit = await run("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
-  const dirty = await run("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]);
   const facts: Record<string, string> = {
     cores: String(navigator.hardwareConcurrency),
     cpu: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown",
     memory: `${Math.round(Number(meminfo.match(/MemTotal:\s*(\d+)/)?.[1] ?? 0) / 1048576)} GiB`,
     os: `${Deno.build.os} ${Deno.osRelease()}`,
-    "load average at start": loadavg.split(" ").slice(0, 3).join(" "),
+    "load average at start": await loadAverage(),
     deno: Deno.version.deno,
-    "DenoTriton commit": `${commit.text}${dirty.text === "" ? "" : " (+ uncommitted changes)"}`,
+    "DenoTriton commit": await commitOfTree(),
     "Triton core (DenoTriton engine)": "2.51.0 (from the nvidia-pytriton 0.7.0 wheel)",
     perf_analyzer: pa.version.split("\n")[0] ?? "",
   };
@@ -188,33 +175,27 @@ async function machineFacts(
 async function main(): Promise<number> {
   await Deno.mkdir(WORK, { recursive: true });
   await Deno.mkdir(outDir, { recursive: true });
-  let python: string | undefined;
-  if (servers.includes("pytriton")) {
-    const venv = await pytritonPython();
-    if ("missing" in venv) {
+  let tools: Awaited<ReturnType<typeof benchTools>>;
+  try {
+    tools = await benchTools(servers);
+    if ("missing" in tools) {
       // Named on the command line: a hard failure; by default: DenoTriton alone.
       if (option("servers") !== undefined) {
-        console.error(`bench: cannot run PyTriton: ${venv.missing}`);
+        console.error(`bench: cannot run PyTriton: ${tools.missing}`);
         return 1;
       }
-      console.log(`bench: skipping PyTriton (DenoTriton only): ${venv.missing}`);
+      console.log(`bench: skipping PyTriton (DenoTriton only): ${tools.missing}`);
       servers.splice(servers.indexOf("pytriton"), 1);
-    } else {
-      python = venv.python;
+      tools = await benchTools(servers);
     }
-  } else if (await exists(`${VENV}/bin/python`)) {
-    python = `${VENV}/bin/python`;
-  }
-  const wantPy = servers.includes("pytriton");
-  if (servers.includes("triton")) await ensureTritonCore();
-  let pa: PerfAnalyzerPeer;
-  try {
-    pa = await perfAnalyzer(python);
   } catch (error) {
     console.error(`bench: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   }
-  const libDir = python === undefined ? undefined : await pythonLibDir(python);
+  // Without PyTriton nothing can be missing.
+  if ("missing" in tools) return 1;
+  const { python, libDir, perfAnalyzer: pa } = tools;
+  const wantPy = servers.includes("pytriton");
   const facts = await machineFacts(pa, wantPy ? python : undefined);
   const began = performance.now();
   const cells: Cell[] = [];
@@ -373,8 +354,7 @@ async function main(): Promise<number> {
     ...partial,
     facts: {
       ...partial.facts,
-      "load average at end": (await Deno.readTextFile("/proc/loadavg").catch(() => "")).split(" ")
-        .slice(0, 3).join(" "),
+      "load average at end": await loadAverage(),
       "bench wall time": `${((performance.now() - began) / 60000).toFixed(1)} min`,
     },
     profiles,

@@ -14,13 +14,13 @@ import type { ServerName } from "./report.ts";
 /** The repository's root. */
 export const ROOT: string = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 /** PyTriton's venv, made when missing. */
-export const VENV = `${ROOT}/bench/.venv`;
+const VENV = `${ROOT}/bench/.venv`;
 /** The servers' logs and other scratch files. */
 export const WORK = `${ROOT}/bench/.work`;
 const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
 
 /** Whether a path exists. */
-export async function exists(path: string): Promise<boolean> {
+async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);
     return true;
@@ -35,7 +35,7 @@ const PYTRITON_PROBE = "import pytriton, tritonclient.grpc";
  * The Python with PyTriton and perf_analyzer: `DENOTRITON_PYTRITON_PYTHON` when it has both (as
  * the tests use), else `bench/.venv`, created and filled when missing.
  */
-export async function pytritonPython(): Promise<VenvResult> {
+async function pytritonPython(): Promise<VenvResult> {
   const named = Deno.env.get("DENOTRITON_PYTRITON_PYTHON");
   if (named !== undefined && named !== "") {
     const probe = await run(named, ["-c", PYTRITON_PROBE]);
@@ -46,7 +46,7 @@ export async function pytritonPython(): Promise<VenvResult> {
 }
 
 /** Installs the Triton core (`deno task setup:triton`) when it is missing. */
-export async function ensureTritonCore(): Promise<void> {
+async function ensureTritonCore(): Promise<void> {
   const { defaultTritonHome } = await import("../src/engine/native/install.ts");
   if (await exists(`${defaultTritonHome()}/install.json`)) return;
   console.log("bench: installing the Triton core (deno task setup:triton) ...");
@@ -55,7 +55,7 @@ export async function ensureTritonCore(): Promise<void> {
 }
 
 /** perf_analyzer: the venv's when it has one, else one the interop tests would find. */
-export async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPeer> {
+async function perfAnalyzer(python: string | undefined): Promise<PerfAnalyzerPeer> {
   const candidates = [];
   if (python !== undefined) {
     const bin = python.slice(0, python.lastIndexOf("/"));
@@ -79,12 +79,62 @@ export async function perfAnalyzer(python: string | undefined): Promise<PerfAnal
 }
 
 /** Where the venv Python's libpython lives, so PyTriton's backend stub loads the same one. */
-export async function pythonLibDir(python: string): Promise<string | undefined> {
+async function pythonLibDir(python: string): Promise<string | undefined> {
   const probe = await run(python, [
     "-c",
     "import sysconfig; print(sysconfig.get_config_var('LIBDIR') or '')",
   ]);
   return probe.ok && probe.text !== "" ? probe.text.split("\n").at(-1) : undefined;
+}
+
+/** What a comparison needs besides the servers themselves. */
+export interface BenchTools {
+  /** PyTriton's Python; when PyTriton is not compared, the venv's if there is one. */
+  readonly python: string | undefined;
+  /** Where that Python's libpython lives (PyTriton's backend stub loads the same one). */
+  readonly libDir: string | undefined;
+  /** perf_analyzer. */
+  readonly perfAnalyzer: PerfAnalyzerPeer;
+}
+
+/**
+ * Finds what comparing `servers` needs: PyTriton's Python when it is among them (the venv is made
+ * when missing), the Triton core when `triton` is (installed when missing), and perf_analyzer.
+ *
+ * @param servers The servers compared (names other than PyTriton's and the engines' are ignored).
+ * @returns The tools, or why PyTriton cannot run.
+ * @throws {Error} When no perf_analyzer runs or the Triton core cannot be installed.
+ */
+export async function benchTools(
+  servers: readonly string[],
+): Promise<BenchTools | { readonly missing: string }> {
+  let python: string | undefined;
+  if (servers.includes("pytriton")) {
+    const venv = await pytritonPython();
+    if ("missing" in venv) return venv;
+    python = venv.python;
+  } else if (await exists(`${VENV}/bin/python`)) {
+    python = `${VENV}/bin/python`;
+  }
+  if (servers.includes("triton")) await ensureTritonCore();
+  return {
+    python,
+    libDir: python === undefined ? undefined : await pythonLibDir(python),
+    perfAnalyzer: await perfAnalyzer(python),
+  };
+}
+
+/** The load averages over 1, 5 and 15 minutes, as `/proc/loadavg` gives them ("" without it). */
+export async function loadAverage(): Promise<string> {
+  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "");
+  return text.split(" ").slice(0, 3).join(" ");
+}
+
+/** The checked-out commit, short, marked when tracked files have uncommitted changes. */
+export async function commitOfTree(): Promise<string> {
+  const commit = await run("git", ["-C", ROOT, "rev-parse", "--short", "HEAD"]);
+  const dirty = await run("git", ["-C", ROOT, "status", "--porcelain", "--untracked-files=no"]);
+  return `${commit.text}${dirty.text === "" ? "" : " (+ uncommitted changes)"}`;
 }
 
 /** Both servers' port options. */
@@ -105,7 +155,7 @@ export interface ServerCommandOptions {
   readonly models: readonly string[];
   /** PyTriton's Python (needed for `pytriton`). */
   readonly python?: string | undefined;
-  /** {@linkcode pythonLibDir} of that Python. */
+  /** Where that Python's libpython lives (PyTriton's backend stub loads the same one). */
   readonly libDir?: string | undefined;
   /** A port for DenoTriton's `--inspect` (to profile it). */
   readonly inspect?: number | undefined;
