@@ -7,7 +7,7 @@
  */
 
 import { findPerfAnalyzer, type PerfAnalyzerPeer } from "../tests/_peers.ts";
-import { ensureVenv, runCommand as run, type VenvResult } from "./venv.ts";
+import { ensureVenv, exists, runCommand as run, type VenvResult } from "./venv.ts";
 import type { Ports, ServerCommand } from "./process.ts";
 import type { ServerName } from "./report.ts";
 
@@ -18,16 +18,6 @@ const VENV = `${ROOT}/bench/.venv`;
 /** The servers' logs and other scratch files. */
 export const WORK = `${ROOT}/bench/.work`;
 const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
-
-/** Whether a path exists. */
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const PYTRITON_PROBE = "import pytriton, tritonclient.grpc";
 

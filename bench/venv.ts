@@ -77,7 +77,13 @@ export async function runCommand(
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+/**
+ * Whether a path exists.
+ *
+ * @param path The path.
+ * @returns `false` also when it cannot be looked at.
+ */
+export async function exists(path: string): Promise<boolean> {
   try {
     await Deno.stat(path);
     return true;
