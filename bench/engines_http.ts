@@ -33,7 +33,7 @@
 import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
-import { cpuSeconds } from "./process.ts";
+import { cpuSeconds, firstLine } from "./process.ts";
 import { flag, option } from "./args.ts";
 import { formatWritten } from "./report.ts";
 
@@ -307,16 +307,12 @@ async function startServer(server: Server): Promise<RunningServer> {
     await child.stdout.cancel().catch(() => {});
     await child.status;
   };
-  let buffered = "";
-  while (!buffered.includes("\n")) {
-    const { value, done } = await lines.read();
-    if (done) {
-      await stop();
-      throw new Error(`The ${server} server exited before it served`);
-    }
-    buffered += value;
+  const line = await firstLine(lines);
+  if (line === undefined) {
+    await stop();
+    throw new Error(`The ${server} server exited before it served`);
   }
-  const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
+  const { url } = JSON.parse(line) as { url: string };
   if (server !== "echo") {
     try {
       await checkQueueDelay(server, url);

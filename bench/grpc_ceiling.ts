@@ -33,7 +33,7 @@ import {
   STREAM_WINDOW_BYTES,
 } from "../src/frontend/grpc/connection_tuning.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
-import { type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
+import { firstLine, type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
 import { formatWritten } from "./report.ts";
 import { flag, option } from "./args.ts";
 import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand } from "./servers.ts";
@@ -235,14 +235,10 @@ async function startEcho(): Promise<Running> {
     stderr: "inherit",
   }).spawn();
   const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await lines.read();
-    if (done) throw new Error(`The echo server ended before it listened: ${text}`);
-    text += value;
-  }
-  const port = Number(text.match(/listening on (\d+)/)?.[1]);
-  if (!Number.isInteger(port)) throw new Error(`The echo server said '${text.trim()}'`);
+  const line = await firstLine(lines);
+  if (line === undefined) throw new Error("The echo server ended before it listened");
+  const port = Number(line.match(/listening on (\d+)/)?.[1]);
+  if (!Number.isInteger(port)) throw new Error(`The echo server said '${line}'`);
   // Whatever else it prints is drained, so it never blocks on a full pipe.
   const drained = (async () => {
     while (!(await lines.read()).done) { /* drain */ }

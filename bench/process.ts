@@ -157,6 +157,34 @@ export async function startServer(spec: ServerCommand): Promise<ServerProcess> {
 }
 
 /**
+ * The first line a child process writes (a server announcing where it listens), read from its
+ * decoded stdout; the reader stays open for the rest.
+ *
+ * @param lines The child's stdout, decoded.
+ * @returns The line without its newline, or `undefined` when the output ended before one.
+ *
+ * @example
+ * ```ts
+ * import { firstLine } from "./process.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const reader = ReadableStream.from(["listening", " on 80\nmore\n"]).getReader();
+ * assert.equal(await firstLine(reader), "listening on 80");
+ * ```
+ */
+export async function firstLine(
+  lines: ReadableStreamDefaultReader<string>,
+): Promise<string | undefined> {
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await lines.read();
+    if (done) return undefined;
+    text += value;
+  }
+  return text.slice(0, text.indexOf("\n"));
+}
+
+/**
  * CPU seconds (user + system) used so far, from a `/proc` stat file: `/proc/<pid>/stat` for a
  * process (all its threads), `/proc/<pid>/task/<tid>/stat` for one thread.
  *

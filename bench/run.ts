@@ -36,7 +36,7 @@ import {
   type ServerName,
 } from "./report.ts";
 import { option } from "./args.ts";
-import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand, WORK } from "./servers.ts";
+import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand } from "./servers.ts";
 
 const quick = Deno.args.includes("--quick");
 const servers = (option("servers") ?? "pytriton,builtin,triton").split(",") as ServerName[];
@@ -173,7 +173,6 @@ async function machineFacts(
 }
 
 async function main(): Promise<number> {
-  await Deno.mkdir(WORK, { recursive: true });
   await Deno.mkdir(outDir, { recursive: true });
   let tools: Awaited<ReturnType<typeof benchTools>>;
   try {

@@ -16,7 +16,7 @@ export const ROOT: string = new URL("..", import.meta.url).pathname.replace(/\/$
 /** PyTriton's venv, made when missing. */
 const VENV = `${ROOT}/bench/.venv`;
 /** The servers' logs and other scratch files. */
-export const WORK = `${ROOT}/bench/.work`;
+const WORK = `${ROOT}/bench/.work`;
 const PACKAGES = ["nvidia-pytriton==0.7.0", "tritonclient[http,grpc]==2.51.0"];
 
 const PYTRITON_PROBE = "import pytriton, tritonclient.grpc";
