@@ -26,12 +26,8 @@ import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import { codecs } from "../src/protocol/grpc_codec.ts";
 import { BufferPool } from "../src/frontend/grpc/buffer_pool.ts";
-import {
-  CONNECTION_WINDOW_BYTES,
-  corkPerTick,
-  MAX_FRAME_BYTES,
-  STREAM_WINDOW_BYTES,
-} from "../src/frontend/grpc/connection_tuning.ts";
+import { tuneHttp2Server } from "../src/frontend/grpc/connection_tuning.ts";
+import { MESSAGE_PREFIX_BYTES, writePrefix } from "../src/frontend/grpc/message_framing.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { firstLine, type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
 import { formatWritten } from "./report.ts";
@@ -65,12 +61,12 @@ class CallError extends Error {
 }
 
 /**
- * The echo's answers, by method: each returns the message after 5 bytes left for the prefix.
+ * The echo's answers, by method: each returns the message after room left for the prefix.
  *
  * @param pool Where the buffers of inference responses come from.
  */
 function echoMethods(pool: BufferPool): Record<string, (body: Uint8Array) => Uint8Array> {
-  const headroom = { headroom: 5 };
+  const headroom = { headroom: MESSAGE_PREFIX_BYTES };
   const tensor = (name: string) => ({ name, datatype: "FP32", shape: [ELEMENTS] });
   const configTensor = (name: string) => ({ name, data_type: "TYPE_FP32", dims: [ELEMENTS] });
   const model = (body: Uint8Array): void => {
@@ -134,7 +130,7 @@ function echoMethods(pool: BufferPool): Record<string, (body: Uint8Array) => Uin
         id: request.id ?? "",
         outputs: [tensor("y")],
         raw_output_contents: raw,
-      }, { headroom: 5, allocate: (bytes) => pool.take(bytes) });
+      }, { headroom: MESSAGE_PREFIX_BYTES, allocate: (bytes) => pool.take(bytes) });
     },
   };
 }
@@ -148,11 +144,8 @@ function echoMethods(pool: BufferPool): Record<string, (body: Uint8Array) => Uin
 export async function serveEcho(port: number): Promise<{ port: number; close(): Promise<void> }> {
   const pool = new BufferPool();
   const methods = echoMethods(pool);
-  const server = http2.createServer({
-    settings: { initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES },
-  });
-  server.on("session", (session) => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
-  server.on("connection", corkPerTick);
+  const server = http2.createServer();
+  tuneHttp2Server(server, false);
   server.on("stream", (stream: http2.ServerHttp2Stream, headers) => {
     const path = String(headers[":path"]);
     const chunks: Buffer[] = [];
@@ -171,20 +164,19 @@ export async function serveEcho(port: number): Promise<{ port: number; close(): 
       if (method === undefined) return fail(UNIMPLEMENTED, `The echo does not serve ${path}`);
       // One copy gathers the message, as the front end's decoder does.
       const message = Buffer.concat(chunks);
-      if (message.byteLength < 5 || message[0] !== 0) {
+      if (message.byteLength < MESSAGE_PREFIX_BYTES || message[0] !== 0) {
         return fail(INVALID_ARGUMENT, "The echo takes one uncompressed message per call");
       }
       let bytes: Uint8Array;
       try {
-        bytes = method(message.subarray(5));
+        bytes = method(message.subarray(MESSAGE_PREFIX_BYTES));
       } catch (error) {
         return fail(
           error instanceof CallError ? error.code : INVALID_ARGUMENT,
           error instanceof Error ? error.message : String(error),
         );
       }
-      bytes[0] = 0;
-      new DataView(bytes.buffer, bytes.byteOffset, 5).setUint32(1, bytes.byteLength - 5);
+      writePrefix(bytes);
       stream.respond({ ":status": 200, "content-type": "application/grpc" }, {
         waitForTrailers: true,
       });

@@ -44,7 +44,7 @@ interface Corkable {
 }
 
 /** What this module uses of a Node HTTP/2 server. */
-interface Http2ServerLike {
+export interface Http2ServerLike {
   on(event: "session", listener: (session: Session) => void): unknown;
   on(event: "connection" | "secureConnection", listener: (socket: Corkable) => void): unknown;
 }
@@ -119,12 +119,32 @@ export function tuneConnections(server: grpc.Server, tls: boolean): number {
   if (!(servers instanceof Map)) return 0;
   let tuned = 0;
   for (const http2Server of servers.keys() as Iterable<Http2ServerLike>) {
-    http2Server.on("session", (session) => {
-      session.settings({ initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES });
-      session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
-    });
-    http2Server.on(tls ? "secureConnection" : "connection", corkPerTick);
+    tuneHttp2Server(http2Server, tls);
     tuned++;
   }
   return tuned;
+}
+
+/**
+ * Applies the windows, frame size and write coalescing to every connection an HTTP/2 server
+ * accepts from now on ({@linkcode tuneConnections} does it to grpc-js's).
+ *
+ * @param http2Server A `node:http2` server.
+ * @param tls Whether it serves TLS (its sockets come from `secureConnection`).
+ *
+ * @example
+ * ```ts
+ * import http2 from "node:http2";
+ * import { tuneHttp2Server } from "./connection_tuning.ts";
+ *
+ * const server = http2.createServer();
+ * tuneHttp2Server(server, false);
+ * ```
+ */
+export function tuneHttp2Server(http2Server: Http2ServerLike, tls: boolean): void {
+  http2Server.on("session", (session) => {
+    session.settings({ initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES });
+    session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+  });
+  http2Server.on(tls ? "secureConnection" : "connection", corkPerTick);
 }

@@ -236,12 +236,31 @@ function framed(
   value: unknown,
   allocate: (bytes: number) => Uint8Array,
 ): Buffer {
-  const bytes = encode(value, { headroom: MESSAGE_PREFIX_BYTES, allocate });
-  const length = bytes.byteLength - MESSAGE_PREFIX_BYTES;
+  const bytes = writePrefix(encode(value, { headroom: MESSAGE_PREFIX_BYTES, allocate }));
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * Writes the gRPC prefix (not compressed, the length) into the first
+ * {@linkcode MESSAGE_PREFIX_BYTES} bytes, left free before a message encoded after them.
+ *
+ * @param bytes The room for the prefix, then the message.
+ * @returns The same bytes.
+ *
+ * @example
+ * ```ts
+ * import { writePrefix } from "./message_framing.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual([...writePrefix(new Uint8Array([9, 9, 9, 9, 9, 8, 1]))], [0, 0, 0, 0, 2, 8, 1]);
+ * ```
+ */
+export function writePrefix(bytes: Uint8Array): Uint8Array {
   // Not compressed (flag 0), then the length, big-endian.
   bytes[0] = 0;
-  new DataView(bytes.buffer, bytes.byteOffset, MESSAGE_PREFIX_BYTES).setUint32(1, length);
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  new DataView(bytes.buffer, bytes.byteOffset, MESSAGE_PREFIX_BYTES)
+    .setUint32(1, bytes.byteLength - MESSAGE_PREFIX_BYTES);
+  return bytes;
 }
 
 /** What this module replaces on grpc-js's base server call. */
