@@ -1,0 +1,221 @@
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { Buffer } from "node:buffer";
+import { Http2ServerSession, type Http2ServerStream } from "./session.ts";
+
+/** Serves `handler` on a loopback port until disposed. */
+function serve(
+  handler: (stream: Http2ServerStream) => void,
+  options: ConstructorParameters<typeof Http2ServerSession>[2] = {},
+): { url: string; sessions: Http2ServerSession[] } & AsyncDisposable {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const sessions: Http2ServerSession[] = [];
+  (async () => {
+    for await (const conn of listener) {
+      sessions.push(new Http2ServerSession(conn, handler, options));
+    }
+  })().catch(() => {});
+  return {
+    url: `http://127.0.0.1:${listener.addr.port}`,
+    sessions,
+    async [Symbol.asyncDispose](): Promise<void> {
+      listener.close();
+      for (const session of sessions) session.destroy();
+      await Promise.all(sessions.map((session) => session.closed));
+    },
+  };
+}
+
+/** Echoes each request body back in one write, with the body's length as a trailer. */
+function echo(stream: Http2ServerStream): void {
+  const chunks: Uint8Array[] = [];
+  stream.ondata = (chunk) => chunks.push(chunk.slice());
+  stream.onend = () => {
+    const body = Buffer.concat(chunks);
+    stream.respond([[":status", "200"], [
+      "x-path",
+      stream.headers.find(([n]) => n === ":path")![1],
+    ]]);
+    stream.write(body);
+    stream.end([["x-length", String(body.length)]]);
+  };
+}
+
+interface Answer {
+  status: number;
+  headers: http2.IncomingHttpHeaders;
+  body: Buffer;
+  trailers: http2.IncomingHttpHeaders;
+}
+
+function request(
+  client: http2.ClientHttp2Session,
+  path: string,
+  body: Uint8Array,
+  headers: http2.OutgoingHttpHeaders = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const stream = client.request({ ":method": "POST", ":path": path, ...headers });
+    const chunks: Buffer[] = [];
+    let answer: Partial<Answer> = {};
+    stream.on("response", (h) => answer = { status: Number(h[":status"]), headers: h });
+    stream.on("trailers", (t) => answer.trailers = t);
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", () => resolve({ ...answer, body: Buffer.concat(chunks) } as Answer));
+    stream.on("error", reject);
+    stream.end(body);
+  });
+}
+
+const watchdog = (ms: number): AbortSignal => AbortSignal.timeout(ms);
+
+function connect(url: string): http2.ClientHttp2Session {
+  const client = http2.connect(url);
+  client.on("error", () => {});
+  return client;
+}
+
+Deno.test("HTTP/2 session: bodies larger than the client's windows go both ways intact", async () => {
+  await using server = serve(echo);
+  const client = connect(server.url);
+  try {
+    const big = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 7) % 251);
+    const answers = await Promise.all([
+      request(client, "/big", big),
+      ...Array.from({ length: 20 }, (_, i) => request(client, `/small/${i}`, Uint8Array.of(i))),
+    ]);
+    assert.equal(answers[0]!.status, 200);
+    assert.equal(answers[0]!.headers["x-path"], "/big");
+    assert.equal(answers[0]!.trailers["x-length"], String(big.length));
+    assert.ok(Buffer.from(big).equals(answers[0]!.body));
+    answers.slice(1).forEach((answer, i) => {
+      assert.equal(answer.headers["x-path"], `/small/${i}`);
+      assert.deepEqual([...answer.body], [i]);
+    });
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("HTTP/2 session: a client's reset aborts the stream, and the connection keeps serving", async () => {
+  const aborted = Promise.withResolvers<string>();
+  await using server = serve((stream) => {
+    const path = stream.headers.find(([n]) => n === ":path")![1];
+    if (path === "/hang") {
+      stream.signal.addEventListener("abort", () => aborted.resolve(String(stream.signal.reason)));
+      return;
+    }
+    echo(stream);
+  });
+  const client = connect(server.url);
+  try {
+    const hanging = client.request({ ":method": "POST", ":path": "/hang" });
+    hanging.on("error", () => {});
+    hanging.write("part of a body");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    hanging.close(http2.constants.NGHTTP2_CANCEL);
+    const reason = await Promise.race([
+      aborted.promise,
+      new Promise<string>((_, reject) =>
+        watchdog(5000).addEventListener("abort", () => reject(new Error("no abort")))
+      ),
+    ]);
+    assert.match(reason, /reset by the client \(code 8\)/);
+    const answer = await request(client, "/after", Uint8Array.of(1, 2, 3));
+    assert.deepEqual([...answer.body], [1, 2, 3]);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("HTTP/2 session: a handler that throws resets its stream only", async () => {
+  await using server = serve((stream) => {
+    if (stream.headers.some(([n, v]) => n === ":path" && v === "/throw")) throw new Error("boom");
+    echo(stream);
+  });
+  const client = connect(server.url);
+  try {
+    await assert.rejects(request(client, "/throw", Uint8Array.of(1)), /NGHTTP2_INTERNAL_ERROR/);
+    const answer = await request(client, "/ok", Uint8Array.of(9));
+    assert.deepEqual([...answer.body], [9]);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("HTTP/2 session: pings are answered and a header list over the limit gets 431", async () => {
+  await using server = serve(echo, { maxHeaderListSize: 1024 });
+  const client = connect(server.url);
+  try {
+    await new Promise((resolve) => client.once("connect", resolve));
+    const rtt = await new Promise<number>((resolve, reject) =>
+      client.ping((error, duration) => error ? reject(error) : resolve(duration))
+    );
+    assert.ok(rtt >= 0);
+    const answer = await request(client, "/large", Uint8Array.of(1), { "x-big": "y".repeat(2000) });
+    assert.equal(answer.status, 431);
+    const after = await request(client, "/after", Uint8Array.of(5));
+    assert.deepEqual([...after.body], [5]);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("HTTP/2 session: a connection that is not HTTP/2 is closed with GOAWAY", async () => {
+  await using server = serve(echo);
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(server.url).port),
+  });
+  try {
+    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
+    const received: number[] = [];
+    const buffer = new Uint8Array(4096);
+    const signal = watchdog(5000);
+    for (;;) {
+      const n = await Promise.race([
+        conn.read(buffer),
+        new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null))),
+      ]);
+      if (n === null) break;
+      received.push(...buffer.subarray(0, n));
+    }
+    assert.ok(!signal.aborted, "the server did not close the connection");
+    // SETTINGS first, then GOAWAY (type 7) with PROTOCOL_ERROR (1).
+    let at = 0;
+    const types: number[] = [];
+    let goawayCode = -1;
+    while (at + 9 <= received.length) {
+      const length = (received[at]! << 16) | (received[at + 1]! << 8) | received[at + 2]!;
+      types.push(received[at + 3]!);
+      if (received[at + 3] === 7) goawayCode = received[at + 9 + 7]!;
+      at += 9 + length;
+    }
+    assert.deepEqual(types.filter((type) => type === 4 || type === 7), [4, 7]);
+    assert.equal(goawayCode, 1);
+  } finally {
+    conn.close();
+  }
+});
+
+Deno.test("HTTP/2 session: close() lets open streams finish, then ends the connection", async () => {
+  const started = Promise.withResolvers<Http2ServerStream>();
+  await using server = serve((stream) => {
+    stream.onend = () => started.resolve(stream);
+  });
+  const client = connect(server.url);
+  try {
+    const pending = request(client, "/slow", Uint8Array.of(1));
+    const stream = await started.promise;
+    server.sessions[0]!.close();
+    stream.respond([[":status", "200"]]);
+    await stream.write(Uint8Array.of(42));
+    stream.end([]);
+    const answer = await pending;
+    assert.deepEqual([...answer.body], [42]);
+    await server.sessions[0]!.closed;
+    assert.equal(server.sessions[0]!.openStreams, 0);
+  } finally {
+    client.close();
+  }
+});
