@@ -76,6 +76,7 @@ export class AlignedMessageDecoder {
   #filled = 0;
   // Set once a message was refused: the call is failing, and nothing more is read.
   #refused: Error | undefined;
+  #borrowed: boolean;
 
   /**
    * Makes a decoder for one call.
@@ -83,10 +84,14 @@ export class AlignedMessageDecoder {
    * @param maxBytes The largest message accepted, in bytes; -1 for no limit.
    * @param rawField The number of the `bytes` field to align (7: `raw_input_contents`), or
    *   `undefined` for none.
+   * @param borrowed Whether the chunks given to {@linkcode AlignedMessageDecoder.write} are
+   *   only lent for the call (a transport that reads into one reused buffer): pieces kept until
+   *   a message's buffer is placed are then copied.
    */
-  constructor(maxBytes: number, rawField?: number) {
+  constructor(maxBytes: number, rawField?: number, borrowed = false) {
     this.#maxBytes = maxBytes;
     this.#rawField = rawField;
+    this.#borrowed = borrowed;
   }
 
   /**
@@ -113,9 +118,13 @@ export class AlignedMessageDecoder {
       const piece = data.subarray(at, at + take);
       at += take;
       if (this.#message === undefined) {
-        this.#pending.push(piece);
         this.#pendingBytes += take;
+        this.#pending.push(piece);
         this.#maybePlace();
+        // Still waiting for its buffer: keep a copy of a borrowed piece.
+        if (this.#message === undefined && this.#borrowed) {
+          this.#pending[this.#pending.length - 1] = piece.slice();
+        }
       } else {
         this.#message.set(piece, MESSAGE_PREFIX_BYTES + this.#filled);
         this.#filled += take;
@@ -221,6 +230,38 @@ export function messageSerializer<T>(codec: MessageCodec<T>): (value: unknown) =
   };
   serializers.set(serialize, (value, options) => codec.encode(value as T, options));
   return serialize;
+}
+
+/**
+ * Frames a response for a transport of our own: straight after room for the prefix when the
+ * serializer was made by {@linkcode messageSerializer}, else serialized and copied after one.
+ *
+ * @param serialize The method's response serializer.
+ * @param value The message.
+ * @param allocate Provides the buffer of a large message.
+ * @returns The prefix and the message.
+ *
+ * @example Framing an empty message
+ * ```ts
+ * import { frameMessage, messageSerializer } from "./message_framing.ts";
+ * import { codecs } from "../../protocol/grpc_codec.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const serialize = messageSerializer(codecs.Empty);
+ * assert.deepEqual([...frameMessage(serialize, {}, (n) => new Uint8Array(n))], [0, 0, 0, 0, 0]);
+ * ```
+ */
+export function frameMessage(
+  serialize: (value: unknown) => Buffer,
+  value: unknown,
+  allocate: (bytes: number) => Uint8Array,
+): Uint8Array {
+  const encode = serializers.get(serialize);
+  if (encode !== undefined) return framed(encode, value, allocate);
+  const bytes = serialize(value);
+  const message = allocate(MESSAGE_PREFIX_BYTES + bytes.byteLength);
+  message.set(bytes, MESSAGE_PREFIX_BYTES);
+  return writePrefix(message);
 }
 
 /**

@@ -31,6 +31,27 @@ function bytes(count: number, seed: number): Uint8Array {
   return new Uint8Array(count).map((_, i) => (i * 7 + seed) % 251);
 }
 
+Deno.test("AlignedMessageDecoder keeps copies of borrowed pieces it cannot place yet", () => {
+  // A message with no raw field and a large head: its buffer is placed only once complete,
+  // while the lender reuses one buffer for every chunk.
+  const message = codecs.ModelInferRequest.encode({ model_name: "m".repeat(100) });
+  const wire = frame(message);
+  const lent = new Uint8Array(16);
+  for (const borrowed of [true, false]) {
+    const decoder = new AlignedMessageDecoder(-1, 7, borrowed);
+    const out: Uint8Array[] = [];
+    for (let start = 0; start < wire.byteLength; start += lent.byteLength) {
+      const piece = wire.subarray(start, start + lent.byteLength);
+      lent.set(piece);
+      out.push(...decoder.write(lent.subarray(0, piece.byteLength)));
+      lent.fill(0xee);
+    }
+    assert.equal(out.length, 1);
+    // Without copies, the pieces held until the end read what the lender wrote over them.
+    assert.equal(Buffer.from(out[0]!).equals(Buffer.from(wire)), borrowed, `borrowed ${borrowed}`);
+  }
+});
+
 Deno.test("AlignedMessageDecoder yields each message whole however the bytes are split", () => {
   const messages = [
     request("m", bytes(300, 1)),
