@@ -20,6 +20,13 @@ import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
 import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
 import { framingInterceptor } from "./message_framing.ts";
 import { tuneConnections } from "./connection_tuning.ts";
+import { H2GrpcServer } from "./h2/server.ts";
+
+/** What the front end needs of the server under it: grpc-js's, or ours for cleartext. */
+interface ServerCore {
+  tryShutdown(callback: () => void): void;
+  forceShutdown(): void;
+}
 
 /** Options of {@linkcode GrpcFrontend.start}. */
 export interface GrpcFrontendOptions {
@@ -181,7 +188,7 @@ function hostPort(address: string, port: number): string {
  * ```
  */
 export class GrpcFrontend implements AsyncDisposable {
-  #server: grpc.Server;
+  #server: ServerCore;
   #port: number;
   #host: string;
   #shutdownTimeoutMs: number;
@@ -190,7 +197,7 @@ export class GrpcFrontend implements AsyncDisposable {
   #stopping: Promise<void> | undefined;
 
   private constructor(
-    server: grpc.Server,
+    server: ServerCore,
     port: number,
     host: string,
     shutdownTimeoutMs: number,
@@ -249,13 +256,6 @@ export class GrpcFrontend implements AsyncDisposable {
         { cause: error },
       );
     }
-    const server = new grpc.Server({
-      "grpc.max_receive_message_length": maxMessageBytes,
-      "grpc.max_send_message_length": maxMessageBytes,
-      "grpc.keepalive_time_ms": keepaliveTimeMs,
-      "grpc.keepalive_timeout_ms": keepaliveTimeoutMs,
-      interceptors: [framingInterceptor({ rawFields: RAW_INPUT_FIELDS })],
-    });
     const logger = options.logger ?? new Logger();
     const { inference, health } = createServices(engine, {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
@@ -266,24 +266,53 @@ export class GrpcFrontend implements AsyncDisposable {
     const guard = (service: GrpcService): GrpcService =>
       options.security === undefined ? service : withAccessCheck(service, options.security);
     const [checkedInference, checkedHealth] = [guard(inference), guard(health)];
-    server.addService(checkedInference.definition, checkedInference.implementation);
-    server.addService(checkedHealth.definition, checkedHealth.implementation);
-    const bound = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(
-        hostPort(address, port),
-        credentials,
-        (error, boundPort) => error ? reject(error) : resolve(boundPort),
-      );
-    }).catch((error: unknown) => {
-      server.forceShutdown();
-      throw new TritonError(
+    const cannotStart = (error: unknown): TritonError =>
+      new TritonError(
         `Cannot start the gRPC front end on ${hostPort(address, port)}: ${
           error instanceof Error ? error.message : String(error)
         }`,
         { cause: error },
       );
-    });
-    tuneConnections(server, options.tls !== undefined);
+    let server: ServerCore;
+    let bound: number;
+    if (options.tls === undefined) {
+      // Cleartext: our own HTTP/2 server, which copies large messages less than node:http2.
+      try {
+        const h2 = H2GrpcServer.listen([checkedInference, checkedHealth], {
+          hostname: address.replace(/^\[(.*)\]$/, "$1"),
+          port,
+          maxMessageBytes,
+          keepaliveTimeMs,
+          keepaliveTimeoutMs,
+          rawFields: RAW_INPUT_FIELDS,
+        });
+        [server, bound] = [h2, h2.port];
+      } catch (error) {
+        throw cannotStart(error);
+      }
+    } else {
+      const grpcServer = new grpc.Server({
+        "grpc.max_receive_message_length": maxMessageBytes,
+        "grpc.max_send_message_length": maxMessageBytes,
+        "grpc.keepalive_time_ms": keepaliveTimeMs,
+        "grpc.keepalive_timeout_ms": keepaliveTimeoutMs,
+        interceptors: [framingInterceptor({ rawFields: RAW_INPUT_FIELDS })],
+      });
+      grpcServer.addService(checkedInference.definition, checkedInference.implementation);
+      grpcServer.addService(checkedHealth.definition, checkedHealth.implementation);
+      bound = await new Promise<number>((resolve, reject) => {
+        grpcServer.bindAsync(
+          hostPort(address, port),
+          credentials,
+          (error, boundPort) => error ? reject(error) : resolve(boundPort),
+        );
+      }).catch((error: unknown) => {
+        grpcServer.forceShutdown();
+        throw cannotStart(error);
+      });
+      tuneConnections(grpcServer, true);
+      server = grpcServer;
+    }
     const host = address === "0.0.0.0" || address === "::" || address === "[::]"
       ? "127.0.0.1"
       : address;

@@ -52,6 +52,19 @@ export interface Http2SessionOptions {
    * @default {1000}
    */
   maxConcurrentStreams?: number;
+  /**
+   * Milliseconds between the server's keepalive PINGs (sent whether or not the connection is
+   * busy); unset sends none.
+   *
+   * @default {undefined}
+   */
+  keepaliveTimeMs?: number;
+  /**
+   * How long a keepalive PING may go unanswered before the connection is closed, ms.
+   *
+   * @default {20000}
+   */
+  keepaliveTimeoutMs?: number;
 }
 
 /** The state of one stream that the application sees. */
@@ -116,6 +129,8 @@ const READ_BYTES = 256 * 1024;
 const GATHER_BELOW = 64 * 1024;
 /** Largest payload of a non-DATA frame we hold in memory (header blocks, settings, ...). */
 const MAX_CONTROL_FRAME = 1024 * 1024;
+/** The payload of the server's keepalive PINGs. */
+const KEEPALIVE_PAYLOAD = new TextEncoder().encode("dt-alive");
 /** The frame size the session accepts (the protocol's largest). */
 const MAX_FRAME_SIZE = 16 * 1024 * 1024 - 1;
 
@@ -231,6 +246,9 @@ export class Http2ServerSession {
   #lastStreamId = 0;
   #goingAway = false;
   #ended = false;
+  #keepalive: ReturnType<typeof setTimeout> | undefined;
+  #keepaliveTimeMs: number | undefined;
+  #keepaliveTimeoutMs: number;
   // A header block that awaits CONTINUATION frames.
   #block: { stream: number; parts: Uint8Array[]; bytes: number; endStream: boolean } | undefined;
   // The DATA frame whose payload is being read.
@@ -274,7 +292,19 @@ export class Http2ServerSession {
       this.#enqueue(this.#windowUpdate(0, this.#connectionWindow - this.#receiveWindow));
       this.#receiveWindow = this.#connectionWindow;
     }
+    this.#keepaliveTimeMs = options.keepaliveTimeMs;
+    this.#keepaliveTimeoutMs = options.keepaliveTimeoutMs ?? 20000;
+    this.#scheduleKeepalive();
     this.#read().catch(() => this.#end());
+  }
+
+  #scheduleKeepalive(): void {
+    if (this.#keepaliveTimeMs === undefined || this.#ended) return;
+    this.#keepalive = setTimeout(() => {
+      this.#enqueue(frame(FrameType.PING, 0, 0, KEEPALIVE_PAYLOAD));
+      // Answered: the PING ACK schedules the next one; unanswered, the connection ends.
+      this.#keepalive = setTimeout(() => this.#end(), this.#keepaliveTimeoutMs);
+    }, this.#keepaliveTimeMs);
   }
 
   /** Settles once the connection is closed. */
@@ -623,7 +653,12 @@ export class Http2ServerSession {
         if (payload.length !== 8) {
           throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "PING is not 8 bytes");
         }
-        if ((flags & Flag.ACK) === 0) this.#enqueue(frame(FrameType.PING, Flag.ACK, 0, payload));
+        if ((flags & Flag.ACK) === 0) {
+          this.#enqueue(frame(FrameType.PING, Flag.ACK, 0, payload));
+        } else if (payload.every((byte, i) => byte === KEEPALIVE_PAYLOAD[i])) {
+          clearTimeout(this.#keepalive);
+          this.#scheduleKeepalive();
+        }
         return;
       case FrameType.GOAWAY:
         if (id !== 0) throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream");
@@ -830,6 +865,7 @@ export class Http2ServerSession {
   #end(): void {
     if (this.#ended) return;
     this.#ended = true;
+    clearTimeout(this.#keepalive);
     this.#abortAll(new Error("HTTP/2 connection closed"));
     for (const segment of this.#out) segment.done?.();
     this.#out = [];

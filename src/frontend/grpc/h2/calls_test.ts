@@ -1,0 +1,209 @@
+import assert from "node:assert/strict";
+import http2 from "node:http2";
+import { Buffer } from "node:buffer";
+import grpc from "@grpc/grpc-js";
+import { H2GrpcServer } from "./server.ts";
+import type { GrpcService } from "../service.ts";
+
+const identity = (bytes: Buffer): Buffer => bytes;
+
+function definition(path: string, streaming: boolean): grpc.MethodDefinition<Buffer, Buffer> {
+  return {
+    path,
+    requestStream: streaming,
+    responseStream: streaming,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  };
+}
+
+const cancelled: string[] = [];
+
+/** A test service: Echo (unary), Hang (never answers), Fail (an error), Chat (bidi echo). */
+const service: GrpcService = {
+  definition: {
+    Echo: definition("/test.T/Echo", false),
+    Hang: definition("/test.T/Hang", false),
+    Fail: definition("/test.T/Fail", false),
+    Chat: definition("/test.T/Chat", true),
+  },
+  implementation: {
+    Echo: ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      const tag = call.metadata.get("x-tag")[0] ?? "";
+      callback(null, Buffer.concat([Buffer.from(String(tag)), call.request]));
+    }) as grpc.handleUnaryCall<Buffer, Buffer>,
+    Hang: ((call: grpc.ServerUnaryCall<Buffer, Buffer>) => {
+      call.on("cancelled", () => cancelled.push(call.getPath()));
+    }) as grpc.handleUnaryCall<Buffer, Buffer>,
+    Fail: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
+      callback({ code: grpc.status.NOT_FOUND, details: "no model named 'é 100%'" });
+    }) as grpc.handleUnaryCall<Buffer, Buffer>,
+    Chat: ((call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on("data", (message: Buffer) => {
+        if (message.toString() === "fail") {
+          call.emit("error", { code: grpc.status.INVALID_ARGUMENT, details: "told to fail" });
+        } else {
+          call.write(Buffer.concat([Buffer.from("re:"), message]));
+        }
+      });
+      call.on("end", () => call.end());
+    }) as grpc.handleBidiStreamingCall<Buffer, Buffer>,
+  },
+};
+
+async function withServer(
+  run: (port: number) => Promise<void>,
+  maxMessageBytes = 1024 * 1024,
+): Promise<void> {
+  const server = H2GrpcServer.listen([service], {
+    hostname: "127.0.0.1",
+    port: 0,
+    maxMessageBytes,
+    keepaliveTimeMs: 7_200_000,
+    keepaliveTimeoutMs: 20_000,
+  });
+  try {
+    await run(server.port);
+  } finally {
+    server.forceShutdown();
+  }
+}
+
+// deno-lint-ignore no-explicit-any
+type Client = any;
+const Client = grpc.makeGenericClientConstructor(service.definition, "T");
+
+function unary(client: Client, method: string, body: Buffer, options: {
+  metadata?: grpc.Metadata;
+  deadline?: number;
+} = {}): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    client[method](
+      body,
+      options.metadata ?? new grpc.Metadata(),
+      options.deadline === undefined ? {} : { deadline: Date.now() + options.deadline },
+      (error: grpc.ServiceError | null, value: Buffer) => error ? reject(error) : resolve(value),
+    )
+  );
+}
+
+Deno.test("gRPC over the h2 session: unary calls, metadata, gzip-compressed requests", async () => {
+  await withServer(async (port) => {
+    const plain = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    const gzip = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+      "grpc.default_compression_algorithm": grpc.compressionAlgorithms.gzip,
+    });
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("x-tag", "t:");
+      assert.equal(
+        (await unary(plain, "Echo", Buffer.from("hi"), { metadata })).toString(),
+        "t:hi",
+      );
+      const big = Buffer.alloc(300_000, 7);
+      assert.ok(big.equals(await unary(gzip, "Echo", big)));
+      await assert.rejects(
+        unary(plain, "Fail", Buffer.from("x")),
+        (error: grpc.ServiceError) =>
+          error.code === grpc.status.NOT_FOUND && error.details === "no model named 'é 100%'",
+      );
+    } finally {
+      plain.close();
+      gzip.close();
+    }
+  });
+});
+
+Deno.test("gRPC over the h2 session: deadlines, sizes and unknown methods get grpc-js's statuses", async () => {
+  await withServer(async (port) => {
+    const client: Client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      await assert.rejects(
+        unary(client, "Hang", Buffer.from("x"), { deadline: 200 }),
+        (error: grpc.ServiceError) => error.code === grpc.status.DEADLINE_EXCEEDED,
+      );
+      // The client gives up at its deadline; the server's own timer (or the client's reset)
+      // tells the handler, within moments.
+      for (let waited = 0; cancelled.length === 0 && waited < 2000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.deepEqual(cancelled, ["/test.T/Hang"]);
+      await assert.rejects(
+        unary(client, "Echo", Buffer.alloc(2000)),
+        (error: grpc.ServiceError) =>
+          error.code === grpc.status.RESOURCE_EXHAUSTED &&
+          /Received message larger than max \(2000 vs 1024\)/.test(error.details),
+      );
+      const unknown = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+      await assert.rejects(
+        new Promise((resolve, reject) =>
+          unknown.makeUnaryRequest(
+            "/test.T/Nope",
+            identity,
+            identity,
+            Buffer.from("x"),
+            (error, value) => error ? reject(error) : resolve(value),
+          )
+        ),
+        (error: grpc.ServiceError) =>
+          error.code === grpc.status.UNIMPLEMENTED &&
+          error.details === "The server does not implement the method /test.T/Nope",
+      );
+      unknown.close();
+      // The server still serves after all of that.
+      assert.equal((await unary(client, "Echo", Buffer.from("ok"))).toString(), "ok");
+    } finally {
+      client.close();
+    }
+  }, 1024);
+});
+
+Deno.test("gRPC over the h2 session: a bidirectional stream answers each message and ends with the handler's status", async () => {
+  await withServer(async (port) => {
+    const client: Client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const run = (messages: string[]) =>
+        new Promise<{ replies: string[]; status: grpc.StatusObject }>((resolve) => {
+          const call = client.Chat();
+          const replies: string[] = [];
+          call.on("data", (message: Buffer) => replies.push(message.toString()));
+          call.on("error", () => {});
+          call.on("status", (status: grpc.StatusObject) => resolve({ replies, status }));
+          for (const message of messages) call.write(Buffer.from(message));
+          call.end();
+        });
+      const ok = await run(["a", "b", "c"]);
+      assert.deepEqual(ok.replies, ["re:a", "re:b", "re:c"]);
+      assert.equal(ok.status.code, grpc.status.OK);
+      const failed = await run(["a", "fail"]);
+      assert.deepEqual(failed.replies, ["re:a"]);
+      assert.equal(failed.status.code, grpc.status.INVALID_ARGUMENT);
+      assert.equal(failed.status.details, "told to fail");
+    } finally {
+      client.close();
+    }
+  });
+});
+
+Deno.test("gRPC over the h2 session: a request that is not gRPC gets HTTP 415", async () => {
+  await withServer(async (port) => {
+    const client = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const stream = client.request({
+          ":method": "POST",
+          ":path": "/test.T/Echo",
+          "content-type": "application/json",
+        });
+        stream.on("response", (headers) => resolve(Number(headers[":status"])));
+        stream.on("error", reject);
+        stream.end("{}");
+      });
+      assert.equal(status, 415);
+    } finally {
+      client.close();
+    }
+  });
+});
