@@ -13,11 +13,16 @@
  * CPU time of its whole process tree over the turn, divided by the inferences perf_analyzer
  * counted in that turn's windows (approximate, alike for every server).
  *
- * Usage: `deno task bench:grpc-ceiling [--rounds 3] [--concurrency 1,8,32]
- * [--servers pytriton,builtin,triton,echo] [--window 1500] [--out bench/results/grpc-ceiling-<date>.md]`
+ * There are two echoes: one on `node:http2` (`echo`), and one on the HTTP/2 session the gRPC
+ * front end serves cleartext with (`echo-h2`, `src/frontend/grpc/h2/`), which reads into a
+ * reused buffer and writes large messages from the caller's memory.
  *
- * `--serve-echo <port>` serves the echo alone (0: any free port, printed on the first line), as
- * the bench does in a subprocess of its own.
+ * Usage: `deno task bench:grpc-ceiling [--rounds 3] [--concurrency 1,8,32]
+ * [--servers pytriton,builtin,triton,echo,echo-h2] [--window 1500]
+ * [--out bench/results/grpc-ceiling-<date>.md]`
+ *
+ * `--serve-echo <port> [--transport node|h2]` serves an echo alone (0: any free port, printed on
+ * the first line), as the bench does in a subprocess of its own.
  *
  * @module
  */
@@ -26,7 +31,12 @@ import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import { codecs } from "../src/protocol/grpc_codec.ts";
 import { BufferPool } from "../src/frontend/grpc/buffer_pool.ts";
-import { tuneHttp2Server } from "../src/frontend/grpc/connection_tuning.ts";
+import {
+  CONNECTION_WINDOW_BYTES,
+  STREAM_WINDOW_BYTES,
+  tuneHttp2Server,
+} from "../src/frontend/grpc/connection_tuning.ts";
+import { Http2ServerSession } from "../src/frontend/grpc/h2/session.ts";
 import { MESSAGE_PREFIX_BYTES, writePrefix } from "../src/frontend/grpc/message_framing.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { firstLine, type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
@@ -35,14 +45,18 @@ import { flag, option } from "./args.ts";
 import { benchTools, commitOfTree, loadAverage, ROOT, serverCommand } from "./servers.ts";
 
 /** The servers compared. */
-type Server = "pytriton" | "builtin" | "triton" | "echo";
+type Server = "pytriton" | "builtin" | "triton" | "echo" | "echo-h2";
 
 const TITLES: Record<Server, string> = {
   pytriton: "PyTriton",
   builtin: "DenoTriton built-in",
   triton: "DenoTriton Triton core",
   echo: "node:http2 echo (ceiling)",
+  "echo-h2": "Deno.listen HTTP/2 echo (ceiling)",
 };
+
+/** The echoes, by the HTTP/2 layer under them. */
+const ECHOES: Partial<Record<Server, "node" | "h2">> = { echo: "node", "echo-h2": "h2" };
 
 const MODEL = "identity_large";
 const ELEMENTS = 1048576;
@@ -135,8 +149,44 @@ function echoMethods(pool: BufferPool): Record<string, (body: Uint8Array) => Uin
   };
 }
 
+/** The echo's answer to one call: a framed message, or a gRPC status. */
+type EchoAnswer = { bytes: Uint8Array } | { code: number; message: string };
+
+/** Answers one call of the echo: `message` is the request with its gRPC prefix. */
+function answerEcho(
+  methods: Record<string, (body: Uint8Array) => Uint8Array>,
+  path: string,
+  message: Uint8Array,
+): EchoAnswer {
+  const method = path.startsWith(SERVICE) ? methods[path.slice(SERVICE.length)] : undefined;
+  if (method === undefined) {
+    return { code: UNIMPLEMENTED, message: `The echo does not serve ${path}` };
+  }
+  if (message.byteLength < MESSAGE_PREFIX_BYTES || message[0] !== 0) {
+    return { code: INVALID_ARGUMENT, message: "The echo takes one uncompressed message per call" };
+  }
+  try {
+    return { bytes: writePrefix(method(message.subarray(MESSAGE_PREFIX_BYTES))) };
+  } catch (error) {
+    return {
+      code: error instanceof CallError ? error.code : INVALID_ARGUMENT,
+      message: error instanceof Error ? error.message : String(error),
+    };
+  }
+}
+
+/** Failure headers of a trailers-only answer. */
+function failure(answer: { code: number; message: string }): [string, string][] {
+  return [
+    [":status", "200"],
+    ["content-type", "application/grpc"],
+    ["grpc-status", String(answer.code)],
+    ["grpc-message", encodeURI(answer.message)],
+  ];
+}
+
 /**
- * Serves the echo until the process ends.
+ * Serves the echo on `node:http2` until the process ends.
  *
  * @param port The port (0: any free one).
  * @returns The port it listens on.
@@ -152,31 +202,13 @@ export async function serveEcho(port: number): Promise<{ port: number; close(): 
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.on("error", () => {});
     stream.on("end", () => {
-      const fail = (code: number, message: string): void => {
-        stream.respond({
-          ":status": 200,
-          "content-type": "application/grpc",
-          "grpc-status": String(code),
-          "grpc-message": encodeURI(message),
-        }, { endStream: true });
-      };
-      const method = path.startsWith(SERVICE) ? methods[path.slice(SERVICE.length)] : undefined;
-      if (method === undefined) return fail(UNIMPLEMENTED, `The echo does not serve ${path}`);
       // One copy gathers the message, as the front end's decoder does.
-      const message = Buffer.concat(chunks);
-      if (message.byteLength < MESSAGE_PREFIX_BYTES || message[0] !== 0) {
-        return fail(INVALID_ARGUMENT, "The echo takes one uncompressed message per call");
+      const answer = answerEcho(methods, path, Buffer.concat(chunks));
+      if (!("bytes" in answer)) {
+        stream.respond(Object.fromEntries(failure(answer)), { endStream: true });
+        return;
       }
-      let bytes: Uint8Array;
-      try {
-        bytes = method(message.subarray(MESSAGE_PREFIX_BYTES));
-      } catch (error) {
-        return fail(
-          error instanceof CallError ? error.code : INVALID_ARGUMENT,
-          error instanceof Error ? error.message : String(error),
-        );
-      }
-      writePrefix(bytes);
+      const { bytes } = answer;
       stream.respond({ ":status": 200, "content-type": "application/grpc" }, {
         waitForTrailers: true,
       });
@@ -191,6 +223,51 @@ export async function serveEcho(port: number): Promise<{ port: number; close(): 
   return {
     port: (server.address() as { port: number }).port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * Serves the echo on the gRPC front end's own HTTP/2 session (`Deno.listen`) until the process
+ * ends.
+ *
+ * @param port The port (0: any free one).
+ * @returns The port it listens on.
+ */
+export function serveEchoH2(port: number): { port: number; close(): Promise<void> } {
+  const pool = new BufferPool();
+  const methods = echoMethods(pool);
+  const listener = Deno.listen({ hostname: "127.0.0.1", port });
+  const sessions = new Set<Http2ServerSession>();
+  (async () => {
+    for await (const conn of listener) {
+      const session = new Http2ServerSession(conn, (stream) => {
+        const path = stream.headers.find(([name]) => name === ":path")?.[1] ?? "";
+        const chunks: Uint8Array[] = [];
+        // The session lends each piece: one copy keeps it, as the front end's decoder does.
+        stream.ondata = (chunk) => chunks.push(chunk.slice());
+        stream.onend = () => {
+          const answer = answerEcho(
+            methods,
+            path,
+            chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+          );
+          if (!("bytes" in answer)) return stream.respond(failure(answer), true);
+          stream.respond([[":status", "200"], ["content-type", "application/grpc"]]);
+          stream.write(answer.bytes).then(() => pool.give(answer.bytes));
+          stream.end([["grpc-status", "0"]]);
+        };
+      }, { streamWindow: STREAM_WINDOW_BYTES, connectionWindow: CONNECTION_WINDOW_BYTES });
+      sessions.add(session);
+      session.closed.then(() => sessions.delete(session));
+    }
+  })().catch(() => {});
+  return {
+    port: listener.addr.port,
+    close: async () => {
+      listener.close();
+      for (const session of sessions) session.destroy();
+      await Promise.all([...sessions].map((session) => session.closed));
+    },
   };
 }
 
@@ -210,8 +287,8 @@ interface Turn {
   readonly cpuMs: number;
 }
 
-/** Starts the echo in a subprocess of its own (this file with `--serve-echo 0`). */
-async function startEcho(): Promise<Running> {
+/** Starts an echo in a subprocess of its own (this file with `--serve-echo 0`). */
+async function startEcho(server: Server, transport: "node" | "h2"): Promise<Running> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -221,6 +298,8 @@ async function startEcho(): Promise<Running> {
       new URL(import.meta.url).pathname,
       "--serve-echo",
       "0",
+      "--transport",
+      transport,
     ],
     stdin: "null",
     stdout: "piped",
@@ -236,7 +315,7 @@ async function startEcho(): Promise<Running> {
     while (!(await lines.read()).done) { /* drain */ }
   })();
   return {
-    server: "echo",
+    server,
     url: `127.0.0.1:${port}`,
     pid: child.pid,
     async [Symbol.asyncDispose](): Promise<void> {
@@ -257,7 +336,7 @@ async function start(
   python: string | undefined,
   libDir: string | undefined,
 ): Promise<Running> {
-  if (server === "echo") return await startEcho();
+  if (server === "echo" || server === "echo-h2") return await startEcho(server, ECHOES[server]!);
   const process: ServerProcess = await startServer(
     serverCommand(server, { models: [MODEL], python, libDir }),
   );
@@ -287,19 +366,22 @@ function report(
   const fixed = (value: number, digits: number) =>
     Number.isFinite(value) ? value.toFixed(digits) : "—";
   const ratios: [Server, Server][] = [];
-  for (const base of ["pytriton", "echo"] as const) {
+  for (const base of ["pytriton", "echo", "echo-h2"] as const) {
     if (!servers.includes(base)) continue;
     // Each other server against the base (PyTriton against the echo is the echo's row read
     // the other way).
     for (const server of servers) {
-      if (server !== base && server !== "pytriton") ratios.push([server, base]);
+      if (server !== base && server !== "pytriton" && !(base !== "pytriton" && server in ECHOES)) {
+        ratios.push([server, base]);
+      }
     }
   }
   const short: Record<Server, string> = {
     pytriton: "PyTriton",
     builtin: "built-in",
     triton: "core",
-    echo: "echo",
+    echo: "node:http2 echo",
+    "echo-h2": "h2 echo",
   };
   const lines = [
     `# gRPC under Deno: identity float32[1,048,576] — ${facts.date}`,
@@ -357,11 +439,11 @@ async function main(): Promise<number> {
   const rounds = Number(flag("rounds", "3"));
   const levels = flag("concurrency", "1,8,32").split(",").map(Number);
   const windowMs = Number(flag("window", "1500"));
-  const servers = flag("servers", "pytriton,builtin,triton,echo").split(",") as Server[];
+  const servers = flag("servers", "pytriton,builtin,triton,echo,echo-h2").split(",") as Server[];
   for (const server of servers) {
     if (!(server in TITLES)) {
       console.error(
-        `bench:grpc-ceiling: unknown server '${server}' (pytriton, builtin, triton, echo)`,
+        `bench:grpc-ceiling: unknown server '${server}' (${Object.keys(TITLES).join(", ")})`,
       );
       return 1;
     }
@@ -444,7 +526,9 @@ async function main(): Promise<number> {
 if (import.meta.main) {
   const echoPort = option("serve-echo");
   if (echoPort !== undefined) {
-    const { port } = await serveEcho(Number(echoPort));
+    const { port } = option("transport") === "h2"
+      ? serveEchoH2(Number(echoPort))
+      : await serveEcho(Number(echoPort));
     console.log(`listening on ${port}`);
   } else {
     Deno.exit(await main());
