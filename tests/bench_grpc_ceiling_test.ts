@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { ClientInferenceServerError, ModelClient, ndarray } from "../src/client/mod.ts";
 import * as grpc from "@grpc/grpc-js";
 import { codecs } from "../src/protocol/grpc_codec.ts";
-import { serveEcho } from "../bench/grpc_ceiling.ts";
+import { serveEcho, serveEchoH2 } from "../bench/grpc_ceiling.ts";
 import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { ENGINES, PEERS_REQUIRED } from "./_helpers.ts";
 import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
@@ -17,53 +17,55 @@ import { findPerfAnalyzer, PYTHON } from "./_peers.ts";
 const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
 const missing = "missing" in PERF_ANALYZER ? PERF_ANALYZER.missing : undefined;
 
-Deno.test("bench:grpc-ceiling's echo returns each 4 MiB input as its output", async () => {
-  const echo = await serveEcho(0);
-  try {
-    const url = `grpc://127.0.0.1:${echo.port}`;
-    {
-      await using client = new ModelClient(url, "identity_large");
-      const x = new Float32Array(1048576);
-      for (let i = 0; i < x.length; i++) x[i] = (i % 1000) - 0.5;
-      for (let call = 0; call < 3; call++) {
-        x[0] = call;
-        const { y } = await client.inferSample({ x: ndarray(x) });
-        assert.deepEqual(y?.shape, [1048576]);
-        assert.deepEqual(y?.data, x);
+for (const [transport, serve] of [["node:http2", serveEcho], ["h2", serveEchoH2]] as const) {
+  Deno.test(`bench:grpc-ceiling's ${transport} echo returns each 4 MiB input as its output`, async () => {
+    const echo = await serve(0);
+    try {
+      const url = `grpc://127.0.0.1:${echo.port}`;
+      {
+        await using client = new ModelClient(url, "identity_large");
+        const x = new Float32Array(1048576);
+        for (let i = 0; i < x.length; i++) x[i] = (i % 1000) - 0.5;
+        for (let call = 0; call < 3; call++) {
+          x[0] = call;
+          const { y } = await client.inferSample({ x: ndarray(x) });
+          assert.deepEqual(y?.shape, [1048576]);
+          assert.deepEqual(y?.data, x);
+        }
       }
-    }
-    {
-      await using client = new ModelClient(url, "identity_large");
-      await assert.rejects(
-        () => client.inferSample({ x: ndarray(new Float32Array(4)) }),
-        (error: unknown) =>
-          error instanceof ClientInferenceServerError &&
-          /one raw input of 4194304 bytes/.test(error.message),
+      {
+        await using client = new ModelClient(url, "identity_large");
+        await assert.rejects(
+          () => client.inferSample({ x: ndarray(new Float32Array(4)) }),
+          (error: unknown) =>
+            error instanceof ClientInferenceServerError &&
+            /one raw input of 4194304 bytes/.test(error.message),
+        );
+      }
+      // What it does not serve is refused with the code a Triton server gives.
+      using raw = new TestGrpcClient(echo.port, { deadlineMs: 10_000 });
+      await rejectsWith(
+        raw.call("ModelReady", codecs.ModelRef, codecs.ReadyResponse, { name: "other" }),
+        grpc.status.NOT_FOUND,
+        "Unknown model 'other': the echo serves identity_large",
       );
+      await rejectsWith(
+        raw.raw("RepositoryIndex", new Uint8Array()),
+        grpc.status.UNIMPLEMENTED,
+        "The echo does not serve /inference.GRPCInferenceService/RepositoryIndex",
+      );
+      // And it still serves.
+      assert.deepEqual(
+        await raw.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}),
+        { live: true },
+      );
+    } finally {
+      await echo.close();
     }
-    // What it does not serve is refused with the code a Triton server gives.
-    using raw = new TestGrpcClient(echo.port, { deadlineMs: 10_000 });
-    await rejectsWith(
-      raw.call("ModelReady", codecs.ModelRef, codecs.ReadyResponse, { name: "other" }),
-      grpc.status.NOT_FOUND,
-      "Unknown model 'other': the echo serves identity_large",
-    );
-    await rejectsWith(
-      raw.raw("RepositoryIndex", new Uint8Array()),
-      grpc.status.UNIMPLEMENTED,
-      "The echo does not serve /inference.GRPCInferenceService/RepositoryIndex",
-    );
-    // And it still serves.
-    assert.deepEqual(
-      await raw.call("ServerLive", codecs.Empty, codecs.ServerLiveResponse, {}),
-      { live: true },
-    );
-  } finally {
-    await echo.close();
-  }
-});
+  });
+}
 
-const servers = ["echo", ...ENGINES];
+const servers = ["echo", "echo-h2", ...ENGINES];
 const name = `bench:grpc-ceiling, one short round on ${servers.join(", ")}`;
 Deno.test({
   name: missing === undefined ? name : `${name} (skipped: ${missing})`,
@@ -104,11 +106,15 @@ Deno.test({
       for (const cells of rows.slice(0, 2)) {
         const rates = cells.slice(1, 1 + servers.length).map(Number);
         assert.ok(rates.every((rate) => rate > 0), cells.join(" | "));
-        // Each engine's ratio to the echo is its rate over the echo's (to the rounding of the
-        // rates shown, to one decimal, and of the ratio, to two).
-        for (const [i, ratio] of cells.slice(1 + servers.length).entries()) {
-          const expected = rates[i + 1]! / rates[0]!;
-          assert.ok(Math.abs(Number(ratio) - expected) <= 0.006, cells.join(" | "));
+        // Each engine's ratio to each echo is its rate over the echo's (to the rounding of the
+        // rates shown, to one decimal, and of the ratio, to two): to the node:http2 echo first.
+        const expected = [0, 1].flatMap((echo) =>
+          ENGINES.map((_, i) => rates[2 + i]! / rates[echo]!)
+        );
+        const ratios = cells.slice(1 + servers.length).map(Number);
+        assert.equal(ratios.length, expected.length, cells.join(" | "));
+        for (const [i, ratio] of ratios.entries()) {
+          assert.ok(Math.abs(ratio - expected[i]!) <= 0.006, cells.join(" | "));
         }
       }
     } finally {

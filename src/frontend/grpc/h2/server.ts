@@ -77,7 +77,6 @@ export class H2GrpcServer {
           conn.close();
           continue;
         }
-        conn.setNoDelay(true);
         const session = new Http2ServerSession(
           conn,
           (stream) => serveCall(stream, calls),

@@ -269,6 +269,8 @@ export class Http2ServerSession {
     options: Http2SessionOptions = {},
   ) {
     this.#conn = conn;
+    // Small frames (acknowledgements, headers, trailers) must not wait for Nagle's algorithm.
+    if ("setNoDelay" in conn) (conn as Deno.TcpConn).setNoDelay(true);
     this.#onStream = onStream;
     this.#streamWindow = options.streamWindow ?? 16 * 1024 * 1024;
     this.#connectionWindow = options.connectionWindow ?? 64 * 1024 * 1024;
