@@ -212,6 +212,6 @@ Deno.test("Triton refuses config fields it cannot honour when it is created", ()
   });
   assert.throws(
     () => new Triton({ config: { grpcInferResponseCompressionLevel: "low" } }),
-    /grpcInferResponseCompressionLevel is not supported: grpc-js, which serves gRPC, does not compress responses \(got "low"\)$/,
+    /grpcInferResponseCompressionLevel is not supported: the gRPC front end does not compress responses \(got "low"\)$/,
   );
 });

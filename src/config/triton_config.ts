@@ -263,29 +263,29 @@ export interface TritonConfig {
    */
   grpcMaxMessageBytes?: number;
   /**
-   * Compression of gRPC inference responses. Only `"none"` is supported: grpc-js, which serves
-   * gRPC, does not compress responses, so any other level is refused.
+   * Compression of gRPC inference responses. Only `"none"` is supported: the gRPC front end
+   * does not compress responses, so any other level is refused.
    *
    * @default {"none"}
    */
   grpcInferResponseCompressionLevel?: GrpcCompressionLevel;
   /**
-   * Interval of the gRPC server's keepalive pings, in milliseconds (grpc-js
-   * `grpc.keepalive_time_ms`).
+   * Interval of the gRPC server's keepalive pings, in milliseconds (Triton's
+   * `--grpc-keepalive-time`).
    *
    * @default {7200000}
    */
   grpcKeepaliveTime?: number;
   /**
    * How long the gRPC server waits for a keepalive ping's answer before it drops the
-   * connection, in milliseconds (grpc-js `grpc.keepalive_timeout_ms`).
+   * connection, in milliseconds (Triton's `--grpc-keepalive-timeout`).
    *
    * @default {20000}
    */
   grpcKeepaliveTimeout?: number;
   /**
-   * Send keepalive pings on connections without calls. grpc-js pings every connection,
-   * busy or idle, so only `true` is supported and `false` is refused; that is why the default
+   * Send keepalive pings on connections without calls. The gRPC front end pings every
+   * connection, busy or idle, so only `true` is supported and `false` is refused; that is why the default
    * differs from `tritonserver`'s `false`.
    *
    * @default {true}
@@ -397,13 +397,13 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     grpcMaxMessageBytes: { consumers: ["grpc"] },
     grpcInferResponseCompressionLevel: {
       accepts: "none",
-      refused: "grpc-js, which serves gRPC, does not compress responses",
+      refused: "the gRPC front end does not compress responses",
     },
     grpcKeepaliveTime: { consumers: ["grpc"] },
     grpcKeepaliveTimeout: { consumers: ["grpc"] },
     grpcKeepalivePermitWithoutCalls: {
       accepts: true,
-      refused: "grpc-js sends keepalive pings on idle connections too",
+      refused: "the gRPC front end sends keepalive pings on idle connections too",
     },
     grpcUseSsl: { consumers: ["grpc"] },
     grpcUseSslMutual: { consumers: ["grpc"] },

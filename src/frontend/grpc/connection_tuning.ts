@@ -1,6 +1,7 @@
 /**
  * HTTP/2 connection settings of the gRPC front end that grpc-js has no option for, which large
- * tensors need:
+ * tensors need. They apply to the grpc-js server (TLS); the cleartext server's own session
+ * (`h2/session.ts`) advertises the same windows and frame size and gathers small writes itself.
  *
  * - Flow-control windows. grpc-js serves with HTTP/2's default 64 KiB windows, so a client
  *   sending a 4 MiB tensor stops every 32 KiB to wait for a `WINDOW_UPDATE` from this event

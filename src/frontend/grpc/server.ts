@@ -1,7 +1,10 @@
 /**
  * The gRPC front end: serves `inference.GRPCInferenceService` (KServe v2 with Triton's
- * extensions) and `grpc.health.v1.Health` over HTTP/2 with `@grpc/grpc-js`: cleartext, TLS or
- * mutual TLS, with Triton's keepalive settings.
+ * extensions) and `grpc.health.v1.Health` over HTTP/2, cleartext, TLS or mutual TLS, with
+ * Triton's keepalive settings. The same handlers (`service.ts`, as grpc-js services) run either
+ * way: cleartext on our own HTTP/2 session over `Deno.listen` (`h2/`), which copies large
+ * messages far less than Deno's `node:http2` does, and TLS on `@grpc/grpc-js`, whose
+ * `node:tls` checks client certificates.
  *
  * @module
  */
@@ -89,15 +92,14 @@ export interface GrpcFrontendOptions {
   sharedMemory?: SharedMemoryRegistry;
   /**
    * Interval of the server's keepalive pings on each connection, in milliseconds (Triton's
-   * `--grpc-keepalive-time`, grpc-js `grpc.keepalive_time_ms`). grpc-js pings idle
-   * connections as well as busy ones.
+   * `--grpc-keepalive-time`). Idle connections are pinged as well as busy ones.
    *
    * @default {7200000}
    */
   keepaliveTimeMs?: number;
   /**
    * How long a keepalive ping may go unanswered before the connection is dropped, in
-   * milliseconds (Triton's `--grpc-keepalive-timeout`, grpc-js `grpc.keepalive_timeout_ms`).
+   * milliseconds (Triton's `--grpc-keepalive-timeout`).
    *
    * @default {20000}
    */

@@ -520,9 +520,8 @@ export class Http2ServerSession {
         }
         buffer.copyWithin(0, at, have);
         have -= at;
-        if (buffer.length > READ_BYTES && have <= READ_BYTES) {
-          buffer = buffer.slice(0, READ_BYTES);
-        }
+        // Back to the usual size once a large frame is through (not while one is half read).
+        if (buffer.length > READ_BYTES && have === 0) buffer = new Uint8Array(READ_BYTES);
       }
     } catch (error) {
       if (error instanceof ConnectionError) {

@@ -161,6 +161,25 @@ Deno.test("HTTP/2 session: pings are answered and a header list over the limit g
   }
 });
 
+Deno.test("HTTP/2 session: a header block larger than the read buffer is read whole", async () => {
+  await using server = serve(echo, { maxHeaderListSize: 1024 * 1024 });
+  const client = http2.connect(server.url, { maxSendHeaderBlockLength: 1024 * 1024 });
+  client.on("error", () => {});
+  try {
+    // Well over the session's 256 KiB read buffer, even Huffman-coded.
+    const value = "y".repeat(400_000);
+    for (let i = 0; i < 2; i++) {
+      const answer = await request(client, `/big-headers/${i}`, Uint8Array.of(i), {
+        "x-big": value,
+      });
+      assert.equal(answer.status, 200);
+      assert.deepEqual([...answer.body], [i]);
+    }
+  } finally {
+    client.close();
+  }
+});
+
 Deno.test("HTTP/2 session: a connection that is not HTTP/2 is closed with GOAWAY", async () => {
   await using server = serve(echo);
   const conn = await Deno.connect({
