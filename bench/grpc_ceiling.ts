@@ -1,11 +1,10 @@
 /**
  * What gRPC can carry under Deno (issue 16): identity float32[1,048,576] over gRPC, driven by
- * perf_analyzer, on PyTriton, on DenoTriton's two engines, and on a bare `node:http2` server that
- * only echoes each request's raw contents back (the ceiling). The echo has no grpc-js and no
- * engine; it has the gRPC front end's HTTP/2 windows, frame size and write coalescing, gathers
- * each request with one copy and encodes each response with one copy into a reused buffer, as the
- * front end does. So it shows how far a server on Deno's `node:http2` can go on this machine, and
- * how much of that DenoTriton keeps.
+ * perf_analyzer, on PyTriton, on DenoTriton's two engines, and on bare servers that only echo each
+ * request's raw contents back (the ceilings). An echo has no engine; it gathers each request with
+ * one copy and encodes each response with one copy into a reused buffer, as the front end does. So
+ * it shows how far a server on that HTTP/2 layer can go on this machine, and how much of that
+ * DenoTriton keeps.
  *
  * All servers are up at once and take turns, in a rotating order, at each concurrency of each
  * round, so that a change in the machine's load falls on all of them; each (server, concurrency)
@@ -392,9 +391,10 @@ function report(
       rounds === 1 ? "" : "s"
     }, each round 3 windows of ${windowMs} ms (\`--measurement-interval ` +
     `${windowMs} -s 1000 --max-trials 3\`). All servers were up at once and took turns in a ` +
-    "rotating order. The echo (ceiling) is a bare `node:http2` server with the gRPC front end's " +
-    "HTTP/2 settings that gathers each request (one copy) and encodes its raw contents back " +
-    "(one copy into a reused buffer): no grpc-js, no engine. CPU ms per inference is each " +
+    "rotating order. Each echo (ceiling) gathers each request (one copy) and encodes its raw " +
+    "contents back (one copy into a reused buffer), with no engine: the `node:http2` echo with " +
+    "the HTTP/2 settings the front end gives grpc-js (TLS), the h2 echo on the HTTP/2 session " +
+    "the front end serves cleartext gRPC with (`src/frontend/grpc/h2/`). CPU ms per inference is each " +
     "server's process tree's CPU time over its turn divided by the inferences of that turn " +
     "(approximate, alike for all). perf_analyzer shares the machine's cores.",
     "",
