@@ -180,42 +180,98 @@ Deno.test("HTTP/2 session: a header block larger than the read buffer is read wh
   }
 });
 
-Deno.test("HTTP/2 session: a connection that is not HTTP/2 is closed with GOAWAY", async () => {
-  await using server = serve(echo);
-  const conn = await Deno.connect({
-    hostname: "127.0.0.1",
-    port: Number(new URL(server.url).port),
+/** A frame as bytes. */
+function rawFrame(type: number, flags: number, stream: number, payload: number[] = []): number[] {
+  const length = payload.length;
+  return [
+    length >> 16,
+    (length >> 8) & 0xff,
+    length & 0xff,
+    type,
+    flags,
+    stream >>> 24,
+    (stream >> 16) & 0xff,
+    (stream >> 8) & 0xff,
+    stream & 0xff,
+    ...payload,
+  ];
+}
+
+const PREFACE_AND_SETTINGS = [
+  ...new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+  ...rawFrame(4, 0, 0),
+];
+
+/** Malformed input, and the GOAWAY error code the session must end the connection with. */
+const MALFORMED: [string, number[], number][] = [
+  ["HTTP/1.1 instead of the preface", [...new TextEncoder().encode("GET / HTTP/1.1\r\n\r\n")], 1],
+  ["a PING before SETTINGS", [
+    ...new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+    ...rawFrame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0]),
+  ], 1],
+  ["DATA on stream 0", [...PREFACE_AND_SETTINGS, ...rawFrame(0, 0, 0, [1])], 1],
+  ["HEADERS on an even stream", [...PREFACE_AND_SETTINGS, ...rawFrame(1, 4, 2, [0x82])], 1],
+  ["a header block naming table entry 0", [
+    ...PREFACE_AND_SETTINGS,
+    ...rawFrame(1, 4, 1, [0x80]),
+  ], 9],
+  [
+    "a connection WINDOW_UPDATE of 0",
+    [...PREFACE_AND_SETTINGS, ...rawFrame(8, 0, 0, [0, 0, 0, 0])],
+    1,
+  ],
+  ["a PING of 3 bytes", [...PREFACE_AND_SETTINGS, ...rawFrame(6, 0, 0, [1, 2, 3])], 6],
+  ["SETTINGS with a frame size below 16 KiB", [
+    ...PREFACE_AND_SETTINGS,
+    ...rawFrame(4, 0, 0, [0, 5, 0, 0, 0x10, 0]),
+  ], 1],
+  ["HEADERS not continued", [
+    ...PREFACE_AND_SETTINGS,
+    ...rawFrame(1, 0, 1, [0x82]),
+    ...rawFrame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0]),
+  ], 1],
+  ["a client's PUSH_PROMISE", [...PREFACE_AND_SETTINGS, ...rawFrame(5, 4, 1, [0, 0, 0, 2])], 1],
+];
+
+for (const [what, bytes, code] of MALFORMED) {
+  Deno.test(`HTTP/2 session: ${what} ends the connection with GOAWAY ${code}, and the server serves on`, async () => {
+    await using server = serve(echo);
+    const port = Number(new URL(server.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await conn.write(Uint8Array.from(bytes));
+      const received: number[] = [];
+      const buffer = new Uint8Array(4096);
+      const signal = watchdog(5000);
+      for (;;) {
+        const n = await Promise.race([
+          conn.read(buffer).catch(() => null),
+          new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null))),
+        ]);
+        if (n === null) break;
+        received.push(...buffer.subarray(0, n));
+      }
+      assert.ok(!signal.aborted, "the server did not close the connection");
+      let at = 0;
+      let goawayCode = -1;
+      while (at + 9 <= received.length) {
+        const length = (received[at]! << 16) | (received[at + 1]! << 8) | received[at + 2]!;
+        if (received[at + 3] === 7) goawayCode = received[at + 9 + 7]!;
+        at += 9 + length;
+      }
+      assert.equal(goawayCode, code);
+    } finally {
+      conn.close();
+    }
+    const client = connect(server.url);
+    try {
+      const answer = await request(client, "/after", Uint8Array.of(7));
+      assert.deepEqual([...answer.body], [7]);
+    } finally {
+      client.close();
+    }
   });
-  try {
-    await conn.write(new TextEncoder().encode("GET / HTTP/1.1\r\nhost: x\r\n\r\n"));
-    const received: number[] = [];
-    const buffer = new Uint8Array(4096);
-    const signal = watchdog(5000);
-    for (;;) {
-      const n = await Promise.race([
-        conn.read(buffer),
-        new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null))),
-      ]);
-      if (n === null) break;
-      received.push(...buffer.subarray(0, n));
-    }
-    assert.ok(!signal.aborted, "the server did not close the connection");
-    // SETTINGS first, then GOAWAY (type 7) with PROTOCOL_ERROR (1).
-    let at = 0;
-    const types: number[] = [];
-    let goawayCode = -1;
-    while (at + 9 <= received.length) {
-      const length = (received[at]! << 16) | (received[at + 1]! << 8) | received[at + 2]!;
-      types.push(received[at + 3]!);
-      if (received[at + 3] === 7) goawayCode = received[at + 9 + 7]!;
-      at += 9 + length;
-    }
-    assert.deepEqual(types.filter((type) => type === 4 || type === 7), [4, 7]);
-    assert.equal(goawayCode, 1);
-  } finally {
-    conn.close();
-  }
-});
+}
 
 Deno.test("HTTP/2 session: close() lets open streams finish, then ends the connection", async () => {
   const started = Promise.withResolvers<Http2ServerStream>();
