@@ -129,6 +129,8 @@ const READ_BYTES = 256 * 1024;
 const GATHER_BELOW = 64 * 1024;
 /** Largest payload of a non-DATA frame we hold in memory (header blocks, settings, ...). */
 const MAX_CONTROL_FRAME = 1024 * 1024;
+/** Unwritten replies (acknowledgements, resets) a connection may owe before it is closed. */
+const MAX_QUEUED_REPLIES = 1000;
 /** The payload of the server's keepalive PINGs. */
 const KEEPALIVE_PAYLOAD = new TextEncoder().encode("dt-alive");
 /** The frame size the session accepts (the protocol's largest). */
@@ -246,6 +248,7 @@ export class Http2ServerSession {
   #lastStreamId = 0;
   #goingAway = false;
   #ended = false;
+  #repliesQueued = 0;
   #keepalive: ReturnType<typeof setTimeout> | undefined;
   #keepaliveTimeMs: number | undefined;
   #keepaliveTimeoutMs: number;
@@ -360,7 +363,7 @@ export class Http2ServerSession {
     if (!this.#ended) {
       const payload = new Uint8Array(4);
       writeUint32(payload, 0, code);
-      this.#enqueue(frame(FrameType.RST_STREAM, 0, stream.id, payload));
+      this.#reply(frame(FrameType.RST_STREAM, 0, stream.id, payload));
     }
     this.#forget(stream, new Error(`HTTP/2 stream ${stream.id} reset: ${reason}`));
   }
@@ -403,6 +406,17 @@ export class Http2ServerSession {
         this.#sendHeaders(stream, stream.trailers, true);
       }
     }
+  }
+
+  /**
+   * Queues a frame the peer's own frames call for (PING and SETTINGS acknowledgements, resets).
+   * A peer that sends those without reading the answers would grow the queue without end: past
+   * {@linkcode MAX_QUEUED_REPLIES} unwritten, the connection is closed.
+   */
+  #reply(bytes: Uint8Array): void {
+    if (this.#repliesQueued >= MAX_QUEUED_REPLIES) return this.#end();
+    this.#repliesQueued++;
+    this.#enqueue(bytes, () => this.#repliesQueued--);
   }
 
   #enqueue(bytes: Uint8Array, done?: () => void): void {
@@ -471,6 +485,7 @@ export class Http2ServerSession {
           at = PREFACE.length;
         }
         for (;;) {
+          if (this.#ended) return;
           if (this.#data !== undefined) {
             at = this.#readData(buffer, at, have);
             if (this.#data !== undefined) break;
@@ -655,7 +670,7 @@ export class Http2ServerSession {
           throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "PING is not 8 bytes");
         }
         if ((flags & Flag.ACK) === 0) {
-          this.#enqueue(frame(FrameType.PING, Flag.ACK, 0, payload));
+          this.#reply(frame(FrameType.PING, Flag.ACK, 0, payload));
         } else if (payload.every((byte, i) => byte === KEEPALIVE_PAYLOAD[i])) {
           clearTimeout(this.#keepalive);
           this.#scheduleKeepalive();
@@ -741,7 +756,7 @@ export class Http2ServerSession {
     );
     stream.remoteClosed = endStream;
     if (this.#goingAway || this.#streams.size >= this.#maxStreams) {
-      this.#enqueue(
+      this.#reply(
         frame(FrameType.RST_STREAM, 0, id, Uint8Array.of(0, 0, 0, ErrorCode.REFUSED_STREAM)),
       );
       return;
@@ -786,7 +801,7 @@ export class Http2ServerSession {
       }
       // HEADER_TABLE_SIZE needs nothing: the encoder keeps no table.
     }
-    this.#enqueue(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    this.#reply(frame(FrameType.SETTINGS, Flag.ACK, 0));
     this.#flush();
   }
 
@@ -839,7 +854,7 @@ export class Http2ServerSession {
     stream.localClosed = true;
     if (!stream.remoteClosed) {
       // The response is complete before the request: tell the client to stop sending.
-      this.#enqueue(frame(FrameType.RST_STREAM, 0, stream.id, new Uint8Array(4)));
+      this.#reply(frame(FrameType.RST_STREAM, 0, stream.id, new Uint8Array(4)));
     }
     this.#forget(stream, undefined);
   }

@@ -273,6 +273,38 @@ for (const [what, bytes, code] of MALFORMED) {
   });
 }
 
+Deno.test("HTTP/2 session: a peer that floods PINGs without reading the answers is cut off", async () => {
+  await using server = serve(echo);
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(server.url).port),
+  });
+  try {
+    const ping = rawFrame(6, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8]);
+    const chunk = new Uint8Array(ping.length * 60_000);
+    for (let at = 0; at < chunk.length; at += ping.length) chunk.set(ping, at);
+    await conn.write(Uint8Array.from(PREFACE_AND_SETTINGS));
+    // About 20 MB of PINGs, so the acknowledgements overflow the sockets' buffers (nothing
+    // reads them); the server stops taking them once 1,000 are queued.
+    const writes = (async () => {
+      for (let i = 0; i < 20; i++) {
+        for (let at = 0; at < chunk.length;) at += await conn.write(chunk.subarray(at));
+      }
+    })().catch(() => "the server closed the connection");
+    while (server.sessions.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const closed = await Promise.race([
+      server.sessions[0]!.closed.then(() => true),
+      new Promise<false>((resolve) =>
+        watchdog(20_000).addEventListener("abort", () => resolve(false))
+      ),
+    ]);
+    assert.ok(closed, "the session did not close");
+    assert.equal(await writes, "the server closed the connection");
+  } finally {
+    conn.close();
+  }
+});
+
 Deno.test("HTTP/2 session: close() lets open streams finish, then ends the connection", async () => {
   const started = Promise.withResolvers<Http2ServerStream>();
   await using server = serve((stream) => {
