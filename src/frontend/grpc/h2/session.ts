@@ -239,6 +239,7 @@ export class Http2ServerSession {
   readonly #closed = Promise.withResolvers<void>();
   #out: Segment[] = [];
   #pumping = false;
+  #pumpScheduled = false;
   #flushQueued = false;
   #peerFrameSize = 16384;
   #peerInitialWindow = 65535;
@@ -425,7 +426,14 @@ export class Http2ServerSession {
       return;
     }
     this.#out.push({ bytes, done });
-    if (!this.#pumping) this.#pump();
+    if (this.#pumping || this.#pumpScheduled) return;
+    // Start writing once this turn of the event loop is over, so that what the turn queues (the
+    // headers, message and trailers of every call it answered) goes out in one write.
+    this.#pumpScheduled = true;
+    setImmediate(() => {
+      this.#pumpScheduled = false;
+      if (!this.#pumping) this.#pump();
+    });
   }
 
   async #pump(): Promise<void> {
@@ -875,7 +883,9 @@ export class Http2ServerSession {
   }
 
   #closeIfIdle(): void {
-    if (this.#goingAway && this.#streams.size === 0 && !this.#pumping) this.#end();
+    if (this.#goingAway && this.#streams.size === 0 && !this.#pumping && !this.#pumpScheduled) {
+      this.#end();
+    }
   }
 
   #end(): void {
