@@ -26,6 +26,7 @@ const service: GrpcService = {
   definition: {
     Echo: definition("/test.T/Echo", false),
     Hang: definition("/test.T/Hang", false),
+    Slow: definition("/test.T/Slow", false),
     Fail: definition("/test.T/Fail", false),
     Chat: definition("/test.T/Chat", true),
   },
@@ -36,6 +37,9 @@ const service: GrpcService = {
     }) as grpc.handleUnaryCall<Buffer, Buffer>,
     Hang: ((call: grpc.ServerUnaryCall<Buffer, Buffer>) => {
       call.on("cancelled", () => cancelled.push(call.getPath()));
+    }) as grpc.handleUnaryCall<Buffer, Buffer>,
+    Slow: ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      setTimeout(() => callback(null, call.request), 300);
     }) as grpc.handleUnaryCall<Buffer, Buffer>,
     Fail: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
       callback({ code: grpc.status.NOT_FOUND, details: "no model named 'é 100%'" });
@@ -206,4 +210,48 @@ Deno.test("gRPC over the h2 session: a request that is not gRPC gets HTTP 415", 
       client.close();
     }
   });
+});
+
+Deno.test("gRPC over the h2 session: shutdown lets a call in flight answer, then cancels what never ends", async () => {
+  const server = H2GrpcServer.listen([service], {
+    hostname: "127.0.0.1",
+    port: 0,
+    maxMessageBytes: 1024,
+    keepaliveTimeMs: 7_200_000,
+    keepaliveTimeoutMs: 20_000,
+  });
+  const port = server.port;
+  const slow: Client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const hang: Client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  try {
+    // Both calls reach the server before it stops taking new ones.
+    assert.equal((await unary(slow, "Echo", Buffer.from("warm"))).toString(), "warm");
+    assert.equal((await unary(hang, "Echo", Buffer.from("warm"))).toString(), "warm");
+    const answered = unary(slow, "Slow", Buffer.from("late"));
+    const hung = unary(hang, "Hang", Buffer.from("x"));
+    hung.catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    let stopped = false;
+    server.tryShutdown(() => stopped = true);
+    assert.equal((await answered).toString(), "late");
+    assert.equal(stopped, false, "a call still hangs");
+    server.forceShutdown();
+    await assert.rejects(
+      hung,
+      (error: grpc.ServiceError) => error.code === grpc.status.UNAVAILABLE,
+    );
+    for (let waited = 0; !stopped && waited < 2000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(stopped, true);
+    // Nothing listens any more.
+    await assert.rejects(
+      Deno.connect({ hostname: "127.0.0.1", port }),
+      Deno.errors.ConnectionRefused,
+    );
+  } finally {
+    server.forceShutdown();
+    slow.close();
+    hang.close();
+  }
 });
