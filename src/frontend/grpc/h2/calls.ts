@@ -368,7 +368,6 @@ export function serveCall(stream: Http2ServerStream, options: CallOptions): void
   const call = streaming
     ? new DuplexCall(stream, path, metadataOf(stream.headers), serialize!, options)
     : new UnaryCall(stream, path, metadataOf(stream.headers), serialize ?? Buffer.from, options);
-  stream.onend = () => {};
   if (entry === undefined) {
     call.sendStatus({
       code: grpc.status.UNIMPLEMENTED,

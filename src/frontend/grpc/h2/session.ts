@@ -136,6 +136,13 @@ const KEEPALIVE_PAYLOAD = new TextEncoder().encode("dt-alive");
 /** The frame size the session accepts (the protocol's largest). */
 const MAX_FRAME_SIZE = 16 * 1024 * 1024 - 1;
 
+/** A frame whose payload is one 32-bit value (RST_STREAM's error code, WINDOW_UPDATE's increment). */
+function uint32Frame(type: number, stream: number, value: number): Uint8Array {
+  const payload = new Uint8Array(4);
+  writeUint32(payload, 0, value);
+  return frame(type, 0, stream, payload);
+}
+
 /** One queued piece of output. */
 interface Segment {
   readonly bytes: Uint8Array;
@@ -295,7 +302,9 @@ export class Http2ServerSession {
     });
     this.#enqueue(frame(FrameType.SETTINGS, 0, 0, settings));
     if (this.#connectionWindow > this.#receiveWindow) {
-      this.#enqueue(this.#windowUpdate(0, this.#connectionWindow - this.#receiveWindow));
+      this.#enqueue(
+        uint32Frame(FrameType.WINDOW_UPDATE, 0, this.#connectionWindow - this.#receiveWindow),
+      );
       this.#receiveWindow = this.#connectionWindow;
     }
     this.#keepaliveTimeMs = options.keepaliveTimeMs;
@@ -361,11 +370,7 @@ export class Http2ServerSession {
   }
 
   #resetStream(stream: Stream, code: number, reason: string): void {
-    if (!this.#ended) {
-      const payload = new Uint8Array(4);
-      writeUint32(payload, 0, code);
-      this.#reply(frame(FrameType.RST_STREAM, 0, stream.id, payload));
-    }
+    if (!this.#ended) this.#reply(uint32Frame(FrameType.RST_STREAM, stream.id, code));
     this.#forget(stream, new Error(`HTTP/2 stream ${stream.id} reset: ${reason}`));
   }
 
@@ -440,22 +445,24 @@ export class Http2ServerSession {
     this.#pumping = true;
     try {
       while (this.#out.length > 0 && !this.#ended) {
+        // A large segment alone, or the run of small ones at the head gathered into one buffer.
         let count = 1;
         let bytes = this.#out[0]!.bytes;
+        let total = bytes.length;
         if (bytes.length < GATHER_BELOW) {
-          let total = 0;
-          while (count < this.#out.length && this.#out[count]!.bytes.length < GATHER_BELOW) count++;
-          for (let i = 0; i < count; i++) total += this.#out[i]!.bytes.length;
-          if (count > 1) {
-            bytes = new Uint8Array(total);
-            let at = 0;
-            for (let i = 0; i < count; i++) {
-              bytes.set(this.#out[i]!.bytes, at);
-              at += this.#out[i]!.bytes.length;
-            }
+          while (count < this.#out.length && this.#out[count]!.bytes.length < GATHER_BELOW) {
+            total += this.#out[count++]!.bytes.length;
           }
         }
         const written = this.#out.splice(0, count);
+        if (count > 1) {
+          bytes = new Uint8Array(total);
+          let at = 0;
+          for (const segment of written) {
+            bytes.set(segment.bytes, at);
+            at += segment.bytes.length;
+          }
+        }
         for (let at = 0; at < bytes.length;) at += await this.#conn.write(bytes.subarray(at));
         for (const segment of written) segment.done?.();
       }
@@ -569,7 +576,7 @@ export class Http2ServerSession {
     this.#receiveWindow -= length;
     this.#receiveConsumed += length;
     if (this.#receiveConsumed >= this.#connectionWindow / 2) {
-      this.#enqueue(this.#windowUpdate(0, this.#receiveConsumed));
+      this.#enqueue(uint32Frame(FrameType.WINDOW_UPDATE, 0, this.#receiveConsumed));
       this.#receiveWindow += this.#receiveConsumed;
       this.#receiveConsumed = 0;
     }
@@ -590,7 +597,7 @@ export class Http2ServerSession {
         stream.receiveConsumed += length;
         const endStream = (flags & Flag.END_STREAM) !== 0;
         if (!endStream && stream.receiveConsumed >= this.#streamWindow / 2) {
-          this.#enqueue(this.#windowUpdate(id, stream.receiveConsumed));
+          this.#enqueue(uint32Frame(FrameType.WINDOW_UPDATE, id, stream.receiveConsumed));
           stream.receiveWindow += stream.receiveConsumed;
           stream.receiveConsumed = 0;
         }
@@ -712,9 +719,13 @@ export class Http2ServerSession {
     if (end < start) {
       throw new ConnectionError(ErrorCode.PROTOCOL_ERROR, "HEADERS padding too long");
     }
+    // Decoded at once when complete; kept (a copy: the read buffer is reused) when continued.
+    const part = flags & Flag.END_HEADERS
+      ? payload.subarray(start, end)
+      : payload.slice(start, end);
     this.#block = {
       stream: id,
-      parts: [payload.slice(start, end)],
+      parts: [part],
       bytes: end - start,
       endStream: (flags & Flag.END_STREAM) !== 0,
     };
@@ -764,9 +775,7 @@ export class Http2ServerSession {
     );
     stream.remoteClosed = endStream;
     if (this.#goingAway || this.#streams.size >= this.#maxStreams) {
-      this.#reply(
-        frame(FrameType.RST_STREAM, 0, id, Uint8Array.of(0, 0, 0, ErrorCode.REFUSED_STREAM)),
-      );
+      this.#reply(uint32Frame(FrameType.RST_STREAM, id, ErrorCode.REFUSED_STREAM));
       return;
     }
     this.#streams.set(id, stream);
@@ -862,7 +871,7 @@ export class Http2ServerSession {
     stream.localClosed = true;
     if (!stream.remoteClosed) {
       // The response is complete before the request: tell the client to stop sending.
-      this.#reply(frame(FrameType.RST_STREAM, 0, stream.id, new Uint8Array(4)));
+      this.#reply(uint32Frame(FrameType.RST_STREAM, stream.id, ErrorCode.NO_ERROR));
     }
     this.#forget(stream, undefined);
   }
@@ -901,12 +910,6 @@ export class Http2ServerSession {
       // Already closed by the peer.
     }
     this.#closed.resolve();
-  }
-
-  #windowUpdate(id: number, increment: number): Uint8Array {
-    const payload = new Uint8Array(4);
-    writeUint32(payload, 0, increment);
-    return frame(FrameType.WINDOW_UPDATE, 0, id, payload);
   }
 
   #goaway(code: number, message: string): Uint8Array {
