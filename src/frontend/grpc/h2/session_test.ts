@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import { Http2ServerSession, type Http2ServerStream } from "./session.ts";
+import { frame, PREFACE } from "./frames.ts";
 
 /** Serves `handler` on a loopback port until disposed. */
 function serve(
@@ -182,31 +183,16 @@ Deno.test("HTTP/2 session: a header block larger than the read buffer is read wh
 
 /** A frame as bytes. */
 function rawFrame(type: number, flags: number, stream: number, payload: number[] = []): number[] {
-  const length = payload.length;
-  return [
-    length >> 16,
-    (length >> 8) & 0xff,
-    length & 0xff,
-    type,
-    flags,
-    stream >>> 24,
-    (stream >> 16) & 0xff,
-    (stream >> 8) & 0xff,
-    stream & 0xff,
-    ...payload,
-  ];
+  return [...frame(type, flags, stream, Uint8Array.from(payload))];
 }
 
-const PREFACE_AND_SETTINGS = [
-  ...new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
-  ...rawFrame(4, 0, 0),
-];
+const PREFACE_AND_SETTINGS = [...PREFACE, ...rawFrame(4, 0, 0)];
 
 /** Malformed input, and the GOAWAY error code the session must end the connection with. */
 const MALFORMED: [string, number[], number][] = [
   ["HTTP/1.1 instead of the preface", [...new TextEncoder().encode("GET / HTTP/1.1\r\n\r\n")], 1],
   ["a PING before SETTINGS", [
-    ...new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+    ...PREFACE,
     ...rawFrame(6, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0]),
   ], 1],
   ["DATA on stream 0", [...PREFACE_AND_SETTINGS, ...rawFrame(0, 0, 0, [1])], 1],
