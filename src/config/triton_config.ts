@@ -285,8 +285,8 @@ export interface TritonConfig {
   grpcKeepaliveTimeout?: number;
   /**
    * Send keepalive pings on connections without calls. The gRPC front end pings every
-   * connection, busy or idle, so only `true` is supported and `false` is refused; that is why the default
-   * differs from `tritonserver`'s `false`.
+   * connection, busy or idle, so only `true` is supported and `false` is refused; that is why
+   * the default differs from `tritonserver`'s `false`.
    *
    * @default {true}
    */

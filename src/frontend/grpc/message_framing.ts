@@ -118,8 +118,8 @@ export class AlignedMessageDecoder {
       const piece = data.subarray(at, at + take);
       at += take;
       if (this.#message === undefined) {
-        this.#pendingBytes += take;
         this.#pending.push(piece);
+        this.#pendingBytes += take;
         this.#maybePlace();
         // Still waiting for its buffer: keep a copy of a borrowed piece.
         if (this.#message === undefined && this.#borrowed) {
