@@ -35,8 +35,12 @@ import {
   STREAM_WINDOW_BYTES,
   tuneHttp2Server,
 } from "../src/frontend/grpc/connection_tuning.ts";
-import { Http2ServerSession } from "../src/frontend/grpc/h2/session.ts";
-import { MESSAGE_PREFIX_BYTES, writePrefix } from "../src/frontend/grpc/message_framing.ts";
+import { Http2Server } from "../src/frontend/grpc/h2/server.ts";
+import {
+  AlignedMessageDecoder,
+  MESSAGE_PREFIX_BYTES,
+  writePrefix,
+} from "../src/frontend/grpc/message_framing.ts";
 import { median, type PerfResult, runPerf } from "./perf.ts";
 import { firstLine, type ServerProcess, startServer, treeCpuSeconds } from "./process.ts";
 import { formatWritten } from "./report.ts";
@@ -235,38 +239,31 @@ export async function serveEcho(port: number): Promise<{ port: number; close(): 
 export function serveEchoH2(port: number): { port: number; close(): Promise<void> } {
   const pool = new BufferPool();
   const methods = echoMethods(pool);
-  const listener = Deno.listen({ hostname: "127.0.0.1", port });
-  const sessions = new Set<Http2ServerSession>();
-  (async () => {
-    for await (const conn of listener) {
-      const session = new Http2ServerSession(conn, (stream) => {
-        const path = stream.headers.find(([name]) => name === ":path")?.[1] ?? "";
-        const chunks: Uint8Array[] = [];
-        // The session lends each piece: one copy keeps it, as the front end's decoder does.
-        stream.ondata = (chunk) => chunks.push(chunk.slice());
-        stream.onend = () => {
-          const answer = answerEcho(
-            methods,
-            path,
-            chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
-          );
-          if (!("bytes" in answer)) return stream.respond(failure(answer), true);
-          stream.respond([[":status", "200"], ["content-type", "application/grpc"]]);
-          stream.write(answer.bytes).then(() => pool.give(answer.bytes));
-          stream.end([["grpc-status", "0"]]);
-        };
-      }, { streamWindow: STREAM_WINDOW_BYTES, connectionWindow: CONNECTION_WINDOW_BYTES });
-      sessions.add(session);
-      session.closed.then(() => sessions.delete(session));
-    }
-  })().catch(() => {});
+  const server = new Http2Server(Deno.listen({ hostname: "127.0.0.1", port }), (stream) => {
+    const path = stream.headers.find(([name]) => name === ":path")?.[1] ?? "";
+    // One copy gathers the message, with the front end's decoder (the session lends each piece).
+    const decoder = new AlignedMessageDecoder(-1, undefined, true);
+    const messages: Uint8Array[] = [];
+    stream.ondata = (chunk) => messages.push(...decoder.write(chunk));
+    stream.onend = () => {
+      const answer = answerEcho(
+        methods,
+        path,
+        messages.length === 1 ? messages[0]! : new Uint8Array(0),
+      );
+      if (!("bytes" in answer)) return stream.respond(failure(answer), true);
+      stream.respond([[":status", "200"], ["content-type", "application/grpc"]]);
+      stream.write(answer.bytes).then(() => pool.give(answer.bytes));
+      stream.end([["grpc-status", "0"]]);
+    };
+  }, { streamWindow: STREAM_WINDOW_BYTES, connectionWindow: CONNECTION_WINDOW_BYTES });
   return {
-    port: listener.addr.port,
-    close: async () => {
-      listener.close();
-      for (const session of sessions) session.destroy();
-      await Promise.all([...sessions].map((session) => session.closed));
-    },
+    port: server.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(resolve);
+        server.forceShutdown();
+      }),
   };
 }
 

@@ -23,7 +23,7 @@ import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
 import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
 import { framingInterceptor } from "./message_framing.ts";
 import { tuneConnections } from "./connection_tuning.ts";
-import { H2GrpcServer } from "./h2/server.ts";
+import { listenGrpc } from "./h2/server.ts";
 
 /** What the front end needs of the server under it: grpc-js's, or ours for cleartext. */
 interface ServerCore {
@@ -280,7 +280,7 @@ export class GrpcFrontend implements AsyncDisposable {
     if (options.tls === undefined) {
       // Cleartext: our own HTTP/2 server, which copies large messages less than node:http2.
       try {
-        const h2 = H2GrpcServer.listen([checkedInference, checkedHealth], {
+        const h2 = listenGrpc([checkedInference, checkedHealth], {
           hostname: address.replace(/^\[(.*)\]$/, "$1"),
           port,
           maxMessageBytes,

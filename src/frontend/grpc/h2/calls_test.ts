@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import grpc from "@grpc/grpc-js";
-import { H2GrpcServer } from "./server.ts";
+import { listenGrpc } from "./server.ts";
 import type { GrpcService } from "../service.ts";
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -61,7 +61,7 @@ async function withServer(
   run: (port: number) => Promise<void>,
   maxMessageBytes = 1024 * 1024,
 ): Promise<void> {
-  const server = H2GrpcServer.listen([service], {
+  const server = listenGrpc([service], {
     hostname: "127.0.0.1",
     port: 0,
     maxMessageBytes,
@@ -213,7 +213,7 @@ Deno.test("gRPC over the h2 session: a request that is not gRPC gets HTTP 415", 
 });
 
 Deno.test("gRPC over the h2 session: shutdown lets a call in flight answer, then cancels what never ends", async () => {
-  const server = H2GrpcServer.listen([service], {
+  const server = listenGrpc([service], {
     hostname: "127.0.0.1",
     port: 0,
     maxMessageBytes: 1024,

@@ -1,18 +1,19 @@
 /**
- * A cleartext gRPC server on `Deno.listen`: each connection an {@linkcode Http2ServerSession},
- * each stream a call of the given services ({@linkcode serveCall}).
+ * A cleartext HTTP/2 server on `Deno.listen`: each connection an {@linkcode Http2ServerSession};
+ * for gRPC ({@linkcode listenGrpc}), each stream a call of the given services
+ * ({@linkcode serveCall}).
  *
  * @module
  */
 
-import { Http2ServerSession } from "./session.ts";
+import { Http2ServerSession, type Http2ServerStream, type Http2SessionOptions } from "./session.ts";
 import { type CallOptions, methodsOf, serveCall } from "./calls.ts";
 import type { GrpcService } from "../service.ts";
 import { BufferPool } from "../buffer_pool.ts";
 import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from "../connection_tuning.ts";
 
-/** Options of {@linkcode H2GrpcServer.listen}. */
-export interface H2GrpcServerOptions {
+/** Options of {@linkcode listenGrpc}. */
+export interface ListenGrpcOptions {
   /** The address to listen on. */
   hostname: string;
   /** The port; 0 picks a free one. */
@@ -32,56 +33,48 @@ export interface H2GrpcServerOptions {
 }
 
 /**
- * Serves gRPC services over HTTP/2 without TLS.
+ * Serves HTTP/2 without TLS on a listener: each connection an {@linkcode Http2ServerSession},
+ * each new stream handed to `onStream`. {@linkcode listenGrpc} serves gRPC calls with it.
  *
- * @example Serving nothing, then stopping
+ * @example Answering every request with "ok", then stopping
  * ```ts ignore
- * import { H2GrpcServer } from "./server.ts";
+ * import { Http2Server } from "./server.ts";
  *
- * const server = H2GrpcServer.listen([], {
- *   hostname: "127.0.0.1",
- *   port: 0,
- *   maxMessageBytes: 1 << 20,
- *   keepaliveTimeMs: 7_200_000,
- *   keepaliveTimeoutMs: 20_000,
+ * const server = new Http2Server(Deno.listen({ hostname: "127.0.0.1", port: 0 }), (stream) => {
+ *   stream.onend = () => {
+ *     stream.respond([[":status", "200"]]);
+ *     stream.write(new TextEncoder().encode("ok"));
+ *     stream.end([]);
+ *   };
  * });
  * await new Promise<void>((resolve) => server.tryShutdown(resolve));
  * ```
  */
-export class H2GrpcServer {
+export class Http2Server {
   readonly #listener: Deno.TcpListener;
   readonly #sessions = new Set<Http2ServerSession>();
   #closing = false;
 
-  private constructor(
+  /**
+   * Starts accepting connections on the listener; the server closes it when it stops.
+   *
+   * @param listener The listener.
+   * @param onStream Called for each new stream of any connection.
+   * @param options The sessions' windows, limits and keepalive.
+   */
+  constructor(
     listener: Deno.TcpListener,
-    services: readonly GrpcService[],
-    options: H2GrpcServerOptions,
+    onStream: (stream: Http2ServerStream) => void,
+    options: Http2SessionOptions = {},
   ) {
     this.#listener = listener;
-    const calls: CallOptions = {
-      methods: methodsOf(services),
-      maxMessageBytes: options.maxMessageBytes,
-      rawFields: options.rawFields ?? new Map(),
-      pool: new BufferPool(),
-    };
-    const sessionOptions = {
-      streamWindow: STREAM_WINDOW_BYTES,
-      connectionWindow: CONNECTION_WINDOW_BYTES,
-      keepaliveTimeMs: options.keepaliveTimeMs,
-      keepaliveTimeoutMs: options.keepaliveTimeoutMs,
-    };
     (async () => {
       for await (const conn of listener) {
         if (this.#closing) {
           conn.close();
           continue;
         }
-        const session = new Http2ServerSession(
-          conn,
-          (stream) => serveCall(stream, calls),
-          sessionOptions,
-        );
+        const session = new Http2ServerSession(conn, onStream, options);
         this.#sessions.add(session);
         session.closed.then(() => this.#sessions.delete(session));
       }
@@ -90,26 +83,13 @@ export class H2GrpcServer {
     });
   }
 
-  /**
-   * Starts listening.
-   *
-   * @param services The services served.
-   * @param options Address, limits and keepalive.
-   * @returns The server.
-   * @throws {Deno.errors.AddrInUse} And the other errors of `Deno.listen`.
-   */
-  static listen(services: readonly GrpcService[], options: H2GrpcServerOptions): H2GrpcServer {
-    const listener = Deno.listen({ hostname: options.hostname, port: options.port });
-    return new H2GrpcServer(listener, services, options);
-  }
-
   /** The port listened on. */
   get port(): number {
     return this.#listener.addr.port;
   }
 
   /**
-   * Stops taking connections and calls; calls back once the calls in flight are done.
+   * Stops taking connections and streams; calls back once the streams in flight are done.
    *
    * @param callback Called once every connection is closed.
    */
@@ -119,7 +99,7 @@ export class H2GrpcServer {
     Promise.all([...this.#sessions].map((session) => session.closed)).then(() => callback());
   }
 
-  /** Closes every connection now, cancelling the calls in flight. */
+  /** Closes every connection now, ending the streams in flight. */
   forceShutdown(): void {
     this.#stopListening();
     for (const session of this.#sessions) session.destroy();
@@ -134,4 +114,45 @@ export class H2GrpcServer {
       // Already closed.
     }
   }
+}
+
+/**
+ * Serves gRPC services over HTTP/2 without TLS.
+ *
+ * @param services The services served.
+ * @param options Address, limits and keepalive.
+ * @returns The server.
+ * @throws {Deno.errors.AddrInUse} And the other errors of `Deno.listen`.
+ *
+ * @example Serving nothing, then stopping
+ * ```ts ignore
+ * import { listenGrpc } from "./server.ts";
+ *
+ * const server = listenGrpc([], {
+ *   hostname: "127.0.0.1",
+ *   port: 0,
+ *   maxMessageBytes: 1 << 20,
+ *   keepaliveTimeMs: 7_200_000,
+ *   keepaliveTimeoutMs: 20_000,
+ * });
+ * await new Promise<void>((resolve) => server.tryShutdown(resolve));
+ * ```
+ */
+export function listenGrpc(
+  services: readonly GrpcService[],
+  options: ListenGrpcOptions,
+): Http2Server {
+  const listener = Deno.listen({ hostname: options.hostname, port: options.port });
+  const calls: CallOptions = {
+    methods: methodsOf(services),
+    maxMessageBytes: options.maxMessageBytes,
+    rawFields: options.rawFields ?? new Map(),
+    pool: new BufferPool(),
+  };
+  return new Http2Server(listener, (stream) => serveCall(stream, calls), {
+    streamWindow: STREAM_WINDOW_BYTES,
+    connectionWindow: CONNECTION_WINDOW_BYTES,
+    keepaliveTimeMs: options.keepaliveTimeMs,
+    keepaliveTimeoutMs: options.keepaliveTimeoutMs,
+  });
 }
