@@ -12,6 +12,11 @@ import { floodSteps } from "../_flood_model.ts";
 /** The generator, counting into the shared buffer. */
 export default function factory(ctx: WorkerContext): InferFunc {
   const produced = new Int32Array(ctx.data as SharedArrayBuffer);
+  // With --expose-gc (the server's flag reaches every isolate): the Worker has a heap of its own,
+  // which the server's collections do not touch; collect here too, so that resident memory
+  // follows what the Worker holds rather than its garbage.
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect !== undefined) Deno.unrefTimer(setInterval(collect, 500));
   return (requests): AsyncGenerator<InferResult[]> =>
     floodSteps(requests, () => Atomics.add(produced, 0, 1));
 }
