@@ -246,12 +246,12 @@ export interface TritonConfig {
    */
   maxRequestBytes?: number;
   /**
-   * How many threads serve HTTP (Triton's and PyTriton's `http_thread_count`): the main isolate
-   * and `httpThreadCount - 1` Workers, all listening on `httpPort` through `reusePort`, which
+   * How many threads serve HTTP (Triton's and PyTriton's `http_thread_count`): at 1 the main
+   * isolate; above that, as many Workers, all listening on `httpPort` through `reusePort`, which
    * needs Deno's `--unstable-net` flag (without it the start fails with one line naming the
-   * flag). A Worker decodes, encodes and compresses inference requests itself, and on the Triton
-   * engine also submits them to the core; the built-in engine's call, and every other request,
-   * is handed to the main isolate.
+   * flag), while the main isolate keeps to the engine and gRPC. A Worker decodes, encodes and
+   * compresses inference requests itself, and on the Triton engine also submits them to the
+   * core; the built-in engine's call, and every other request, is handed to the main isolate.
    *
    * @default {1}
    */

@@ -93,11 +93,12 @@ export interface HttpFrontendOptions {
    */
   security?: ResolvedSecurityConfig;
   /**
-   * How many threads serve HTTP (Triton's `--http-thread-count`): the main isolate and
-   * `threads - 1` Workers, each listening on the port through `reusePort`, which needs Deno's
-   * `--unstable-net` flag. A Worker decodes and encodes inference requests itself and submits
-   * them to the engine when it can share it (the Triton core), else hands the engine call to the
-   * main isolate; every other request it forwards there whole.
+   * How many threads serve HTTP (Triton's `--http-thread-count`): at 1 the main isolate; above
+   * that, as many Workers, each listening on the port through `reusePort` (which needs Deno's
+   * `--unstable-net` flag), while the main isolate keeps to the engine. A Worker decodes and
+   * encodes inference requests itself and submits them to the engine when it can share it (the
+   * Triton core), else hands the engine call to the main isolate; every other request it
+   * forwards there whole.
    *
    * @default {1}
    */
@@ -254,7 +255,8 @@ export function handlerOver(
 }
 
 /**
- * The HTTP front end: `Deno.serve` running {@linkcode createHttpHandler}.
+ * The HTTP front end: `Deno.serve` running {@linkcode createHttpHandler} on the main isolate, or
+ * on `threads` Workers.
  *
  * @example Serve on a free port
  * ```ts
@@ -270,18 +272,22 @@ export function handlerOver(
  * ```
  */
 export class HttpFrontend implements AsyncDisposable {
-  #server: Deno.HttpServer<Deno.NetAddr>;
-  #threads: HttpThreads | undefined;
+  #hostname: string;
+  #port: number;
+  /** The main isolate's server, or the threads that listen instead of it. */
+  #listener: Deno.HttpServer<Deno.NetAddr> | HttpThreads;
   #logger: Logger;
   #stopping: Promise<void> | undefined;
 
   private constructor(
-    server: Deno.HttpServer<Deno.NetAddr>,
-    threads: HttpThreads | undefined,
+    hostname: string,
+    port: number,
+    listener: Deno.HttpServer<Deno.NetAddr> | HttpThreads,
     logger: Logger,
   ) {
-    this.#server = server;
-    this.#threads = threads;
+    this.#hostname = hostname;
+    this.#port = port;
+    this.#listener = listener;
     this.#logger = logger;
   }
 
@@ -319,14 +325,30 @@ export class HttpFrontend implements AsyncDisposable {
       );
     }
     const handler = createHttpHandler(engine, { ...options, logger });
+    if (threads > 1) {
+      // The Workers alone listen: the main isolate runs the engine and what they forward.
+      const { maxRequestBytes, headerForwardPattern: pattern } = routeSettingsOf(options);
+      const listeners = await HttpThreads.start({
+        count: threads,
+        settings: {
+          hostname,
+          port,
+          maxRequestBytes,
+          ...(pattern === undefined
+            ? {}
+            : { headerForwardPattern: { source: pattern.source, flags: pattern.flags } }),
+          log: { settings: logger.settings, prefix: logger.prefix },
+          ...(options.security === undefined ? {} : { security: options.security }),
+        },
+        engine,
+        handler,
+        logger,
+      });
+      return new HttpFrontend(hostname, listeners.port, listeners, logger);
+    }
     let server: Deno.HttpServer<Deno.NetAddr>;
     try {
-      server = Deno.serve({
-        hostname,
-        port,
-        onListen: () => {},
-        ...(threads > 1 ? { reusePort: true } : {}),
-      }, handler);
+      server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
     } catch (error) {
       throw InferenceError.unavailable(
         `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
@@ -335,42 +357,17 @@ export class HttpFrontend implements AsyncDisposable {
         { cause: error },
       );
     }
-    let extra: HttpThreads | undefined;
-    if (threads > 1) {
-      const { maxRequestBytes, headerForwardPattern: pattern } = routeSettingsOf(options);
-      try {
-        extra = await HttpThreads.start({
-          count: threads - 1,
-          settings: {
-            hostname,
-            port: server.addr.port,
-            maxRequestBytes,
-            ...(pattern === undefined
-              ? {}
-              : { headerForwardPattern: { source: pattern.source, flags: pattern.flags } }),
-            log: { settings: logger.settings, prefix: logger.prefix },
-            ...(options.security === undefined ? {} : { security: options.security }),
-          },
-          engine,
-          handler,
-          logger,
-        });
-      } catch (error) {
-        await server.shutdown();
-        throw error;
-      }
-    }
-    return new HttpFrontend(server, extra, logger);
+    return new HttpFrontend(server.addr.hostname, server.addr.port, server, logger);
   }
 
   /** The bound port. */
   get port(): number {
-    return this.#server.addr.port;
+    return this.#port;
   }
 
   /** A URL clients on this host can use, e.g. `http://127.0.0.1:8000`. */
   get url(): string {
-    let host = this.#server.addr.hostname;
+    let host = this.#hostname;
     if (host === "0.0.0.0") host = "127.0.0.1";
     else if (host === "::") host = "[::1]";
     else if (host.includes(":")) host = `[${host}]`;
@@ -381,9 +378,11 @@ export class HttpFrontend implements AsyncDisposable {
   shutdown(): Promise<void> {
     // The threads' requests in flight still need the main isolate, which answers them until
     // every thread has stopped.
-    this.#stopping ??= Promise.all([this.#server.shutdown(), this.#threads?.stop()]).then(() => {
-      this.#logger.debug(1, "HTTP front end stopped");
-    });
+    const listener = this.#listener;
+    this.#stopping ??= (listener instanceof HttpThreads ? listener.stop() : listener.shutdown())
+      .then(() => {
+        this.#logger.debug(1, "HTTP front end stopped");
+      });
     return this.#stopping;
   }
 

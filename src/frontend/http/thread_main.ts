@@ -1,6 +1,6 @@
 /**
- * One extra HTTP thread (a Deno Worker started by `threads.ts`): it listens on the front end's
- * port through `reusePort`, so the kernel spreads connections over it and the main isolate.
+ * One HTTP thread (a Deno Worker started by `threads.ts`): it listens on the front end's port
+ * through `reusePort`, so the kernel spreads connections over the threads.
  * Inference requests are read, decoded, encoded and compressed here. On the Triton engine they
  * are also submitted here, straight into the core the main isolate shares (`EngineShare`), once
  * the main isolate has checked their model; on the built-in engine the engine call crosses to
@@ -14,6 +14,7 @@
 /// <reference lib="deno.worker" />
 
 import type { InferenceResponse } from "../../engine/engine.ts";
+import { InferenceError } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
 import { Logger } from "../../log.ts";
 import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
@@ -247,17 +248,26 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
       );
       logger.debug(1, "Inference requests go straight to the Triton core");
     }
-    server = Deno.serve({
-      hostname: settings.hostname,
-      port: settings.port,
-      reusePort: true,
-      onListen: () => {},
-    }, handler);
+    try {
+      server = Deno.serve({
+        hostname: settings.hostname,
+        port: settings.port,
+        reusePort: true,
+        onListen: () => {},
+      }, handler);
+    } catch (error) {
+      throw InferenceError.unavailable(
+        `Cannot start the HTTP front end: socket '${settings.hostname}:${settings.port}' is unavailable: ${
+          (error as Error).message
+        }`,
+        { cause: error },
+      );
+    }
   } catch (error) {
     post({ type: "start-failed", error: toWireError(error) });
     return;
   }
-  post({ type: "listening" });
+  post({ type: "listening", port: (server.addr as Deno.NetAddr).port });
 }
 
 function settle(id: number, outcome: { value: unknown } | { error: unknown }): void {

@@ -1,7 +1,6 @@
 /**
- * The messages between the HTTP front end's main isolate (`threads.ts`) and its extra HTTP
- * threads (`thread_main.ts`, one Deno Worker each, listening on the same port through
- * `reusePort`). A thread answers inference requests itself up to the engine call, which crosses
+ * The messages between the HTTP front end's main isolate (`threads.ts`) and its HTTP threads
+ * (`thread_main.ts`, one Deno Worker each, listening on the same port through `reusePort`). A thread answers inference requests itself up to the engine call, which crosses
  * to the main isolate as one message each way; everything else it forwards as a whole HTTP
  * request, with the body streams transferred.
  *
@@ -23,9 +22,9 @@ import type { NDArray } from "../../tensor/ndarray.ts";
 
 /** What a thread needs to serve: the front end's settings, as data. */
 export interface ThreadSettings {
-  /** The address, shared with the main isolate's listener. */
+  /** The address the threads share. */
   readonly hostname: string;
-  /** The port the main isolate bound (never 0). */
+  /** The port: as configured for the first thread (0 picks one), the one it bound for the rest. */
   readonly port: number;
   /** The body limit. */
   readonly maxRequestBytes: number;
@@ -103,7 +102,7 @@ export type ToThread =
 
 /** Thread → main. */
 export type FromThread =
-  | { readonly type: "listening" }
+  | { readonly type: "listening"; readonly port: number }
   | { readonly type: "start-failed"; readonly error: WireError }
   | {
     readonly type: "forward";

@@ -1,9 +1,10 @@
 /**
- * The main isolate's side of the HTTP threads: it starts the Workers (`thread_main.ts`), shares
- * the engine with them where it can (the Triton core) and detaches them when the engine stops,
- * checks the models they ask about, runs the engine calls they hand over, answers the requests
- * they forward with the main isolate's own handler, keeps their log settings in step, and stops
- * them.
+ * The main isolate's side of the HTTP threads: it starts the Workers (`thread_main.ts`), which
+ * alone listen when there are several, so that the main isolate spends its time on the engine and
+ * on what they hand over; it shares the engine with them where it can (the Triton core) and
+ * detaches them when the engine stops, checks the models they ask about, runs the engine calls
+ * they hand over, answers the requests they forward with the main isolate's own handler, keeps
+ * their log settings in step, and stops them.
  *
  * @module
  */
@@ -75,12 +76,13 @@ class HttpThread {
   }
 }
 
-/** The HTTP threads beside the main isolate's listener. */
+/** The HTTP threads: the listeners of an HTTP front end with `threads` above 1. */
 export class HttpThreads {
   #threads: HttpThread[] = [];
   #options: HttpThreadsOptions;
   #logSubscription: Disposable;
   #share: EngineShare | undefined;
+  #port = 0;
   #stopping: Promise<void> | undefined;
 
   private constructor(options: HttpThreadsOptions) {
@@ -91,7 +93,8 @@ export class HttpThreads {
   }
 
   /**
-   * Starts the threads and waits until each listens.
+   * Starts the threads and waits until each listens: the first binds the port (0 picks one), the
+   * others then join it.
    *
    * @param options Count, settings, engine, handler and logger.
    * @returns The running threads.
@@ -109,33 +112,22 @@ export class HttpThreads {
     const settings: ThreadSettings = share === undefined
       ? options.settings
       : { ...options.settings, engine: share.data };
-    const started: Promise<void>[] = [];
-    for (let i = 0; i < options.count; i++) {
-      const thread = new HttpThread(i + 2);
-      running.#threads.push(thread);
-      started.push(
-        new Promise((resolve, reject) => {
-          thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
-            const message = event.data;
-            if (message.type === "listening") resolve();
-            else if (message.type === "start-failed") reject(fromWireError(message.error));
-          };
-          thread.worker.onerror = (event) => {
-            event.preventDefault();
-            reject(new Error(`HTTP thread ${i + 2} failed to start: ${event.message}`));
-          };
-        }),
+    try {
+      running.#port = await running.#startThread(1, settings);
+      const others = Array.from(
+        { length: options.count - 1 },
+        (_, i) => running.#startThread(i + 2, { ...settings, port: running.#port }),
       );
-      thread.post({ type: "start", index: i + 2, settings });
-    }
-    const results = await Promise.allSettled(started);
-    const failure = results.find((result) => result.status === "rejected");
-    if (failure !== undefined) {
+      const failure = (await Promise.allSettled(others)).find((result) =>
+        result.status === "rejected"
+      );
+      if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+    } catch (reason) {
       for (const thread of running.#threads) thread.worker.terminate();
       // Nothing is left to detach or wait for when the engine stops.
       running.#threads = [];
       running.#logSubscription[Symbol.dispose]();
-      const reason = (failure as PromiseRejectedResult).reason;
+      if (reason instanceof InferenceError) throw reason;
       throw InferenceError.unavailable(
         `Cannot start the HTTP front end's threads: ${
           reason instanceof Error ? reason.message : String(reason)
@@ -145,6 +137,30 @@ export class HttpThreads {
     }
     for (const thread of running.#threads) running.#serve(thread);
     return running;
+  }
+
+  /** The port the threads listen on. */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Starts one thread; resolves with the port it listens on. */
+  #startThread(index: number, settings: ThreadSettings): Promise<number> {
+    const thread = new HttpThread(index);
+    this.#threads.push(thread);
+    const listening = new Promise<number>((resolve, reject) => {
+      thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
+        const message = event.data;
+        if (message.type === "listening") resolve(message.port);
+        else if (message.type === "start-failed") reject(fromWireError(message.error));
+      };
+      thread.worker.onerror = (event) => {
+        event.preventDefault();
+        reject(new Error(`HTTP thread ${index} failed to start: ${event.message}`));
+      };
+    });
+    thread.post({ type: "start", index, settings });
+    return listening;
   }
 
   #serve(thread: HttpThread): void {
