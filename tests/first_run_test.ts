@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { ENGINES } from "./_helpers.ts";
+import { discoverGpus } from "../mod.ts";
 
 const SERVER = new URL("./_first_run_server.ts", import.meta.url).pathname;
 
@@ -37,10 +38,15 @@ Deno.test({
   async fn(): Promise<void> {
     const { stderr } = await firstRun(1);
     assert.deepEqual(stderr.split("\n").filter((line) => /^E/.test(line)), [], stderr);
-    assert.match(
-      stderr,
-      /^V\S+ \S+ triton\] Triton core \(server\.cc:\d+\): CudaDriverHelper has not been initialized\.$/m,
-    );
+    // The core says so only where CUDA is not there to initialize. (On an H200 host this test
+    // failed; the run was cut off before its error was printed, and this is the line that
+    // depends on CUDA.)
+    if (discoverGpus().devices.length === 0) {
+      assert.match(
+        stderr,
+        /^V\S+ \S+ triton\] Triton core \(server\.cc:\d+\): CudaDriverHelper has not been initialized\.$/m,
+      );
+    }
     assert.match(
       stderr,
       /^V\S+ \S+ triton\] Triton core \(model_repository_manager\.cc:\d+\): Failed to set config modification time: model_config_content_name_ is empty$/m,
