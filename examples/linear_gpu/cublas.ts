@@ -3,9 +3,10 @@
  * driver (`libcuda.so.1`), the product through cuBLAS. It runs on the GPU current on the calling
  * thread, which a Worker pinned to `cuda:N` has made current before its factory ran.
  *
- * cuBLAS is looked for, in order, at `$CUBLAS_LIBRARY`, by the dynamic loader's search
- * (`libcublas.so.12`), in the CUDA toolkit (`/usr/local/cuda`), and in Python environments that
- * have the `nvidia-cublas-cu12` wheel (`…/site-packages/nvidia/cublas/lib`).
+ * cuBLAS 12 or 13 is looked for, in order, at `$CUBLAS_LIBRARY`, by the dynamic loader's search
+ * (`libcublas.so.12`, `.13`), in the CUDA toolkits (`/usr/local/cuda`, `/usr/local/cuda-13.0`,
+ * ...), and in Python environments that have the `nvidia-cublas-cu12` wheel
+ * (`…/site-packages/nvidia/cublas/lib`).
  *
  * @module
  */
@@ -46,6 +47,8 @@ const CUBLAS_SYMBOLS = {
 } as const;
 
 const CUBLAS_OP_N = 0;
+// cuBLAS 12 and 13 both export cublasSgemm_v2 with this signature.
+const SONAMES = ["libcublas.so.12", "libcublas.so.13"];
 const FLOAT_BYTES = 4;
 
 type Driver = Deno.DynamicLibrary<typeof DRIVER_SYMBOLS>["symbols"];
@@ -77,7 +80,9 @@ function pythonWheelPaths(): string[] {
     for (const entry of entries) {
       if (!/^python3\.\d+$/.test(entry.name)) continue;
       for (const packages of ["site-packages", "dist-packages"]) {
-        paths.push(`${lib}/${entry.name}/${packages}/nvidia/cublas/lib/libcublas.so.12`);
+        for (const name of SONAMES) {
+          paths.push(`${lib}/${entry.name}/${packages}/nvidia/cublas/lib/${name}`);
+        }
       }
     }
   }
@@ -93,12 +98,27 @@ export function cublasCandidates(): string[] {
   const explicit = envValue("CUBLAS_LIBRARY");
   return [
     ...(explicit === undefined || explicit === "" ? [] : [explicit]),
-    "libcublas.so.12",
-    "/usr/local/cuda/lib64/libcublas.so.12",
-    "/usr/local/cuda/targets/x86_64-linux/lib/libcublas.so.12",
-    "/usr/local/cuda/targets/sbsa-linux/lib/libcublas.so.12",
+    ...SONAMES,
+    ...toolkitPaths(),
     ...pythonWheelPaths(),
   ];
+}
+
+/** The CUDA toolkits' libraries: `/usr/local/cuda`, then versioned installs (`cuda-13.0`). */
+function toolkitPaths(): string[] {
+  const roots = ["/usr/local/cuda"];
+  try {
+    for (const entry of Deno.readDirSync("/usr/local")) {
+      if (/^cuda-\d+(\.\d+)*$/.test(entry.name)) roots.push(`/usr/local/${entry.name}`);
+    }
+  } catch {
+    // No /usr/local, or no permission to list it: /usr/local/cuda alone.
+  }
+  return roots.flatMap((root) =>
+    ["lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"].flatMap((dir) =>
+      SONAMES.map((name) => `${root}/${dir}/${name}`)
+    )
+  );
 }
 
 function openCublas(): { symbols: Cublas; path: string } {
