@@ -357,8 +357,8 @@ async function measureLevel(
   const { client, processes, concurrency } = level;
   await driveFrom(running, level, warmup);
   const cpuBefore = cpuSeconds(`/proc/${pid}/stat`);
-  // The main thread's own share (its task id is the process id): the one thread that every
-  // request passes through, whatever httpThreadCount is.
+  // The main thread's own share (its task id is the process id): the engine's thread, and with
+  // httpThreadCount 1 the HTTP front end's too.
   const mainBefore = cpuSeconds(`/proc/${pid}/task/${pid}/stat`);
   const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
     running,
@@ -442,8 +442,9 @@ function report(
     "client-side, per request; `compressed` counts responses that came back compressed. Server " +
     "CPU is the server process's user + system time (all threads) per request during the " +
     "measured window (Linux `/proc`, 10 ms ticks): less sensitive to other load on a shared " +
-    "machine than req/s; main thread CPU is the share of the server's main thread alone, the " +
-    "one thread every request passes through whatever `httpThreadCount` is.",
+    "machine than req/s; main thread CPU is the share of the server's main thread alone: the " +
+    "engine's thread, and with `httpThreadCount` 1 the HTTP front end's too (above 1 the front " +
+    "end runs on that many Workers).",
     "",
     "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | req/s of the rounds | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
