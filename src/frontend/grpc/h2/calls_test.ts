@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
+import zlib from "node:zlib";
 import grpc from "@grpc/grpc-js";
 import { listenGrpc } from "./server.ts";
 import type { GrpcService } from "../service.ts";
@@ -21,13 +22,17 @@ function definition(path: string, streaming: boolean): grpc.MethodDefinition<Buf
 
 const cancelled: string[] = [];
 
-/** A test service: Echo (unary), Hang (never answers), Fail (an error), Chat (bidi echo). */
+/**
+ * A test service: Echo (unary), Hang (never answers), Slow (answers after 300 ms), Fail (an
+ * error), Big (a 2000-byte answer), Chat (bidi echo).
+ */
 const service: GrpcService = {
   definition: {
     Echo: definition("/test.T/Echo", false),
     Hang: definition("/test.T/Hang", false),
     Slow: definition("/test.T/Slow", false),
     Fail: definition("/test.T/Fail", false),
+    Big: definition("/test.T/Big", false),
     Chat: definition("/test.T/Chat", true),
   },
   implementation: {
@@ -43,6 +48,9 @@ const service: GrpcService = {
     }) as grpc.handleUnaryCall<Buffer, Buffer>,
     Fail: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
       callback({ code: grpc.status.NOT_FOUND, details: "no model named 'é 100%'" });
+    }) as grpc.handleUnaryCall<Buffer, Buffer>,
+    Big: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
+      callback(null, Buffer.alloc(2000, 1));
     }) as grpc.handleUnaryCall<Buffer, Buffer>,
     Chat: ((call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
       call.on("data", (message: Buffer) => {
@@ -254,4 +262,111 @@ Deno.test("gRPC over the h2 session: shutdown lets a call in flight answer, then
     slow.close();
     hang.close();
   }
+});
+
+/** What a raw HTTP/2 request got back: status, headers and trailers merged, and the body. */
+async function rawCall(
+  port: number,
+  headers: http2.OutgoingHttpHeaders,
+  body: Uint8Array,
+): Promise<{ status: number; fields: Record<string, string>; body: Buffer }> {
+  const client = http2.connect(`http://127.0.0.1:${port}`);
+  try {
+    return await new Promise((resolve, reject) => {
+      // Node ends a GET's stream at once unless told otherwise.
+      const stream = client.request(headers, { endStream: false });
+      const fields: Record<string, string> = {};
+      const chunks: Buffer[] = [];
+      let status = 0;
+      const keep = (received: http2.IncomingHttpHeaders) => {
+        for (const [name, value] of Object.entries(received)) fields[name] = String(value);
+      };
+      stream.on("response", (received) => {
+        status = Number(received[":status"]);
+        keep(received);
+      });
+      stream.on("trailers", keep);
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => resolve({ status, fields, body: Buffer.concat(chunks) }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  } finally {
+    client.close();
+  }
+}
+
+/** One gRPC message, its compressed flag set when asked. */
+function grpcMessage(payload: Uint8Array, compressed = false): Buffer {
+  const message = Buffer.alloc(5 + payload.byteLength);
+  message[0] = compressed ? 1 : 0;
+  message.writeUInt32BE(payload.byteLength, 1);
+  message.set(payload, 5);
+  return message;
+}
+
+const ECHO = {
+  ":method": "POST",
+  ":path": "/test.T/Echo",
+  "content-type": "application/grpc",
+  te: "trailers",
+};
+
+Deno.test("gRPC over the h2 session: headers and encodings a client may get wrong", async () => {
+  await withServer(async (port) => {
+    const hello = new TextEncoder().encode("hello");
+    // A deflate-compressed request is inflated before the handler sees it.
+    const deflated = await rawCall(
+      port,
+      { ...ECHO, "grpc-encoding": "deflate" },
+      grpcMessage(zlib.deflateSync(hello), true),
+    );
+    assert.equal(deflated.fields["grpc-status"], "0");
+    assert.deepEqual(deflated.body, grpcMessage(hello));
+    // A compressed flag under grpc-encoding identity, an encoding the server lacks, a malformed
+    // grpc-timeout: grpc-js's statuses and words.
+    const cases: [http2.OutgoingHttpHeaders, Buffer, string, string][] = [
+      [ECHO, grpcMessage(hello, true), "13", "Compressed message with grpc-encoding identity"],
+      [
+        { ...ECHO, "grpc-encoding": "br" },
+        grpcMessage(hello, true),
+        "12",
+        'Received message compressed with unsupported encoding "br"',
+      ],
+      [
+        { ...ECHO, "grpc-timeout": "soon" },
+        grpcMessage(hello),
+        "13",
+        'Invalid grpc-timeout value "soon"',
+      ],
+    ];
+    for (const [headers, body, status, message] of cases) {
+      const answer = await rawCall(port, headers, body);
+      assert.equal(answer.status, 200);
+      assert.equal(answer.fields["grpc-status"], status, message);
+      assert.equal(decodeURIComponent(answer.fields["grpc-message"]!), message);
+      assert.equal(answer.body.byteLength, 0);
+    }
+    // Not a POST: HTTP 405, no gRPC status.
+    const get = await rawCall(port, { ...ECHO, ":method": "GET" }, new Uint8Array());
+    assert.equal(get.status, 405);
+    assert.equal(get.fields["grpc-status"], undefined);
+  });
+});
+
+Deno.test("gRPC over the h2 session: an answer over maxMessageBytes ends the call with RESOURCE_EXHAUSTED", async () => {
+  await withServer(async (port) => {
+    const client: Client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      await assert.rejects(
+        unary(client, "Big", Buffer.from("x")),
+        (error: grpc.ServiceError) =>
+          error.code === grpc.status.RESOURCE_EXHAUSTED &&
+          error.details === "Sent message larger than max (2000 vs. 1024)",
+      );
+      assert.equal((await unary(client, "Echo", Buffer.from("ok"))).toString(), "ok");
+    } finally {
+      client.close();
+    }
+  }, 1024);
 });

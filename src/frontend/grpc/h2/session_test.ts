@@ -312,3 +312,118 @@ Deno.test("HTTP/2 session: close() lets open streams finish, then ends the conne
     client.close();
   }
 });
+
+/** A frame read back from the server. */
+interface ReadFrame {
+  type: number;
+  flags: number;
+  stream: number;
+  payload: Uint8Array;
+}
+
+/** Reads frames from a raw connection until `done` says so; fails after 5 s. */
+async function readFrames(
+  conn: Deno.Conn,
+  done: (frames: ReadFrame[]) => boolean,
+): Promise<ReadFrame[]> {
+  const frames: ReadFrame[] = [];
+  let pending = new Uint8Array(0);
+  const buffer = new Uint8Array(65536);
+  const signal = watchdog(5000);
+  while (!done(frames)) {
+    const n = await Promise.race([
+      conn.read(buffer),
+      new Promise<null>((resolve) => signal.addEventListener("abort", () => resolve(null))),
+    ]);
+    assert.ok(n !== null && !signal.aborted, `no more frames; got ${JSON.stringify(frames)}`);
+    const joined = new Uint8Array(pending.length + n);
+    joined.set(pending);
+    joined.set(buffer.subarray(0, n), pending.length);
+    let at = 0;
+    while (at + 9 <= joined.length) {
+      const length = (joined[at]! << 16) | (joined[at + 1]! << 8) | joined[at + 2]!;
+      if (at + 9 + length > joined.length) break;
+      frames.push({
+        type: joined[at + 3]!,
+        flags: joined[at + 4]!,
+        stream: new DataView(joined.buffer, at + 5, 4).getUint32(0) & 0x7fffffff,
+        payload: joined.slice(at + 9, at + 9 + length),
+      });
+      at += 9 + length;
+    }
+    pending = joined.slice(at);
+  }
+  return frames;
+}
+
+// Header blocks from HPACK's static table: :method POST, :path /, :scheme http.
+const POST_ROOT = [0x83, 0x84, 0x86];
+// A literal field, not indexed: x-t: 1.
+const TRAILER_X_T = [0x00, 3, ...new TextEncoder().encode("x-t"), 1, 0x31];
+
+Deno.test("HTTP/2 session: padded HEADERS with a priority, padded DATA and request trailers", async () => {
+  await using server = serve(echo);
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(server.url).port),
+  });
+  try {
+    await conn.write(Uint8Array.from([
+      ...PREFACE_AND_SETTINGS,
+      // HEADERS, END_HEADERS | PADDED | PRIORITY: pad length 3, dependency and weight, block, pad.
+      ...rawFrame(1, 0x4 | 0x8 | 0x20, 1, [3, 0, 0, 0, 0, 15, ...POST_ROOT, 0, 0, 0]),
+      // DATA, PADDED: pad length 2, "ab", pad; then "c" unpadded.
+      ...rawFrame(0, 0x8, 1, [2, 0x61, 0x62, 0, 0]),
+      ...rawFrame(0, 0, 1, [0x63]),
+      // Trailers end the request: HEADERS, END_HEADERS | END_STREAM.
+      ...rawFrame(1, 0x4 | 0x1, 1, TRAILER_X_T),
+    ]));
+    const frames = await readFrames(
+      conn,
+      (frames) => frames.some((f) => f.type === 1 && f.stream === 1 && (f.flags & 0x1) !== 0),
+    );
+    const body = frames.filter((f) => f.type === 0 && f.stream === 1).flatMap((f) => [
+      ...f.payload,
+    ]);
+    assert.equal(new TextDecoder().decode(Uint8Array.from(body)), "abc");
+    assert.ok(!frames.some((f) => f.type === 3), "no stream was reset");
+  } finally {
+    conn.close();
+  }
+});
+
+Deno.test("HTTP/2 session: streams beyond maxConcurrentStreams are refused, the others served", async () => {
+  await using server = serve(echo, { maxConcurrentStreams: 2 });
+  const conn = await Deno.connect({
+    hostname: "127.0.0.1",
+    port: Number(new URL(server.url).port),
+  });
+  try {
+    await conn.write(Uint8Array.from([
+      ...PREFACE_AND_SETTINGS,
+      // Streams 1 and 3 stay open (no END_STREAM); 5 is one too many.
+      ...rawFrame(1, 0x4, 1, POST_ROOT),
+      ...rawFrame(1, 0x4, 3, POST_ROOT),
+      ...rawFrame(1, 0x4, 5, POST_ROOT),
+    ]));
+    const refused = await readFrames(conn, (frames) => frames.some((f) => f.type === 3));
+    const reset = refused.find((f) => f.type === 3)!;
+    assert.deepEqual([reset.stream, [...reset.payload]], [5, [0, 0, 0, 7]]);
+    // Stream 1 ends and is answered, which frees a place for stream 7.
+    const ended = (frames: ReadFrame[], stream: number) =>
+      frames.some((f) => f.type === 1 && f.stream === stream && (f.flags & 0x1) !== 0);
+    const bodyOf = (frames: ReadFrame[], stream: number) =>
+      frames.filter((f) => f.type === 0 && f.stream === stream).flatMap((f) => [...f.payload]);
+    await conn.write(Uint8Array.from(rawFrame(0, 0x1, 1, [0x31])));
+    const first = await readFrames(conn, (frames) => ended(frames, 1));
+    await conn.write(Uint8Array.from([
+      ...rawFrame(1, 0x4, 7, POST_ROOT),
+      ...rawFrame(0, 0x1, 7, [0x37]),
+    ]));
+    const second = await readFrames(conn, (frames) => ended(frames, 7));
+    assert.deepEqual([bodyOf(first, 1), bodyOf(second, 7)], [[0x31], [0x37]]);
+    assert.ok(![...first, ...second].some((f) => f.type === 3), "no other stream was reset");
+  } finally {
+    conn.close();
+  }
+});
