@@ -255,6 +255,23 @@ export function handlerOver(
 }
 
 /**
+ * The error for a listener that could not bind, on the main isolate or an HTTP thread.
+ *
+ * @param hostname The address asked for.
+ * @param port The port asked for.
+ * @param cause What `Deno.serve` threw.
+ * @returns An UNAVAILABLE error naming the socket.
+ */
+export function socketUnavailable(hostname: string, port: number, cause: unknown): InferenceError {
+  return InferenceError.unavailable(
+    `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
+      cause instanceof Error ? cause.message : String(cause)
+    }`,
+    { cause },
+  );
+}
+
+/**
  * The HTTP front end: `Deno.serve` running {@linkcode createHttpHandler} on the main isolate, or
  * on `threads` Workers.
  *
@@ -350,12 +367,7 @@ export class HttpFrontend implements AsyncDisposable {
     try {
       server = Deno.serve({ hostname, port, onListen: () => {} }, handler);
     } catch (error) {
-      throw InferenceError.unavailable(
-        `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
-          (error as Error).message
-        }`,
-        { cause: error },
-      );
+      throw socketUnavailable(hostname, port, error);
     }
     return new HttpFrontend(server.addr.hostname, server.addr.port, server, logger);
   }

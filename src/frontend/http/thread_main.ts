@@ -14,7 +14,6 @@
 /// <reference lib="deno.worker" />
 
 import type { InferenceResponse } from "../../engine/engine.ts";
-import { InferenceError } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
 import { Logger } from "../../log.ts";
 import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
@@ -30,7 +29,7 @@ import {
   type RouteHandler,
   versionOf,
 } from "./routes.ts";
-import { handlerOver, routeSettingsOf } from "./server.ts";
+import { handlerOver, routeSettingsOf, socketUnavailable } from "./server.ts";
 import {
   type CheckedModel,
   type FromThread,
@@ -256,12 +255,7 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
         onListen: () => {},
       }, handler);
     } catch (error) {
-      throw InferenceError.unavailable(
-        `Cannot start the HTTP front end: socket '${settings.hostname}:${settings.port}' is unavailable: ${
-          (error as Error).message
-        }`,
-        { cause: error },
-      );
+      throw socketUnavailable(settings.hostname, settings.port, error);
     }
   } catch (error) {
     post({ type: "start-failed", error: toWireError(error) });

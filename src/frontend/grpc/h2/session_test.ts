@@ -186,6 +186,11 @@ function rawFrame(type: number, flags: number, stream: number, payload: number[]
   return [...frame(type, flags, stream, Uint8Array.from(payload))];
 }
 
+/** A TCP connection to the server, for raw frames. */
+function rawConnect(url: string): Promise<Deno.TcpConn> {
+  return Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
+}
+
 const PREFACE_AND_SETTINGS = [...PREFACE, ...rawFrame(4, 0, 0)];
 
 /** Malformed input, and the GOAWAY error code the session must end the connection with. */
@@ -222,8 +227,7 @@ const MALFORMED: [string, number[], number][] = [
 for (const [what, bytes, code] of MALFORMED) {
   Deno.test(`HTTP/2 session: ${what} ends the connection with GOAWAY ${code}, and the server serves on`, async () => {
     await using server = serve(echo);
-    const port = Number(new URL(server.url).port);
-    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const conn = await rawConnect(server.url);
     try {
       await conn.write(Uint8Array.from(bytes));
       const received: number[] = [];
@@ -261,10 +265,7 @@ for (const [what, bytes, code] of MALFORMED) {
 
 Deno.test("HTTP/2 session: a peer that floods PINGs without reading the answers is cut off", async () => {
   await using server = serve(echo);
-  const conn = await Deno.connect({
-    hostname: "127.0.0.1",
-    port: Number(new URL(server.url).port),
-  });
+  const conn = await rawConnect(server.url);
   try {
     const ping = rawFrame(6, 0, 0, [1, 2, 3, 4, 5, 6, 7, 8]);
     const chunk = new Uint8Array(ping.length * 60_000);
@@ -363,10 +364,7 @@ const TRAILER_X_T = [0x00, 3, ...new TextEncoder().encode("x-t"), 1, 0x31];
 
 Deno.test("HTTP/2 session: padded HEADERS with a priority, padded DATA and request trailers", async () => {
   await using server = serve(echo);
-  const conn = await Deno.connect({
-    hostname: "127.0.0.1",
-    port: Number(new URL(server.url).port),
-  });
+  const conn = await rawConnect(server.url);
   try {
     await conn.write(Uint8Array.from([
       ...PREFACE_AND_SETTINGS,
@@ -394,10 +392,7 @@ Deno.test("HTTP/2 session: padded HEADERS with a priority, padded DATA and reque
 
 Deno.test("HTTP/2 session: streams beyond maxConcurrentStreams are refused, the others served", async () => {
   await using server = serve(echo, { maxConcurrentStreams: 2 });
-  const conn = await Deno.connect({
-    hostname: "127.0.0.1",
-    port: Number(new URL(server.url).port),
-  });
+  const conn = await rawConnect(server.url);
   try {
     await conn.write(Uint8Array.from([
       ...PREFACE_AND_SETTINGS,
