@@ -122,3 +122,40 @@ export function watchdog<T>(promise: Promise<T>, what: string, ms = 60_000): Pro
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
+
+/** A server a test runs as a subprocess (`spawnServer`). */
+export interface ServerProcess {
+  readonly child: Deno.ChildProcess;
+  /** Its first line of output (without the newline). */
+  readonly firstLine: string;
+  /** The rest of its output, read after the first line. */
+  readonly lines: ReadableStreamDefaultReader<string>;
+  /** Its standard error, whole once it exited. */
+  readonly log: Promise<string>;
+}
+
+/**
+ * Starts `deno <args>` with piped standard streams and waits (under a watchdog) for its first
+ * line of output: servers print their URL there once they serve.
+ *
+ * @param args Deno's arguments (`run`, flags, the script and its arguments).
+ * @returns The process, its first line and the rest of its output.
+ * @throws {Error} When it exits before a line, with its standard error.
+ */
+export async function spawnServer(args: string[]): Promise<ServerProcess> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const log = new Response(child.stderr).text();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await watchdog(lines.read(), "the server's first line");
+    if (done) throw new Error(`The server exited before it served: ${await log}`);
+    text += value;
+  }
+  return { child, firstLine: text.slice(0, text.indexOf("\n")), lines, log };
+}

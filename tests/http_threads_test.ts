@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { gzip } from "node:zlib";
 import { promisify } from "node:util";
 import { Triton, TritonPermissionError } from "../mod.ts";
-import { ENGINES, watchdog } from "./_helpers.ts";
+import { ENGINES, spawnServer, watchdog } from "./_helpers.ts";
 
 const SERVER = new URL("./_http_threads_server.ts", import.meta.url).pathname;
 const UNSTABLE_NET = typeof (Deno as { listenDatagram?: unknown }).listenDatagram === "function";
@@ -304,22 +304,15 @@ async function checkUnloaded(url: string): Promise<void> {
 
 for (const engine of ENGINES) {
   Deno.test(`${engine} engine: three HTTP threads answer as one (httpThreadCount 3)`, async () => {
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--unstable-net", SERVER, engine],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const log = new Response(child.stderr).text();
-    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const { child, firstLine, lines, log } = await spawnServer([
+      "run",
+      "-A",
+      "--unstable-net",
+      SERVER,
+      engine,
+    ]);
     try {
-      let buffered = "";
-      while (!buffered.includes("\n")) {
-        const { value, done } = await watchdog(lines.read(), "the server's URL");
-        if (done) throw new Error(`The server exited before it served: ${await log}`);
-        buffered += value;
-      }
-      const { url } = JSON.parse(buffered.slice(0, buffered.indexOf("\n"))) as { url: string };
+      const { url } = JSON.parse(firstLine) as { url: string };
       await watchdog(checkServer(url), "the requests");
       await watchdog(checkUnloaded(url), "the requests after an unload");
     } finally {
