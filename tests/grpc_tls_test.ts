@@ -120,7 +120,7 @@ const SERVER = new URL("./_tls_server.ts", import.meta.url).pathname;
  * Serves the Identity model with these TLS fields in a process of its own
  * (`tests/_tls_server.ts`): in this process, grpc-js clients beside a grpc-js TLS server, with the
  * Triton core loaded, ended the test process now and then (nghttp2's assertion
- * `stream->closed_next == NULL`, or glibc's heap checks at exit: 4 of 95 runs of this file on
+ * `stream->closed_next == NULL`, or glibc's heap checks at exit: 5 of 95 runs of this file on
  * 2026-11-27, none of 30 with the built-in engine alone).
  */
 async function tlsServer(
