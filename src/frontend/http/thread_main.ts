@@ -47,7 +47,7 @@ interface Waiting {
 
 const waiting = new Map<number, Waiting>();
 let nextId = 1;
-let server: Deno.HttpServer | undefined;
+let server: Deno.HttpServer<Deno.NetAddr> | undefined;
 let logger: Logger | undefined;
 /** The shared Triton core, until the main isolate detaches the thread from it. */
 let shared: SharedEngineClient | undefined;
@@ -261,7 +261,7 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
     post({ type: "start-failed", error: toWireError(error) });
     return;
   }
-  post({ type: "listening", port: (server.addr as Deno.NetAddr).port });
+  post({ type: "listening", port: server.addr.port });
 }
 
 function settle(id: number, outcome: { value: unknown } | { error: unknown }): void {

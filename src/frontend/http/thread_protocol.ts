@@ -1,8 +1,9 @@
 /**
  * The messages between the HTTP front end's main isolate (`threads.ts`) and its HTTP threads
- * (`thread_main.ts`, one Deno Worker each, listening on the same port through `reusePort`). A thread answers inference requests itself up to the engine call, which crosses
- * to the main isolate as one message each way; everything else it forwards as a whole HTTP
- * request, with the body streams transferred.
+ * (`thread_main.ts`, one Deno Worker each, listening on the same port through `reusePort`). A
+ * thread answers inference requests itself up to the engine call, which crosses to the main
+ * isolate as one message each way; everything else it forwards as a whole HTTP request, with the
+ * body streams transferred.
  *
  * @module
  */
