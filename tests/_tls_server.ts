@@ -5,8 +5,14 @@
 // Its own process because a grpc-js client and a grpc-js TLS server in one process, with the
 // Triton core loaded, crashed Deno's HTTP/2 now and then (see grpc_tls_test.ts).
 
-import { Triton, type TritonConfig } from "../mod.ts";
-import { IDENTITY } from "./_tls_model.ts";
+import { type BindOptions, Triton, type TritonConfig } from "../mod.ts";
+
+const IDENTITY: BindOptions = {
+  modelName: "Identity",
+  inferFunc: (requests) => requests.map((request) => ({ y: request.data.x! })),
+  inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+  outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+};
 
 const [engine, config] = [Deno.args[0] as "builtin" | "triton", JSON.parse(Deno.args[1]!)];
 const triton = new Triton({

@@ -4,6 +4,7 @@ import { Buffer } from "node:buffer";
 import zlib from "node:zlib";
 import grpc from "@grpc/grpc-js";
 import { listenGrpc } from "./server.ts";
+import { MESSAGE_PREFIX_BYTES, writePrefix } from "../message_framing.ts";
 import type { GrpcService } from "../service.ts";
 
 const identity = (bytes: Buffer): Buffer => bytes;
@@ -298,10 +299,10 @@ async function rawCall(
 
 /** One gRPC message, its compressed flag set when asked. */
 function grpcMessage(payload: Uint8Array, compressed = false): Buffer {
-  const message = Buffer.alloc(5 + payload.byteLength);
-  message[0] = compressed ? 1 : 0;
-  message.writeUInt32BE(payload.byteLength, 1);
-  message.set(payload, 5);
+  const message = Buffer.alloc(MESSAGE_PREFIX_BYTES + payload.byteLength);
+  message.set(payload, MESSAGE_PREFIX_BYTES);
+  writePrefix(message);
+  if (compressed) message[0] = 1;
   return message;
 }
 

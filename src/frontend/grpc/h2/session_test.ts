@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
 import { Http2ServerSession, type Http2ServerStream } from "./session.ts";
-import { frame, PREFACE } from "./frames.ts";
+import { frame, PREFACE, readUint32 } from "./frames.ts";
 
 /** Serves `handler` on a loopback port until disposed. */
 function serve(
@@ -191,6 +191,34 @@ function rawConnect(url: string): Promise<Deno.TcpConn> {
   return Deno.connect({ hostname: "127.0.0.1", port: Number(new URL(url).port) });
 }
 
+/** A frame read back from the server. */
+interface ReadFrame {
+  type: number;
+  flags: number;
+  stream: number;
+  payload: Uint8Array;
+}
+
+/** The whole frames at the start of `bytes`, and the bytes after them. */
+function parseFrames(
+  bytes: Uint8Array,
+): { frames: ReadFrame[]; rest: Uint8Array<ArrayBuffer> } {
+  const frames: ReadFrame[] = [];
+  let at = 0;
+  while (at + 9 <= bytes.length) {
+    const length = (bytes[at]! << 16) | (bytes[at + 1]! << 8) | bytes[at + 2]!;
+    if (at + 9 + length > bytes.length) break;
+    frames.push({
+      type: bytes[at + 3]!,
+      flags: bytes[at + 4]!,
+      stream: readUint32(bytes, at + 5) & 0x7fffffff,
+      payload: bytes.slice(at + 9, at + 9 + length),
+    });
+    at += 9 + length;
+  }
+  return { frames, rest: bytes.slice(at) };
+}
+
 const PREFACE_AND_SETTINGS = [...PREFACE, ...rawFrame(4, 0, 0)];
 
 /** Malformed input, and the GOAWAY error code the session must end the connection with. */
@@ -242,14 +270,9 @@ for (const [what, bytes, code] of MALFORMED) {
         received.push(...buffer.subarray(0, n));
       }
       assert.ok(!signal.aborted, "the server did not close the connection");
-      let at = 0;
-      let goawayCode = -1;
-      while (at + 9 <= received.length) {
-        const length = (received[at]! << 16) | (received[at + 1]! << 8) | received[at + 2]!;
-        if (received[at + 3] === 7) goawayCode = received[at + 9 + 7]!;
-        at += 9 + length;
-      }
-      assert.equal(goawayCode, code);
+      // GOAWAY's payload: the last stream id, then the error code.
+      const goaway = parseFrames(Uint8Array.from(received)).frames.findLast((f) => f.type === 7);
+      assert.equal(goaway === undefined ? -1 : readUint32(goaway.payload, 4), code);
     } finally {
       conn.close();
     }
@@ -314,14 +337,6 @@ Deno.test("HTTP/2 session: close() lets open streams finish, then ends the conne
   }
 });
 
-/** A frame read back from the server. */
-interface ReadFrame {
-  type: number;
-  flags: number;
-  stream: number;
-  payload: Uint8Array;
-}
-
 /** Reads frames from a raw connection until `done` says so; fails after 5 s. */
 async function readFrames(
   conn: Deno.Conn,
@@ -340,19 +355,9 @@ async function readFrames(
     const joined = new Uint8Array(pending.length + n);
     joined.set(pending);
     joined.set(buffer.subarray(0, n), pending.length);
-    let at = 0;
-    while (at + 9 <= joined.length) {
-      const length = (joined[at]! << 16) | (joined[at + 1]! << 8) | joined[at + 2]!;
-      if (at + 9 + length > joined.length) break;
-      frames.push({
-        type: joined[at + 3]!,
-        flags: joined[at + 4]!,
-        stream: new DataView(joined.buffer, at + 5, 4).getUint32(0) & 0x7fffffff,
-        payload: joined.slice(at + 9, at + 9 + length),
-      });
-      at += 9 + length;
-    }
-    pending = joined.slice(at);
+    const parsed = parseFrames(joined);
+    frames.push(...parsed.frames);
+    pending = parsed.rest;
   }
   return frames;
 }
