@@ -9,6 +9,7 @@ import { Buffer } from "node:buffer";
 import { ENGINES, PEERS_REQUIRED, spawnServer } from "./_helpers.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 import { codecs } from "../src/protocol/grpc_codec.ts";
+import { frame, FrameType, PREFACE } from "../src/frontend/grpc/h2/frames.ts";
 import { Triton } from "../mod.ts";
 
 const decoder = new TextDecoder();
@@ -176,9 +177,9 @@ async function live(url: string, credentials: grpc.ChannelCredentials): Promise<
 async function refusedCleartext(url: string): Promise<void> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: portOf(url) });
   try {
-    await conn.write(new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+    await conn.write(PREFACE);
     // An empty SETTINGS frame, as a client sends after its preface.
-    await conn.write(new Uint8Array([0, 0, 0, 4, 0, 0, 0, 0, 0]));
+    await conn.write(frame(FrameType.SETTINGS, 0, 0));
     const answer: number[] = [];
     const buffer = new Uint8Array(1024);
     const timer = setTimeout(() => conn.close(), 5000);

@@ -362,6 +362,16 @@ async function readFrames(
   return frames;
 }
 
+/** Whether the answer on `stream` has ended (HEADERS with END_STREAM: the trailers). */
+function ended(frames: readonly ReadFrame[], stream: number): boolean {
+  return frames.some((f) => f.type === 1 && f.stream === stream && (f.flags & 0x1) !== 0);
+}
+
+/** The DATA bytes answered on `stream`. */
+function bodyOf(frames: readonly ReadFrame[], stream: number): number[] {
+  return frames.filter((f) => f.type === 0 && f.stream === stream).flatMap((f) => [...f.payload]);
+}
+
 // Header blocks from HPACK's static table: :method POST, :path /, :scheme http.
 const POST_ROOT = [0x83, 0x84, 0x86];
 // A literal field, not indexed: x-t: 1.
@@ -381,14 +391,8 @@ Deno.test("HTTP/2 session: padded HEADERS with a priority, padded DATA and reque
       // Trailers end the request: HEADERS, END_HEADERS | END_STREAM.
       ...rawFrame(1, 0x4 | 0x1, 1, TRAILER_X_T),
     ]));
-    const frames = await readFrames(
-      conn,
-      (frames) => frames.some((f) => f.type === 1 && f.stream === 1 && (f.flags & 0x1) !== 0),
-    );
-    const body = frames.filter((f) => f.type === 0 && f.stream === 1).flatMap((f) => [
-      ...f.payload,
-    ]);
-    assert.equal(new TextDecoder().decode(Uint8Array.from(body)), "abc");
+    const frames = await readFrames(conn, (frames) => ended(frames, 1));
+    assert.equal(new TextDecoder().decode(Uint8Array.from(bodyOf(frames, 1))), "abc");
     assert.ok(!frames.some((f) => f.type === 3), "no stream was reset");
   } finally {
     conn.close();
@@ -410,10 +414,6 @@ Deno.test("HTTP/2 session: streams beyond maxConcurrentStreams are refused, the 
     const reset = refused.find((f) => f.type === 3)!;
     assert.deepEqual([reset.stream, [...reset.payload]], [5, [0, 0, 0, 7]]);
     // Stream 1 ends and is answered, which frees a place for stream 7.
-    const ended = (frames: ReadFrame[], stream: number) =>
-      frames.some((f) => f.type === 1 && f.stream === stream && (f.flags & 0x1) !== 0);
-    const bodyOf = (frames: ReadFrame[], stream: number) =>
-      frames.filter((f) => f.type === 0 && f.stream === stream).flatMap((f) => [...f.payload]);
     await conn.write(Uint8Array.from(rawFrame(0, 0x1, 1, [0x31])));
     const first = await readFrames(conn, (frames) => ended(frames, 1));
     await conn.write(Uint8Array.from([
