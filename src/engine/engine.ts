@@ -283,6 +283,19 @@ export interface ModelStatistics {
   memory_usage: { type: string; id: number; byte_size: number }[];
 }
 
+/** Options of {@linkcode Engine.loadModel}. */
+export interface LoadOptions {
+  /**
+   * Whether the model takes the place of the versions of its name the engine has, as Triton's
+   * core does when a loaded model is loaded again: they go on serving while it loads; once it is
+   * ready, new requests go to it, and they are unloaded (their in-flight requests finish) and
+   * forgotten. When it fails to load, they go on serving and the load's error is thrown.
+   *
+   * @default {false}
+   */
+  replace?: boolean;
+}
+
 /** Options of {@linkcode Engine.unloadModel}. */
 export interface UnloadOptions {
   /**
@@ -373,8 +386,13 @@ export interface Engine extends AsyncDisposable {
   isReady(): boolean;
   /** Server metadata. */
   serverMetadata(): ServerMetadata;
-  /** Loads a model and starts its instances; resolves when it is ready. */
-  loadModel(model: ModelDefinition): Promise<void>;
+  /**
+   * Loads a model and starts its instances; resolves when it is ready (with `replace`, once it
+   * serves in place of the versions it replaced).
+   *
+   * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version (without `replace`).
+   */
+  loadModel(model: ModelDefinition, options?: LoadOptions): Promise<void>;
   /**
    * Unloads a model version (every version when `version` is undefined) and stops its
    * instances. The model stays known as unloaded (requests get UNAVAILABLE) unless

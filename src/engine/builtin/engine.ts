@@ -20,6 +20,7 @@ import {
   type EngineKind,
   type InferenceRequest,
   type InferenceResponse,
+  type LoadOptions,
   type ModelDefinition,
   type ModelHandle,
   type ModelMetadata,
@@ -165,19 +166,24 @@ export class BuiltinEngine implements Engine {
   }
 
   /**
-   * Loads a model version, starts its instances and warms them up.
+   * Loads a model version, starts its instances and warms them up. With `replace`, the model's
+   * versions serve until it is ready; then the registry swaps it in at once (no request finds no
+   * version), and they drain and stop.
    *
    * @param model The model.
-   * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version, UNAVAILABLE when
-   *   stopping, INTERNAL when an instance fails to start or a strict model's warm-up fails.
+   * @param options Whether it replaces the model's versions.
+   * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version (without `replace`),
+   *   UNAVAILABLE when stopping, INTERNAL when an instance fails to start or a strict model's
+   *   warm-up fails.
    */
-  async loadModel(model: ModelDefinition): Promise<void> {
-    if (this.#stopping !== undefined) {
-      throw InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
-    }
+  async loadModel(model: ModelDefinition, options: LoadOptions = {}): Promise<void> {
+    const stopping = (): InferenceError =>
+      InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
+    if (this.#stopping !== undefined) throw stopping();
     const gpus = this.#gpusFor(model);
     planPlacement(model.name, model.instances.devices, gpus, this.#logger);
-    const entry = this.#registry.begin(model);
+    const replace = options.replace === true;
+    const entry = replace ? this.#registry.candidate(model) : this.#registry.begin(model);
     try {
       entry.instances = await model.instances.start(model, { gpus });
     } catch (error) {
@@ -198,12 +204,21 @@ export class BuiltinEngine implements Engine {
         { cause: error },
       );
     }
+    if (replace && this.#stopping !== undefined) {
+      // The engine stopped while the candidate loaded: its stop never saw it.
+      await this.#dispose(entry);
+      this.#registry.forget(entry);
+      throw stopping();
+    }
     entry.scheduler = new ModelScheduler(model, entry.instances, entry.stats, {
       onUnrecoverable: (error) => this.#unrecoverable(error),
     });
     this.#entries.set(entry.handle, entry);
     entry.state = "READY";
+    const replaced = replace ? this.#registry.promote(entry) : [];
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
+    // Requests that found a replaced version before the swap finish on it.
+    await Promise.all(replaced.map((old) => this.#unload(old)));
   }
 
   /** Hands the error to the hook, which reports it; logs it only when there is no hook. */

@@ -152,6 +152,47 @@ Deno.test("BuiltinEngine is not ready while a model is loading (strict readiness
   assert.equal(engine.isLive(), true);
 });
 
+Deno.test("BuiltinEngine replaces a model: the old one serves until the new one is ready", async () => {
+  const gate = Promise.withResolvers<void>();
+  await using engine = new BuiltinEngine();
+  const times = (factor: number) => (requests: InferRequest[]): InferResult[] =>
+    requests.map((request) => ({
+      y: ndarray((request.data.x!.data as Float32Array).map((v) => v * factor), [1, 1]),
+    }));
+  await engine.loadModel(define([times(2)]));
+  const next = define([times(3)], { version: 2 });
+  const replacing = engine.loadModel({
+    ...next,
+    instances: {
+      count: 1,
+      devices: ["cpu"],
+      start: async (info) => {
+        await gate.promise;
+        return next.instances.start(info);
+      },
+    },
+  }, { replace: true });
+  await tick();
+  // Loading: version 1 answers and is the only one listed; no other load of the name meanwhile.
+  assert.deepEqual(values((await engine.infer(requestOf([1]))).outputs.get("y")), [2]);
+  assert.deepEqual(engine.repositoryIndex(false), [{ name: "m", version: "1", state: "READY" }]);
+  assert.equal(engine.isReady(), true);
+  await assert.rejects(
+    engine.loadModel(define([echo], { version: 3 })),
+    isError("ALREADY_EXISTS", "Cannot load model 'm': it is being replaced"),
+  );
+  gate.resolve();
+  await replacing;
+  const response = await engine.infer(requestOf([1]));
+  assert.equal(response.modelVersion, "2");
+  assert.deepEqual(values(response.outputs.get("y")), [3]);
+  assert.throws(
+    () => engine.model("m", 1),
+    isError("NOT_FOUND", "Request for unknown model: 'm' version 1 is not found"),
+  );
+  assert.deepEqual(engine.repositoryIndex(false), [{ name: "m", version: "2", state: "READY" }]);
+});
+
 Deno.test("BuiltinEngine validates requests before queueing them", async () => {
   let calls = 0;
   await using engine = new BuiltinEngine();

@@ -40,6 +40,18 @@ function isReady(entry: ModelEntry): boolean {
   return entry.state === "READY";
 }
 
+function entryOf(model: ModelDefinition): ModelEntry {
+  return {
+    definition: model,
+    handle: modelHandle(model),
+    state: "LOADING",
+    reason: "",
+    instances: [],
+    scheduler: undefined,
+    stats: new ModelStatsRecorder(model.name, model.version),
+  };
+}
+
 /**
  * The versions of every model, by name then version.
  *
@@ -66,15 +78,19 @@ export class ModelRegistry {
   #models = new Map<string, Map<number, ModelEntry>>();
   /** What a loading entry replaced, to put back when it never started. */
   #previous = new WeakMap<ModelEntry, ModelEntry | undefined>();
+  /** The candidates loading in the background, by model name (one per name). */
+  #candidates = new Map<string, ModelEntry>();
 
   /**
    * Registers a version that starts loading.
    *
    * @param model The model.
    * @returns Its entry, `LOADING`.
-   * @throws {InferenceError} ALREADY_EXISTS when that version is loaded or loading.
+   * @throws {InferenceError} ALREADY_EXISTS when that version is loaded or loading, or a
+   *   replacement of the model is loading.
    */
   begin(model: ModelDefinition): ModelEntry {
+    this.#refuseWhileReplacing(model.name);
     let versions = this.#models.get(model.name);
     if (versions === undefined) {
       versions = new Map();
@@ -87,28 +103,72 @@ export class ModelRegistry {
         { code: "ALREADY_EXISTS" },
       );
     }
-    const entry: ModelEntry = {
-      definition: model,
-      handle: modelHandle(model),
-      state: "LOADING",
-      reason: "",
-      instances: [],
-      scheduler: undefined,
-      stats: new ModelStatsRecorder(model.name, model.version),
-    };
+    const entry = entryOf(model);
     versions.set(model.version, entry);
     this.#previous.set(entry, existing);
     return entry;
+  }
+
+  #refuseWhileReplacing(name: string): void {
+    if (this.#candidates.has(name)) {
+      throw new InferenceError(`Cannot load model '${name}': it is being replaced`, {
+        code: "ALREADY_EXISTS",
+      });
+    }
+  }
+
+  /**
+   * Makes the entry of a version that loads in the background to replace the model's versions
+   * ({@linkcode ModelRegistry.promote}): requests do not find it, and find the versions it
+   * replaces, until it is promoted.
+   *
+   * @param model The model.
+   * @returns Its entry, `LOADING`, outside the registry.
+   * @throws {InferenceError} ALREADY_EXISTS while a version of the model loads.
+   */
+  candidate(model: ModelDefinition): ModelEntry {
+    this.#refuseWhileReplacing(model.name);
+    const loading = [...this.#models.get(model.name)?.values() ?? []]
+      .find((entry) => entry.state === "LOADING");
+    if (loading !== undefined) {
+      throw new InferenceError(
+        `Cannot replace model '${model.name}': version ${loading.definition.version} is being loaded`,
+        { code: "ALREADY_EXISTS" },
+      );
+    }
+    const entry = entryOf(model);
+    this.#candidates.set(model.name, entry);
+    return entry;
+  }
+
+  /**
+   * Puts a ready candidate in the place of every version of its model, in one step: the next
+   * lookup finds it, and no lookup finds those versions again.
+   *
+   * @param entry The entry {@linkcode ModelRegistry.candidate} returned, `READY`.
+   * @returns The versions it replaced, no longer in the registry (to unload).
+   */
+  promote(entry: ModelEntry): ModelEntry[] {
+    const { name, version } = entry.definition;
+    this.#candidates.delete(name);
+    const replaced = [...this.#models.get(name)?.values() ?? []];
+    this.#models.set(name, new Map([[version, entry]]));
+    return replaced;
   }
 
   /**
    * Forgets a version whose instances never started, as if it had never been asked for (like the
    * Triton engine, where such a model never reaches the core's repository).
    *
-   * @param entry The entry {@linkcode ModelRegistry.begin} returned.
+   * @param entry The entry {@linkcode ModelRegistry.begin} or
+   *   {@linkcode ModelRegistry.candidate} returned.
    */
   forget(entry: ModelEntry): void {
     const { name, version } = entry.definition;
+    if (this.#candidates.get(name) === entry) {
+      this.#candidates.delete(name);
+      return;
+    }
     const versions = this.#models.get(name);
     if (versions === undefined || versions.get(version) !== entry) return;
     const existing = this.#previous.get(entry);

@@ -24,6 +24,7 @@ import {
   type EngineShare,
   type InferenceRequest,
   type InferenceResponse,
+  type LoadOptions,
   type ModelDefinition,
   type ModelHandle,
   type ModelMetadata,
@@ -47,6 +48,7 @@ import {
   type LoadedModel,
   type LoaderContext,
   loadModel,
+  retire,
   unloadFromCore,
 } from "./model_loader.ts";
 import * as queries from "./queries.ts";
@@ -243,20 +245,24 @@ export class NativeEngine implements Engine {
 
   /**
    * Starts the model's instances, warms them up and loads the model into the core with a
-   * generated config.
+   * generated config. With `replace`, the core reloads the model: the loaded one serves until
+   * the new one is ready, then the core swaps them and unloads the old one once its in-flight
+   * requests are done, and its instances stop.
    *
    * @param model The model.
+   * @param options Whether it replaces the loaded model of its name.
    * @throws {InferenceError} ALREADY_EXISTS for a loaded name and version, UNSUPPORTED for a
-   *   second version of a loaded model, UNAVAILABLE when stopping, INTERNAL when an instance
-   *   fails to start or a strict model's warm-up fails, or the core's load error.
+   *   second version of a loaded model (both without `replace`), UNAVAILABLE when stopping,
+   *   INTERNAL when an instance fails to start or a strict model's warm-up fails, or the core's
+   *   load error.
    */
-  async loadModel(model: ModelDefinition): Promise<void> {
+  async loadModel(model: ModelDefinition, options: LoadOptions = {}): Promise<void> {
     this.#core; // throws when not started
     if (this.#stopping !== undefined) {
       throw InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
     }
     const existing = this.#models.get(model.name);
-    if (existing !== undefined) {
+    if (existing !== undefined && options.replace !== true) {
       if (existing.definition.version === model.version) {
         throw new InferenceError(
           `Cannot load model '${model.name}': version ${model.version} is loaded already`,
@@ -264,7 +270,7 @@ export class NativeEngine implements Engine {
         );
       }
       throw InferenceError.unsupported(
-        `Cannot load model '${model.name}' version ${model.version}: the Triton engine serves one version per model and version ${existing.definition.version} is loaded`,
+        `Cannot load model '${model.name}' version ${model.version}: the Triton engine serves one version per model and version ${existing.definition.version} is loaded (replace the model to serve another version)`,
       );
     }
     if (this.#loading.has(model.name)) {
@@ -280,10 +286,20 @@ export class NativeEngine implements Engine {
         throw withCoreReasons(error, model.name, watch?.records ?? []);
       });
       this.#coreLog?.drain();
+      // With `replace`, the core serves the new model already and has let the old one go.
+      const replaced = this.#models.get(model.name);
       this.#models.set(model.name, loaded);
       this.#loaded.set(loaded.handle, loaded);
       this.#unloaded.delete(model.name);
       this.#options.logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
+      if (replaced !== undefined) {
+        // A request holding the old handle looks the new model up again.
+        this.#loaded.delete(replaced.handle);
+        await retire(this.#context, replaced);
+        this.#options.logger?.info(
+          `Successfully unloaded '${model.name}' version ${replaced.definition.version}`,
+        );
+      }
     } finally {
       this.#loading.delete(model.name);
     }

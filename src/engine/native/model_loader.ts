@@ -4,7 +4,11 @@
  * opens a channel in the bridge with one consumer loop per instance, writes nothing but an empty
  * version directory into the temporary repository, and loads the generated config into the core
  * (one instance group per instance, so instance thread i feeds instance i). An unload lets the
- * core finish in-flight batches, then closes the channel and stops the instances.
+ * core finish in-flight batches, then closes the channel and stops the instances. Loading a model
+ * the core serves reloads it: the core loads the new one beside it and swaps it in once it is
+ * ready, and the old one is retired the way an unload ends. That takes a full reload, which the
+ * new channel's number in the config guarantees: the core updates a served model in place instead
+ * when only its instance groups or version policy changed.
  *
  * @module
  */
@@ -246,6 +250,20 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
     if (entry?.state !== "UNLOADING") break;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/**
+ * Retires a model the core replaced (a load of its name that reloaded it): the core finalizes
+ * its instances once its in-flight batches are done; then its channel closes and its instances
+ * stop.
+ *
+ * @param context The engine's context.
+ * @param replaced The model the core no longer serves.
+ */
+export async function retire(context: LoaderContext, replaced: LoadedModel): Promise<void> {
+  await untilFinalized(replaced.channel, replaced.instances.length, replaced.consumers);
+  context.libraries.bridge.dt_channel_close(replaced.channel);
+  await disposeInstances(context, replaced.definition.name, replaced.instances);
 }
 
 /** How long an unload waits for the core to report the model unloaded, in milliseconds. */
