@@ -9,7 +9,12 @@
  * @module
  */
 
-import type { Engine, ModelDefinition, RepositoryIndexEntry } from "./engine/engine.ts";
+import type {
+  Engine,
+  LoadOptions,
+  ModelDefinition,
+  RepositoryIndexEntry,
+} from "./engine/engine.ts";
 import { type ModelRepository, notInRepository } from "./engine/repository.ts";
 import { InferenceError } from "./errors.ts";
 
@@ -20,7 +25,7 @@ export interface BoundModelRepositoryOptions {
   /** The running engine; `undefined` while the server is not running. */
   readonly engine: () => Engine | undefined;
   /** Loads a model into the running engine (and says it is ready). */
-  readonly load: (model: ModelDefinition) => Promise<void>;
+  readonly load: (model: ModelDefinition, options?: LoadOptions) => Promise<void>;
 }
 
 interface VersionStatus {
@@ -99,17 +104,20 @@ export class BoundModelRepository implements ModelRepository {
 
   /**
    * Loads one bound version into the running engine, recording its state: `LOADING`, then
-   * `READY`, or `UNAVAILABLE` with the load's error as the reason.
+   * `READY`, or `UNAVAILABLE` with the load's error as the reason. With `replace`, the model is
+   * not bound yet: the versions it replaces stay bound and serving (the index shows them) until
+   * it is ready, and the caller binds it in their place then.
    *
    * @param model The bound model.
+   * @param options Whether it replaces the versions of its name (the engine's `replace`).
    * @returns When it is ready.
    * @throws {Error} The load's error.
    */
-  async loadVersion(model: ModelDefinition): Promise<void> {
+  async loadVersion(model: ModelDefinition, options: LoadOptions = {}): Promise<void> {
     const status: VersionStatus = { state: "LOADING", reason: "" };
     this.#status.set(model, status);
     try {
-      await this.#options.load(model);
+      await this.#options.load(model, options);
       status.state = "READY";
     } catch (error) {
       status.state = "UNAVAILABLE";

@@ -20,7 +20,7 @@ import {
   resolveTritonConfig,
   type TritonConfig,
 } from "./config/triton_config.ts";
-import type { Engine, EngineKind, ModelDefinition } from "./engine/engine.ts";
+import type { Engine, EngineKind, LoadOptions, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
 import type { GpuInventory } from "./gpu/devices.ts";
 import {
@@ -163,8 +163,10 @@ export class Triton implements AsyncDisposable {
   #repository = new BoundModelRepository({
     models: this.#models,
     engine: () => this.#state === "running" ? this.#engine : undefined,
-    load: (model) => this.#load(model),
+    load: (model, options) => this.#load(model, options),
   });
+  /** The load each bound model got from the start that loaded it (a bind waits for that one). */
+  #startLoads = new WeakMap<ModelDefinition, Promise<void>>();
   #config: ResolvedTritonConfig | undefined;
   #security: ResolvedSecurityConfig;
   #logger: Logger | undefined;
@@ -229,7 +231,8 @@ export class Triton implements AsyncDisposable {
   /**
    * Binds an inference callable as a model. Before {@linkcode Triton.run} the model is loaded
    * at start; while running it is loaded at once, and the returned promise settles when it is
-   * ready.
+   * ready; while starting, once the start loaded it (once). To serve a new model in the place of
+   * a bound one, use {@linkcode Triton.replace}.
    *
    * @param options The model: name, version, callable(s), tensors, config, strictness.
    * @returns A promise that settles when the model is loaded (at once when not running).
@@ -246,7 +249,7 @@ export class Triton implements AsyncDisposable {
     const key = `${name.toLowerCase()}/${version}`;
     if (this.#models.has(key)) {
       throw new TritonInvalidOperationError(
-        `Cannot bind model '${name}': version ${version} is bound already (unbind('${name}') it first to replace it)`,
+        `Cannot bind model '${name}': version ${version} is bound already (replace() serves a new model in its place)`,
       );
     }
     if (this.#state === "stopping") {
@@ -254,17 +257,127 @@ export class Triton implements AsyncDisposable {
     }
     this.#models.set(key, model);
     if (this.#state === "running" || this.#state === "starting") {
-      return (this.#starting ?? Promise.resolve()).then(() =>
-        this.#repository.exclusive(name, () => this.#repository.loadVersion(model))
-      ).then(
+      return this.#loadBound(model).then(
         () => this.#logger?.flush(),
         (error) => {
-          this.#models.delete(key);
+          if (this.#models.get(key) === model) this.#models.delete(key);
           throw error;
         },
       );
     }
     return Promise.resolve();
+  }
+
+  /**
+   * Loads a model bound while the server starts or runs. The start loads every model bound
+   * before its loop ends, this one too when it was bound in time: then that load is the one, and
+   * it is not loaded again.
+   */
+  async #loadBound(model: ModelDefinition): Promise<void> {
+    await this.#starting;
+    const started = this.#startLoads.get(model);
+    if (started !== undefined) return await started;
+    await this.#repository.exclusive(model.name, () => this.#repository.loadVersion(model));
+  }
+
+  /**
+   * Binds an inference callable in the place of the model bound under its name (every bound
+   * version), or binds it when none is. While the server runs, the bound model goes on serving
+   * while the new one loads and warms up, as Triton serves a model it reloads; once the new one
+   * is ready, requests go to it in one step (none finds no model), and the old one is unloaded
+   * after its in-flight requests finish (up to `exitTimeoutSecs`). When the new one fails to
+   * load, the old one goes on serving and the promise rejects with the load's error. The new
+   * model may have another version, config or signature; requests naming a replaced version
+   * then get 404/NOT_FOUND. Before {@linkcode Triton.run} it swaps the definitions.
+   *
+   * @param options The new model: name, version, callable(s), tensors, config, strictness.
+   * @returns A promise that settles once the new model serves and the old one has stopped (at
+   *   once when not running).
+   * @throws {TritonValidationError} For an invalid name, tensor spec or callable.
+   * @throws {TritonInvalidOperationError} When the server is stopping, or the name is bound with
+   *   other letter cases.
+   * @throws {TritonBadParameterError} As {@linkcode Triton.bind}.
+   *
+   * @example Serve a new version while the model serves
+   * ```ts
+   * import { type BindOptions, ndarray, Triton } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * await using triton = new Triton({
+   *   engine: "builtin",
+   *   config: { httpPort: 0, allowGrpc: false, allowMetrics: false },
+   * });
+   * const model = (factor: number, version: number): BindOptions => ({
+   *   modelName: "Scale",
+   *   modelVersion: version,
+   *   inferFunc: (requests) =>
+   *     requests.map(({ data: { x } }) => ({
+   *       y: ndarray((x!.data as Float32Array).map((v) => v * factor), x!.shape),
+   *     })),
+   *   inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+   *   outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+   * });
+   * await triton.bind(model(2, 1));
+   * await triton.run();
+   * await triton.replace(model(10, 2)); // version 1 serves until version 2 is ready
+   * const response = await fetch(`${triton.urls.http}/v2/models/Scale/infer`, {
+   *   method: "POST",
+   *   body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [3] }] }),
+   * });
+   * const body = await response.json();
+   * assert.equal(body.model_version, "2");
+   * assert.deepEqual(body.outputs[0].data, [30]);
+   * ```
+   */
+  replace<const I extends readonly TensorSpec[], const O extends readonly TensorSpec[]>(
+    options: BindOptions<I, O>,
+  ): Promise<void> {
+    const model = modelDefinitionOf(options as BindOptions, facadeOptionsOf(this.#config!));
+    const { name } = model;
+    if (this.#state === "stopping") {
+      throw new TritonInvalidOperationError(
+        `Cannot replace model '${name}': the server is stopping`,
+      );
+    }
+    const other = [...this.#models.values()].find((bound) =>
+      bound.name !== name && bound.name.toLowerCase() === name.toLowerCase()
+    );
+    if (other !== undefined) {
+      throw new TritonInvalidOperationError(
+        `Cannot replace model '${name}': it is bound as '${other.name}' (replace it under that name)`,
+      );
+    }
+    if (this.#state === "idle") {
+      this.#swapBound(model);
+      return Promise.resolve();
+    }
+    return (this.#starting ?? Promise.resolve()).then(() =>
+      this.#repository.exclusive(name, async () => {
+        // The state may have changed while earlier actions on the model ran.
+        if (this.#state === "idle") return this.#swapBound(model);
+        if (this.#state !== "running") {
+          throw new TritonInvalidOperationError(
+            `Cannot replace model '${name}': the server is stopping`,
+          );
+        }
+        await this.#repository.loadVersion(model, { replace: true });
+        this.#swapBound(model);
+      })
+    ).then(() => this.#logger?.flush());
+  }
+
+  /** Binds `model` in the place of the versions bound under its name. */
+  #swapBound(model: ModelDefinition): void {
+    for (const [key] of this.#bound(model.name)) this.#models.delete(key);
+    this.#models.set(`${model.name.toLowerCase()}/${model.version}`, model);
+  }
+
+  /** The bound versions of a model (names match case-insensitively), with their keys. */
+  #bound(name: string, version?: number): [string, ModelDefinition][] {
+    const wanted = name.toLowerCase();
+    return [...this.#models].filter(([, model]) =>
+      model.name.toLowerCase() === wanted && (version === undefined || model.version === version)
+    );
   }
 
   /**
@@ -308,11 +421,7 @@ export class Triton implements AsyncDisposable {
    * ```
    */
   async unbind(name: string, version?: number): Promise<void> {
-    const wanted = name.toLowerCase();
-    const bound = [...this.#models].filter(([, model]) =>
-      model.name.toLowerCase() === wanted && (version === undefined || model.version === version)
-    );
-    if (bound.length === 0) {
+    if (this.#bound(name, version).length === 0) {
       throw new TritonInvalidOperationError(
         `Cannot unbind model '${name}': ${
           version === undefined ? "it is not bound" : `version ${version} is not bound`
@@ -326,7 +435,8 @@ export class Triton implements AsyncDisposable {
     }
     await this.#starting?.catch(() => {});
     await this.#repository.exclusive(name, async () => {
-      for (const [key, model] of bound) {
+      // What is bound by now: a replace() that ran before this turn may have bound a new model.
+      for (const [key, model] of this.#bound(name, version)) {
         if (this.#state === "running") await this.#forget(model);
         this.#models.delete(key);
       }
@@ -344,8 +454,8 @@ export class Triton implements AsyncDisposable {
     }
   }
 
-  async #load(model: ModelDefinition): Promise<void> {
-    await this.#engine!.loadModel(model);
+  async #load(model: ModelDefinition, options?: LoadOptions): Promise<void> {
+    await this.#engine!.loadModel(model, options);
     this.#logger?.info(
       `Model '${model.name}' version ${model.version} is ready` +
         (this.#http ? ` at ${this.#http.url}/v2/models/${model.name}` : ""),
@@ -427,12 +537,16 @@ export class Triton implements AsyncDisposable {
       }), engineNeeds);
     engineKind = this.#engine.kind;
     await explainPermission(() => this.#engine!.start(), engineNeeds);
+    // A model bound while this loop runs is loaded by it too (a Map's iteration reaches entries
+    // added meanwhile); its bind() waits for this load instead of loading it again.
     for (const [key, model] of this.#models) {
+      const load = explainPermission(
+        () => this.#repository.loadVersion(model),
+        (denied) => ({ grant: denied.flag, why: `model '${model.name}'` }),
+      );
+      this.#startLoads.set(model, load);
       try {
-        await explainPermission(
-          () => this.#repository.loadVersion(model),
-          (denied) => ({ grant: denied.flag, why: `model '${model.name}'` }),
-        );
+        await load;
       } catch (error) {
         if (plan.exitOnError) throw error;
         this.#models.delete(key);

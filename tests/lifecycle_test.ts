@@ -80,7 +80,7 @@ for (const engine of ENGINES) {
     assert.throws(() => triton.bind(scale(3)), {
       name: "TritonInvalidOperationError",
       message:
-        "Cannot bind model 'Scale': version 1 is bound already (unbind('Scale') it first to replace it)",
+        "Cannot bind model 'Scale': version 1 is bound already (replace() serves a new model in its place)",
     });
     await triton.unbind("scale"); // names are matched case-insensitively, as bind() does
     await triton.bind(scale(3));
