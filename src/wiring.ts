@@ -69,7 +69,7 @@ export type GrpcPlan = Omit<GrpcFrontendOptions, "tls" | "logger" | "security"> 
 export function facadeOptionsOf(config: ResolvedTritonConfig): FacadePlan {
   const cache = parseCacheConfig(config.cacheConfig);
   const responseCache = cache !== undefined &&
-    (cache.name !== "local" || Number(cache.config.size ?? 0) > 0);
+    (cache.name !== "local" || Number(cache.config["size"] ?? 0) > 0);
   return {
     http: config.allowHttp,
     grpc: config.allowGrpc,

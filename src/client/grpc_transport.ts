@@ -330,7 +330,7 @@ export class GrpcTransport implements Transport {
     options: TransportCallOptions,
   ): Promise<void> {
     const parameters: Record<string, { string_param?: string; bytes_param?: Uint8Array }> = {};
-    if (load.config !== undefined) parameters.config = { string_param: load.config };
+    if (load.config !== undefined) parameters["config"] = { string_param: load.config };
     for (const [key, bytes] of Object.entries(load.files ?? {})) {
       parameters[key] = { bytes_param: bytes };
     }

@@ -54,16 +54,19 @@ export function encodeHttpInferRequest(request: TransportInferRequest): EncodedH
   const sizes = request.inputs.map(([, tensor]) => rawByteSize(tensor));
   const header: Record<string, unknown> = { id: request.id };
   const parameters: Record<string, ClientParameterValue> = { ...request.parameters };
-  if (request.outputs.length === 0) parameters.binary_data_output = true;
-  if (Object.keys(parameters).length > 0) header.parameters = parameters;
-  header.inputs = request.inputs.map(([name, tensor], i) => ({
+  if (request.outputs.length === 0) parameters["binary_data_output"] = true;
+  if (Object.keys(parameters).length > 0) header["parameters"] = parameters;
+  header["inputs"] = request.inputs.map(([name, tensor], i) => ({
     name,
     datatype: kserveName(tensor.dtype),
     shape: [...tensor.shape],
     parameters: { binary_data_size: sizes[i] },
   }));
   if (request.outputs.length > 0) {
-    header.outputs = request.outputs.map((name) => ({ name, parameters: { binary_data: true } }));
+    header["outputs"] = request.outputs.map((name) => ({
+      name,
+      parameters: { binary_data: true },
+    }));
   }
   const json = encoder.encode(JSON.stringify(header));
   const total = json.byteLength + sizes.reduce((sum, size) => sum + size, 0);
@@ -150,24 +153,26 @@ export function decodeHttpInferResponse(
   if (!isObject(header)) throw invalid("the JSON header is not an object");
   const outputs: Record<string, NDArray> = {};
   let offset = jsonLength;
-  const list = Array.isArray(header.outputs) ? header.outputs : [];
+  const list = Array.isArray(header["outputs"]) ? header["outputs"] : [];
   for (const output of list) {
-    if (!isObject(output) || typeof output.name !== "string") {
+    if (!isObject(output) || typeof output["name"] !== "string") {
       throw invalid("an output has no name");
     }
-    const name = output.name;
-    const dtype = typeof output.datatype === "string" ? fromKServe(output.datatype) : undefined;
+    const name = output["name"];
+    const dtype = typeof output["datatype"] === "string"
+      ? fromKServe(output["datatype"])
+      : undefined;
     if (dtype === undefined) {
-      throw invalid(`output '${name}' has unknown datatype ${JSON.stringify(output.datatype)}`);
+      throw invalid(`output '${name}' has unknown datatype ${JSON.stringify(output["datatype"])}`);
     }
-    const shape = Array.isArray(output.shape) ? output.shape.map(Number) : [];
+    const shape = Array.isArray(output["shape"]) ? output["shape"].map(Number) : [];
     if (shape.some((dim) => !Number.isInteger(dim) || dim < 0)) {
-      throw invalid(`output '${name}' has a bad shape ${JSON.stringify(output.shape)}`);
+      throw invalid(`output '${name}' has a bad shape ${JSON.stringify(output["shape"])}`);
     }
-    const parameters = isObject(output.parameters) ? output.parameters : {};
-    const size = parameters.binary_data_size;
+    const parameters = isObject(output["parameters"]) ? output["parameters"] : {};
+    const size = parameters["binary_data_size"];
     if (size === undefined) {
-      outputs[name] = jsonTensor(name, dtype, shape, output.data);
+      outputs[name] = jsonTensor(name, dtype, shape, output["data"]);
       continue;
     }
     if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
@@ -186,11 +191,11 @@ export function decodeHttpInferResponse(
     offset += size;
   }
   return {
-    modelName: typeof header.model_name === "string" ? header.model_name : "",
-    modelVersion: header.model_version === undefined ? "" : String(header.model_version),
-    id: typeof header.id === "string" ? header.id : "",
-    parameters: isObject(header.parameters)
-      ? header.parameters as Record<string, ClientParameterValue>
+    modelName: typeof header["model_name"] === "string" ? header["model_name"] : "",
+    modelVersion: header["model_version"] === undefined ? "" : String(header["model_version"]),
+    id: typeof header["id"] === "string" ? header["id"] : "",
+    parameters: isObject(header["parameters"])
+      ? header["parameters"] as Record<string, ClientParameterValue>
       : {},
     outputs,
   };

@@ -191,10 +191,10 @@ export function decodeGenerateResponse(
     );
   }
   const object = json as Record<string, unknown>;
-  if (typeof object.error === "string") {
-    throw new ClientInferenceServerError(`Inference failed: ${object.error}`, {
+  if (typeof object["error"] === "string") {
+    throw new ClientInferenceServerError(`Inference failed: ${object["error"]}`, {
       status,
-      serverMessage: object.error,
+      serverMessage: object["error"],
     });
   }
   const outputs: Record<string, NDArray> = {};
@@ -208,9 +208,9 @@ export function decodeGenerateResponse(
     else if (typeof value === "bigint") parameters[key] = Number(value);
   }
   return {
-    modelName: String(object.model_name ?? ""),
-    modelVersion: String(object.model_version ?? ""),
-    id: typeof object.id === "string" ? object.id : "",
+    modelName: String(object["model_name"] ?? ""),
+    modelVersion: String(object["model_version"] ?? ""),
+    id: typeof object["id"] === "string" ? object["id"] : "",
     parameters,
     outputs,
   };

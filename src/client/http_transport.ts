@@ -271,7 +271,7 @@ export class HttpTransport implements Transport {
     options: TransportCallOptions,
   ): Promise<void> {
     const parameters: Record<string, string> = {};
-    if (load.config !== undefined) parameters.config = load.config;
+    if (load.config !== undefined) parameters["config"] = load.config;
     for (const [key, bytes] of Object.entries(load.files ?? {})) parameters[key] = toBase64(bytes);
     const body = Object.keys(parameters).length > 0 ? { parameters } : {};
     return this.#repository(

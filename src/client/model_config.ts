@@ -81,11 +81,11 @@ function toBool(value: unknown): boolean {
 }
 
 function parseTensor(value: unknown, kind: "input" | "output", index: number): ClientTensorSpec {
-  if (!isObject(value) || typeof value.name !== "string") {
+  if (!isObject(value) || typeof value["name"] !== "string") {
     throw new ClientValueError(`Invalid model config: ${kind} ${index} has no name`);
   }
-  const name = value.name;
-  const typeName = value.data_type ?? "TYPE_FP32";
+  const name = value["name"];
+  const typeName = value["data_type"] ?? "TYPE_FP32";
   let dtype: DType;
   try {
     dtype = toDType(String(typeName));
@@ -96,23 +96,25 @@ function parseTensor(value: unknown, kind: "input" | "output", index: number): C
     );
   }
   // A reshape gives the shape the model sees; the client talks in the declared dims.
-  const dims = Array.isArray(value.dims) ? value.dims : [];
+  const dims = Array.isArray(value["dims"]) ? value["dims"] : [];
   const shape = dims.map((dim, i) => toInt(dim, `${kind} '${name}' dims[${i}]`));
-  return { name, dtype, shape, optional: kind === "input" && toBool(value.optional) };
+  return { name, dtype, shape, optional: kind === "input" && toBool(value["optional"]) };
 }
 
 function parseBatcher(value: unknown): ClientDynamicBatcher | undefined {
   if (!isObject(value)) return undefined;
-  const preferred = Array.isArray(value.preferred_batch_size) ? value.preferred_batch_size : [];
+  const preferred = Array.isArray(value["preferred_batch_size"])
+    ? value["preferred_batch_size"]
+    : [];
   return {
     preferredBatchSize: preferred.map((size, i) => toInt(size, `preferred_batch_size[${i}]`)),
     maxQueueDelayMicroseconds: toInt(
-      value.max_queue_delay_microseconds,
+      value["max_queue_delay_microseconds"],
       "max_queue_delay_microseconds",
     ),
-    preserveOrdering: toBool(value.preserve_ordering),
-    priorityLevels: toInt(value.priority_levels, "priority_levels"),
-    defaultPriorityLevel: toInt(value.default_priority_level, "default_priority_level"),
+    preserveOrdering: toBool(value["preserve_ordering"]),
+    priorityLevels: toInt(value["priority_levels"], "priority_levels"),
+    defaultPriorityLevel: toInt(value["default_priority_level"], "default_priority_level"),
   };
 }
 
@@ -120,8 +122,8 @@ function parseParameters(value: unknown): Record<string, string> {
   const parameters: Record<string, string> = {};
   if (!isObject(value)) return parameters;
   for (const [key, entry] of Object.entries(value)) {
-    if (isObject(entry) && typeof entry.string_value === "string") {
-      parameters[key] = entry.string_value;
+    if (isObject(entry) && typeof entry["string_value"] === "string") {
+      parameters[key] = entry["string_value"];
     } else if (typeof entry === "string") {
       parameters[key] = entry;
     }
@@ -158,27 +160,27 @@ export function parseModelConfig(json: unknown): ClientModelConfig {
   if (!isObject(json)) {
     throw new ClientValueError(`Invalid model config: expected a JSON object, got ${typeof json}`);
   }
-  const maxBatchSize = toInt(json.max_batch_size, "max_batch_size");
+  const maxBatchSize = toInt(json["max_batch_size"], "max_batch_size");
   if (maxBatchSize < 0) {
     throw new ClientValueError(
       `Invalid model config: max_batch_size is negative (${maxBatchSize})`,
     );
   }
-  const inputs = Array.isArray(json.input) ? json.input : [];
-  const outputs = Array.isArray(json.output) ? json.output : [];
-  const policy = json.model_transaction_policy;
-  const cache = json.response_cache;
+  const inputs = Array.isArray(json["input"]) ? json["input"] : [];
+  const outputs = Array.isArray(json["output"]) ? json["output"] : [];
+  const policy = json["model_transaction_policy"];
+  const cache = json["response_cache"];
   return {
-    name: typeof json.name === "string" ? json.name : "",
+    name: typeof json["name"] === "string" ? json["name"] : "",
     maxBatchSize,
     batching: maxBatchSize > 0,
-    batcher: parseBatcher(json.dynamic_batching),
-    decoupled: isObject(policy) && toBool(policy.decoupled),
-    responseCache: isObject(cache) && toBool(cache.enable),
-    backend: typeof json.backend === "string" ? json.backend : "",
+    batcher: parseBatcher(json["dynamic_batching"]),
+    decoupled: isObject(policy) && toBool(policy["decoupled"]),
+    responseCache: isObject(cache) && toBool(cache["enable"]),
+    backend: typeof json["backend"] === "string" ? json["backend"] : "",
     inputs: inputs.map((spec, i) => parseTensor(spec, "input", i)),
     outputs: outputs.map((spec, i) => parseTensor(spec, "output", i)),
-    parameters: parseParameters(json.parameters),
+    parameters: parseParameters(json["parameters"]),
     raw: json,
   };
 }

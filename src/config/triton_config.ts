@@ -426,7 +426,12 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
  * - list fields are frozen.
  */
 export type ResolvedTritonConfig = {
-  readonly [K in keyof TritonConfig]-?: K extends // The fields without a default:
+  readonly [
+    // Over Required<TritonConfig> rather than with `-?`: without exactOptionalPropertyTypes (Deno's
+    // default in a user's project) `-?` strips `undefined` from every property's type, also from
+    // the fields below that may stay undefined.
+    K in keyof Required<TritonConfig>
+  ]: K extends // The fields without a default:
   | "modelRepository"
   | "logFile"
   | "httpHeaderForwardPattern"

@@ -73,9 +73,9 @@ function warmupJson(stage: ModelWarmup): Record<string, unknown> {
           data_type: configName(toDType(input.dtype)),
           dims: [...input.shape],
         };
-        if (input.inputDataFile !== undefined) json.input_data_file = input.inputDataFile;
-        else if (input.randomData) json.random_data = true;
-        else json.zero_data = true;
+        if (input.inputDataFile !== undefined) json["input_data_file"] = input.inputDataFile;
+        else if (input.randomData) json["random_data"] = true;
+        else json["zero_data"] = true;
         return [name, json];
       }),
     ),
@@ -92,7 +92,7 @@ function tensorJson(
     data_type: configName(spec.dtype),
     dims: [...spec.shape],
   };
-  if (kind === "input" && (spec.optional || normalized)) json.optional = spec.optional;
+  if (kind === "input" && (spec.optional || normalized)) json["optional"] = spec.optional;
   if (normalized) {
     if (kind === "input") {
       Object.assign(json, {
@@ -202,37 +202,37 @@ export function toTritonModelConfig(
     const preferred = normalized && b.preferredBatchSize.length === 0
       ? [config.maxBatchSize]
       : b.preferredBatchSize;
-    if (preferred.length > 0) batcher.preferred_batch_size = [...preferred];
+    if (preferred.length > 0) batcher["preferred_batch_size"] = [...preferred];
     if (b.maxQueueDelayMicroseconds > 0 || normalized) {
-      batcher.max_queue_delay_microseconds = b.maxQueueDelayMicroseconds;
+      batcher["max_queue_delay_microseconds"] = b.maxQueueDelayMicroseconds;
     }
-    if (b.preserveOrdering || normalized) batcher.preserve_ordering = b.preserveOrdering;
-    if (b.priorityLevels > 0 || normalized) batcher.priority_levels = b.priorityLevels;
+    if (b.preserveOrdering || normalized) batcher["preserve_ordering"] = b.preserveOrdering;
+    if (b.priorityLevels > 0 || normalized) batcher["priority_levels"] = b.priorityLevels;
     if (b.defaultPriorityLevel > 0 || normalized) {
-      batcher.default_priority_level = b.defaultPriorityLevel;
+      batcher["default_priority_level"] = b.defaultPriorityLevel;
     }
     // Like Triton's normalised config: message fields appear only when set.
     if (b.hasDefaultQueuePolicy) {
-      batcher.default_queue_policy = queuePolicyJson(b.defaultQueuePolicy);
+      batcher["default_queue_policy"] = queuePolicyJson(b.defaultQueuePolicy);
     }
     if (b.priorityQueuePolicy.size > 0 || normalized) {
-      batcher.priority_queue_policy = Object.fromEntries(
+      batcher["priority_queue_policy"] = Object.fromEntries(
         [...b.priorityQueuePolicy].map((
           [level, policy],
         ) => [String(level), queuePolicyJson(policy)]),
       );
     }
-    json.dynamic_batching = batcher;
+    json["dynamic_batching"] = batcher;
   }
-  if (config.decoupled) json.model_transaction_policy = { decoupled: true };
-  if (config.responseCache) json.response_cache = { enable: true };
+  if (config.decoupled) json["model_transaction_policy"] = { decoupled: true };
+  if (config.responseCache) json["response_cache"] = { enable: true };
   const parameters = Object.entries(options.parameters ?? {});
   if (parameters.length > 0 || normalized) {
-    json.parameters = Object.fromEntries(
+    json["parameters"] = Object.fromEntries(
       parameters.map(([key, value]) => [key, { string_value: value }]),
     );
   }
-  if (config.warmup.length > 0) json.model_warmup = config.warmup.map(warmupJson);
+  if (config.warmup.length > 0) json["model_warmup"] = config.warmup.map(warmupJson);
   if (normalized) {
     Object.assign(json, {
       platform: "",

@@ -10,9 +10,9 @@ import { ndarray } from "../tensor/ndarray.ts";
 import type { WorkerContext } from "./worker_protocol.ts";
 
 function echo(request: InferRequest): InferResult {
-  const x = request.data.x!;
+  const x = request.data["x"]!;
   const result: InferResult = { y: ndarray((x.data as Float32Array).slice(), x.shape) };
-  if (request.data.s !== undefined) result.t = request.data.s;
+  if (request.data["s"] !== undefined) result["t"] = request.data["s"];
   return result;
 }
 
@@ -20,7 +20,7 @@ function echo(request: InferRequest): InferResult {
 export default function factory(ctx: WorkerContext): InferFunc {
   if (ctx.model.config.decoupled) {
     return async function* (requests: InferRequest[]): AsyncGenerator<InferResult[]> {
-      const x = requests[0]!.data.x!.data as Float32Array;
+      const x = requests[0]!.data["x"]!.data as Float32Array;
       for (const value of x) yield requests.map(() => ({ y: ndarray(new Float32Array([value])) }));
     };
   }

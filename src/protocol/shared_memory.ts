@@ -125,9 +125,9 @@ export function sharedMemoryRef(
   what: string,
 ): SharedMemoryRef | undefined {
   if (parameters === undefined) return undefined;
-  const region = parameters.shared_memory_region;
-  const size = parameters.shared_memory_byte_size;
-  const offset = parameters.shared_memory_offset;
+  const region = parameters["shared_memory_region"];
+  const size = parameters["shared_memory_byte_size"];
+  const offset = parameters["shared_memory_offset"];
   if (region === undefined && size === undefined && offset === undefined) return undefined;
   if (region === undefined) {
     throw InferenceError.invalidArg(

@@ -51,9 +51,12 @@ function cacheBytes(options: BuiltinEngineOptions): number {
       "the local cache has only a size",
     );
   }
-  const size = Number(cache.config.size ?? 0);
+  const size = Number(cache.config["size"] ?? 0);
   if (!Number.isSafeInteger(size) || size < 0) {
-    throw refuse(`cacheConfig local,size=${cache.config.size}`, "the size must be an integer >= 0");
+    throw refuse(
+      `cacheConfig local,size=${cache.config["size"]}`,
+      "the size must be an integer >= 0",
+    );
   }
   return size;
 }

@@ -408,7 +408,7 @@ export class NativeEngine implements Engine {
     const config = queries.modelConfig(this.#core, this.#server, name, version);
     const definition = this.#models.get(name)?.definition;
     if (definition !== undefined && definition.config.warmup.length > 0) {
-      config.model_warmup = toTritonModelConfig(definition).model_warmup;
+      config["model_warmup"] = toTritonModelConfig(definition)["model_warmup"];
     }
     return config;
   }

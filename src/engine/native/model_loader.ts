@@ -144,9 +144,9 @@ async function loadIntoCore(
     gpuCount: context.gpus.devices.length,
     parameters: { [CHANNEL_PARAMETER]: String(channel) },
   });
-  config.version_policy = { specific: { versions: [model.version] } };
+  config["version_policy"] = { specific: { versions: [model.version] } };
   // Warm-up ran before the load (see ../warmup.ts): the core must not run it again.
-  delete config.model_warmup;
+  delete config["model_warmup"];
   const parameter = core.TRITONSERVER_ParameterNew(
     cString("config"),
     PARAMETER_STRING,

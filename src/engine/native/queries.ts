@@ -129,7 +129,7 @@ export function modelConfig(
     (slot) =>
       core.TRITONSERVER_ServerModelConfig(server, cString(name), BigInt(version ?? -1), 1, slot),
   ) as TritonModelConfigJson;
-  const parameters = config.parameters as Record<string, unknown> | undefined;
+  const parameters = config["parameters"] as Record<string, unknown> | undefined;
   if (parameters !== undefined) delete parameters[CHANNEL_PARAMETER];
   return config;
 }

@@ -186,7 +186,7 @@ async function listIndexFiles(indexUrl: string): Promise<IndexFile[]> {
     };
     return (body.files ?? []).map((file) => {
       const entry: IndexFile = { filename: file.filename, url: new URL(file.url, project).href };
-      if (file.hashes?.sha256) entry.sha256 = file.hashes.sha256;
+      if (file.hashes?.["sha256"]) entry.sha256 = file.hashes["sha256"];
       return entry;
     });
   }

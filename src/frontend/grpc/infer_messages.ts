@@ -122,7 +122,7 @@ export function toInferenceRequest(
   const inputParameters = inputsMessage.map((input) =>
     input.parameters === undefined ? undefined : fromInferParameters(input.parameters)
   );
-  const rawInputs = inputParameters.filter((p) => p?.shared_memory_region === undefined).length;
+  const rawInputs = inputParameters.filter((p) => p?.["shared_memory_region"] === undefined).length;
   if (raw.length > 0 && raw.length !== rawInputs) {
     throw InferenceError.invalidArg(
       `Invalid request for model '${modelName}': expected ${rawInputs} raw_input_contents (one per input${
@@ -201,7 +201,7 @@ function decodeTensors(
   });
 
   const outputs = message.outputs?.map((output) => {
-    if (output.parameters?.classification !== undefined) {
+    if (output.parameters?.["classification"] !== undefined) {
       throw InferenceError.unsupported(
         `Unsupported parameter 'classification' for output '${output.name}': DenoTriton does not support it`,
       );

@@ -187,11 +187,11 @@ export function decodeGenerateRequest(
   }
   let priority: number | undefined;
   let timeout: number | undefined;
-  if (parameters.priority !== undefined) {
-    priority = nonNegativeInteger("priority", parameters.priority);
+  if (parameters["priority"] !== undefined) {
+    priority = nonNegativeInteger("priority", parameters["priority"]);
   }
-  if (parameters.timeout !== undefined) {
-    timeout = nonNegativeInteger("timeout", parameters.timeout);
+  if (parameters["timeout"] !== undefined) {
+    timeout = nonNegativeInteger("timeout", parameters["timeout"]);
   }
   // Forwarded headers are string parameters only, as on /infer: they never set a field.
   for (const [name, value] of forwardedHeaders(options)) parameters[name] = value;
@@ -304,10 +304,10 @@ export async function handleGenerate(
   context: GenerateContext,
   streaming: boolean,
 ): Promise<Response> {
-  const modelName = context.params.model!;
-  const modelVersion = context.params.version === undefined
+  const modelName = context.params["model"]!;
+  const modelVersion = context.params["version"] === undefined
     ? undefined
-    : Number(context.params.version);
+    : Number(context.params["version"]);
   // The request's one lookup: decoding reads the handle, and the engine takes it as it is.
   const model = engine.model(modelName, modelVersion);
   const body = await readRequestBody(context.request, settings.maxRequestBytes);

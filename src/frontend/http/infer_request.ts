@@ -167,16 +167,16 @@ function readOutputs(
   }
   const names: string[] = [];
   raw.forEach((output, index) => {
-    if (!isObject(output) || typeof output.name !== "string") {
+    if (!isObject(output) || typeof output["name"] !== "string") {
       throw InferenceError.invalidArg(
         `Unable to parse 'outputs[${index}]': expected an object with a 'name'`,
       );
     }
-    const name = output.name;
+    const name = output["name"];
     if (formats.has(name)) {
       throw InferenceError.invalidArg(`Duplicate output '${name}' in 'outputs'`);
     }
-    const parameters = output.parameters;
+    const parameters = output["parameters"];
     let binary: boolean | undefined;
     let classification = 0;
     if (parameters !== undefined) {
@@ -187,28 +187,28 @@ function readOutputs(
       }
       const shm = sharedMemoryRef(parameters, `output '${name}'`);
       if (shm !== undefined) {
-        if (parameters.classification !== undefined) {
+        if (parameters["classification"] !== undefined) {
           throw InferenceError.invalidArg(
             "Output can't set both 'shared_memory_region' and 'classification'",
           );
         }
-        if (parameters.binary_data === true) {
+        if (parameters["binary_data"] === true) {
           throw InferenceError.invalidArg(
             "Output can't set both 'shared_memory_region' and 'binary_data'",
           );
         }
         sharedMemory.output(name, shm);
       }
-      if (parameters.binary_data !== undefined) {
-        if (typeof parameters.binary_data !== "boolean") {
+      if (parameters["binary_data"] !== undefined) {
+        if (typeof parameters["binary_data"] !== "boolean") {
           throw InferenceError.invalidArg(
             `Unable to parse 'binary_data' of output '${name}': expected a boolean`,
           );
         }
-        binary = parameters.binary_data;
+        binary = parameters["binary_data"];
       }
-      if (parameters.classification !== undefined) {
-        const count = nonNegativeInteger(parameters.classification);
+      if (parameters["classification"] !== undefined) {
+        const count = nonNegativeInteger(parameters["classification"]);
         if (count === undefined) {
           throw InferenceError.invalidArg(
             `Unable to parse 'classification' of output '${name}': expected a non-negative integer`,
@@ -264,23 +264,32 @@ export function decodeInferRequest(
     throw InferenceError.invalidArg("Unable to parse the request JSON: expected an object");
   }
   let id: string | undefined;
-  if (parsed.id !== undefined) {
-    if (typeof parsed.id !== "string") {
+  if (parsed["id"] !== undefined) {
+    if (typeof parsed["id"] !== "string") {
       throw InferenceError.invalidArg("Unable to parse 'id': expected a string");
     }
-    id = parsed.id;
+    id = parsed["id"];
   }
-  const params = httpRequestParameters(parsed.parameters, forwarding(options));
-  if (!Array.isArray(parsed.inputs)) {
+  const params = httpRequestParameters(parsed["parameters"], forwarding(options));
+  if (!Array.isArray(parsed["inputs"])) {
     throw InferenceError.invalidArg(
-      parsed.inputs === undefined
+      parsed["inputs"] === undefined
         ? "Unable to parse the request JSON: missing 'inputs'"
         : "Unable to parse 'inputs': expected an array",
     );
   }
   const sharedMemory = new SharedMemoryBinding(options.sharedMemory);
   try {
-    return decodeBody(parsed, parsed.inputs, body, headerLength, options, sharedMemory, id, params);
+    return decodeBody(
+      parsed,
+      parsed["inputs"],
+      body,
+      headerLength,
+      options,
+      sharedMemory,
+      id,
+      params,
+    );
   } catch (error) {
     sharedMemory.release();
     throw error;
@@ -304,31 +313,32 @@ function decodeBody(
     if (!isObject(input)) {
       throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': expected an object`);
     }
-    if (typeof input.name !== "string") {
+    if (typeof input["name"] !== "string") {
       throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': missing 'name' string`);
     }
-    const name = input.name;
+    const name = input["name"];
     if (inputs.has(name)) throw InferenceError.invalidArg(`Duplicate input '${name}' in 'inputs'`);
-    if (typeof input.datatype !== "string") {
+    if (typeof input["datatype"] !== "string") {
       throw InferenceError.invalidArg(
         `Unable to parse 'datatype' of input '${name}': missing 'datatype' string`,
       );
     }
-    const dtype = fromKServe(input.datatype);
+    const datatype = input["datatype"];
+    const dtype = fromKServe(datatype);
     if (dtype === undefined) {
       throw InferenceError.invalidArg(
-        `Invalid datatype '${input.datatype}' of input '${name}': expected one of BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, FP16, BF16, FP32, FP64, BYTES`,
+        `Invalid datatype '${datatype}' of input '${name}': expected one of BOOL, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64, FP16, BF16, FP32, FP64, BYTES`,
       );
     }
-    const shape = readShape(name, input.shape);
-    const parameters = input.parameters;
+    const shape = readShape(name, input["shape"]);
+    const parameters = input["parameters"];
     if (parameters !== undefined && !isObject(parameters)) {
       throw InferenceError.invalidArg(
         `Unable to parse 'parameters' of input '${name}': expected an object`,
       );
     }
-    const hasData = input.data !== undefined;
-    const hasBinary = parameters?.binary_data_size !== undefined;
+    const hasData = input["data"] !== undefined;
+    const hasBinary = parameters?.["binary_data_size"] !== undefined;
     const shm = sharedMemoryRef(parameters, `input '${name}'`);
     if (shm !== undefined) {
       if (hasData || hasBinary) {
@@ -349,10 +359,10 @@ function decodeBody(
       );
     }
     if (hasData) {
-      inputs.set(name, jsonToNDArray(name, dtype, shape, input.data));
+      inputs.set(name, jsonToNDArray(name, dtype, shape, input["data"]));
       return;
     }
-    const size = nonNegativeInteger(parameters!.binary_data_size);
+    const size = nonNegativeInteger(parameters!["binary_data_size"]);
     if (size === undefined) {
       throw InferenceError.invalidArg(
         `Unable to parse 'binary_data_size' of input '${name}': expected a non-negative integer`,
@@ -380,7 +390,7 @@ function decodeBody(
       } bytes after the last input`,
     );
   }
-  const { names, formats } = readOutputs(parsed.outputs, sharedMemory);
+  const { names, formats } = readOutputs(parsed["outputs"], sharedMemory);
   const outputFormats = new Map<string, OutputFormat>();
   for (const [name, format] of formats) {
     outputFormats.set(name, {

@@ -219,11 +219,11 @@ export function encodeInferResponse(
     }
     if (binary) {
       const bytes = toRawBytes(array);
-      entry.parameters = { binary_data_size: bytes.byteLength };
+      entry["parameters"] = { binary_data_size: bytes.byteLength };
       binaries.push(bytes);
       binarySize += bytes.byteLength;
     } else {
-      entry.data = ndarrayToJson(name, array);
+      entry["data"] = ndarrayToJson(name, array);
     }
     outputs.push(entry);
   }
@@ -231,11 +231,11 @@ export function encodeInferResponse(
     model_name: response.modelName,
     model_version: response.modelVersion,
   };
-  if (response.id !== undefined && response.id !== "") json.id = response.id;
+  if (response.id !== undefined && response.id !== "") json["id"] = response.id;
   if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
-    json.parameters = response.parameters;
+    json["parameters"] = response.parameters;
   }
-  json.outputs = outputs;
+  json["outputs"] = outputs;
   const header = encoder.encode(JSON.stringify(json));
   if (binaries.length === 0) {
     return { body: oneChunk(header), headers: { "content-type": "application/json" } };

@@ -85,7 +85,7 @@ function empty(status: number): Response {
  * @returns The version, or `undefined` when the path names none.
  */
 export function versionOf(params: Readonly<Record<string, string>>): number | undefined {
-  return params.version === undefined ? undefined : Number(params.version);
+  return params["version"] === undefined ? undefined : Number(params["version"]);
 }
 
 async function readJsonBody(
@@ -176,7 +176,7 @@ export function inferDecodeOptions(
 ): DecodeInferOptions {
   const modelVersion = versionOf(params);
   return {
-    modelName: params.model!,
+    modelName: params["model"]!,
     ...(modelVersion !== undefined ? { modelVersion } : {}),
     headers: request.headers,
     ...(settings.headerForwardPattern !== undefined
@@ -233,7 +233,7 @@ async function infer(
   settings: RouteSettings,
   context: RouteContext,
 ): Promise<Response> {
-  const model = inferModel(engine, context.params.model!, versionOf(context.params));
+  const model = inferModel(engine, context.params["model"]!, versionOf(context.params));
   const { body, headerLength } = await readInferBody(context.request, settings.maxRequestBytes);
   const options = inferDecodeOptions(settings, context);
   const decoded: HttpInferRequest = headerLength === 0
@@ -254,13 +254,13 @@ async function repositoryAction(
   settings: RouteSettings,
   context: RouteContext,
 ): Promise<Response> {
-  const model = context.params.model!;
+  const model = context.params["model"]!;
   const body = await readJsonBody(context.request, settings);
-  if (context.params.action === "unload") {
+  if (context.params["action"] === "unload") {
     await repository.unload(model);
     return empty(200);
   }
-  const parameters = body?.parameters;
+  const parameters = body?.["parameters"];
   refuseNewConfiguration(
     model,
     typeof parameters === "object" && parameters !== null ? Object.keys(parameters) : [],
@@ -283,7 +283,7 @@ function traceSettings(): Record<string, unknown> {
 async function traceSetting(settings: RouteSettings, context: RouteContext): Promise<Response> {
   if (context.request.method === "POST") {
     const body = await readJsonBody(context.request, settings) ?? {};
-    const level = body.trace_level;
+    const level = body["trace_level"];
     const off = level === undefined || level === null ||
       (Array.isArray(level) && level.every((entry) => entry === "OFF"));
     const others = Object.keys(body).filter((key) => key !== "trace_level");
@@ -321,10 +321,10 @@ async function registerSystemRegion(
   { request, params }: RouteContext,
 ): Promise<Response> {
   const body = await readJsonBody(request, settings) ?? {};
-  if (body.key === undefined) {
+  if (body["key"] === undefined) {
     throw InferenceError.invalidArg("Shared memory register request has no 'key' field");
   }
-  if (typeof body.key !== "string") {
+  if (typeof body["key"] !== "string") {
     throw InferenceError.invalidArg(
       "Unable to parse 'key' of the shared memory register request: expected a string",
     );
@@ -334,8 +334,8 @@ async function registerSystemRegion(
     throw InferenceError.invalidArg("Shared memory register request has no 'byte_size' field");
   }
   registry.register({
-    name: params.region!,
-    key: body.key,
+    name: params["region"]!,
+    key: body["key"],
     offset: nonNegative(body, "offset") ?? 0,
     byteSize,
   });
@@ -405,7 +405,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       route(MODEL_PATH),
       "metadata",
       ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelMetadata(params.model!, versionOf(params)))),
+        Promise.resolve(jsonResponse(engine.modelMetadata(params["model"]!, versionOf(params)))),
     )
     .add(
       "GET",
@@ -413,7 +413,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "health",
       ({ params }) =>
         Promise.resolve(
-          engine.modelReady(params.model!, versionOf(params))
+          engine.modelReady(params["model"]!, versionOf(params))
             ? empty(200)
             : errorResponse(400, "Model version not ready"),
         ),
@@ -423,7 +423,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       route(`${MODEL_PATH}/config`),
       "model-config",
       ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelConfig(params.model!, versionOf(params)))),
+        Promise.resolve(jsonResponse(engine.modelConfig(params["model"]!, versionOf(params)))),
     )
     .add(
       "POST",
@@ -448,7 +448,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       route(`${MODEL_PATH}/stats`),
       "statistics",
       ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelStatistics(params.model!, versionOf(params)))),
+        Promise.resolve(jsonResponse(engine.modelStatistics(params["model"]!, versionOf(params)))),
     )
     .add(
       "GET",
@@ -474,7 +474,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
 
   const index = async ({ request }: RouteContext): Promise<Response> => {
     const body = await readJsonBody(request, settings);
-    const ready = body?.ready ?? false;
+    const ready = body?.["ready"] ?? false;
     if (typeof ready !== "boolean") {
       throw InferenceError.invalidArg("Invalid 'ready' in the request: expected a boolean");
     }
@@ -514,7 +514,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         "GET",
         route("/v2/systemsharedmemory/region/(?<region>[^/]+)/status"),
         "shared-memory",
-        ({ params }) => Promise.resolve(jsonResponse(registry.status(params.region!))),
+        ({ params }) => Promise.resolve(jsonResponse(registry.status(params["region"]!))),
       )
       .add(
         "POST",
@@ -531,7 +531,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         route("/v2/systemsharedmemory/region/(?<region>[^/]+)/unregister"),
         "shared-memory",
         ({ params }) => {
-          registry.unregister(params.region!);
+          registry.unregister(params["region"]!);
           return Promise.resolve(empty(200));
         },
       );
@@ -553,7 +553,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         "shared-memory",
         ({ params }) => {
           throw InferenceError.notFound(
-            `Unable to find ${kind!.toLowerCase()} shared memory region: '${params.region}'`,
+            `Unable to find ${kind!.toLowerCase()} shared memory region: '${params["region"]}'`,
           );
         },
       )

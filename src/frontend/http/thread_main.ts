@@ -129,8 +129,8 @@ function forward(request: Request, read?: Uint8Array, signal?: AbortSignal): Pro
 function modelRef(params: RouteContext["params"]): ModelRef {
   const modelVersion = versionOf(params);
   return modelVersion === undefined
-    ? { modelName: params.model! }
-    : { modelName: params.model!, modelVersion };
+    ? { modelName: params["model"]! }
+    : { modelName: params["model"]!, modelVersion };
 }
 
 function checkModel(model: ModelRef): Promise<CheckedModel> {
