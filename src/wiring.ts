@@ -92,12 +92,16 @@ export function facadeOptionsOf(config: ResolvedTritonConfig): FacadePlan {
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(loggerOptionsOf(resolveTritonConfig({ env: {}, config: { id: "a" } })), {
- *   verbose: 0, prefix: "a",
+ *   verbose: 0, prefix: "a", format: "default",
  * });
  * ```
  */
 export function loggerOptionsOf(config: ResolvedTritonConfig): LoggerOptions {
-  const options: LoggerOptions = { verbose: config.logVerbose, prefix: config.id };
+  const options: LoggerOptions = {
+    verbose: config.logVerbose,
+    prefix: config.id,
+    format: config.logFormat,
+  };
   if (config.logFile !== undefined) options.file = config.logFile;
   return options;
 }

@@ -10,16 +10,18 @@
  * {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server reads each field, or why a
  * field accepts only its default.
  *
- * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 37 fields (what
+ * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 38 fields (what
  * each engine does with it, and what it refuses), which is half of this file.
  *
  * @module
  */
 
 import { TritonValidationError } from "../errors.ts";
+import type { LogFormat } from "../log.ts";
 import {
   envNameOf,
   PYTRITON_CONFIG_ENV_PREFIX,
+  PYTRITON_ENV_ALIASES,
   readTritonConfigEnv,
   TRITON_CONFIG_ENV_PREFIX,
   TRITON_CONFIG_FILE_ENV,
@@ -170,6 +172,17 @@ export interface TritonConfig {
    * @default {undefined}
    */
   logFile?: string;
+  /**
+   * The layout of the lines DenoTriton writes (to stderr or `logFile`), as Triton's
+   * `--log-format`: `"default"` starts with the level letter and the date
+   * (`I1122 12:47:48.123 triton] ...`), `"ISO8601"` with an ISO 8601 time. Both engines (the
+   * core's lines go through the same logger); `/v2/logging` and gRPC `LogSettings` change it
+   * while serving. Lines handed to a logger of your own (the `logger` option of `Triton`) are its
+   * to lay out.
+   *
+   * @default {"default"}
+   */
+  logFormat?: LogFormat;
   /**
    * Seconds in-flight requests get to finish when the server stops. Both engines.
    *
@@ -383,6 +396,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     metricsConfig: { consumers: ["engine"] },
     logVerbose: { consumers: ["logger", "engine"] },
     logFile: { consumers: ["logger", "engine"] },
+    logFormat: { consumers: ["logger"] },
     exitTimeoutSecs: { consumers: ["engine"] },
     exitOnError: { consumers: ["facade", "engine"] },
     strictReadiness: { consumers: ["engine"] },
@@ -414,7 +428,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
 
 /**
  * A {@linkcode TritonConfig} with every default applied: each field as documented there, set
- * (the seven fields without a default, such as `logFile`, may stay `undefined`). Beside the
+ * (the nine fields without a default, such as `logFile`, may stay `undefined`). Beside the
  * defaults:
  *
  * - `metricsAddress` is `httpAddress` unless set;
@@ -466,6 +480,13 @@ export interface ResolveTritonConfigOptions {
    * @default {undefined}
    */
   env?: Readonly<Record<string, string>>;
+  /**
+   * Receives each warning, one line each: a `PYTRITON_TRITON_CONFIG_*` variable that names no
+   * field of DenoTriton and is ignored.
+   *
+   * @default {console.warn}
+   */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -478,8 +499,9 @@ export interface ResolveTritonConfigOptions {
  * (`DENOTRITON_TRITON_CONFIG_CACHE_CONFIG=local,size=1048576`) or indexed variables
  * (`..._CACHE_CONFIG_0`, `..._CACHE_CONFIG_1`; they win over the plain one). PyTriton's
  * `PYTRITON_TRITON_CONFIG_<FIELD>` variables are read the same way as aliases, below the
- * `DENOTRITON_` ones; one naming a field DenoTriton lacks is an error, like an unknown
- * `DENOTRITON_` variable.
+ * `DENOTRITON_` ones (and PyTriton's documented `PYTRITON_TRITON_CONFIG_LOG_VERBOSITY` as
+ * `logVerbose`); one naming a field DenoTriton lacks is a warning and is ignored, as PyTriton
+ * does, while an unknown `DENOTRITON_` variable is an error.
  *
  * A field DenoTriton cannot honour (see {@linkcode TRITON_CONFIG_FIELD_USES}) accepts only its
  * default; another value is an error saying so.
@@ -520,6 +542,25 @@ export interface ResolveTritonConfigOptions {
  *   },
  * );
  * ```
+ *
+ * @example A PyTriton deployment's environment: what DenoTriton lacks is a warning
+ * ```ts
+ * import { resolveTritonConfig } from "./triton_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const warnings: string[] = [];
+ * const config = resolveTritonConfig({
+ *   env: {
+ *     PYTRITON_TRITON_CONFIG_HTTP_PORT: "9000",
+ *     PYTRITON_TRITON_CONFIG_CACHE_DIRECTORY: "/opt/tritonserver/caches",
+ *   },
+ *   onWarning: (message) => warnings.push(message),
+ * });
+ * assert.equal(config.httpPort, 9000);
+ * assert.deepEqual(warnings, [
+ *   "Ignoring environment variable PYTRITON_TRITON_CONFIG_CACHE_DIRECTORY: DenoTriton has no such field (PyTriton, too, ignores the names it does not know)",
+ * ]);
+ * ```
  */
 export function resolveTritonConfig(
   options: ResolveTritonConfigOptions = {},
@@ -530,8 +571,9 @@ export function resolveTritonConfig(
   if (file !== undefined && file !== "") {
     layers.push({ rank: 1, values: readTritonConfigFile(file), sourceOf: () => file });
   }
-  layers.push(envLayer(env, PYTRITON_CONFIG_ENV_PREFIX, 2));
-  layers.push(envLayer(env, TRITON_CONFIG_ENV_PREFIX, 3));
+  const onWarning = options.onWarning ?? ((message: string) => console.warn(message));
+  layers.push(envLayer(env, PYTRITON_CONFIG_ENV_PREFIX, 2, onWarning));
+  layers.push(envLayer(env, TRITON_CONFIG_ENV_PREFIX, 3, onWarning));
   if (options.config !== undefined) {
     layers.push({
       rank: 4,
@@ -599,8 +641,14 @@ export function resolveTritonConfig(
   return Object.freeze(resolved);
 }
 
-function envLayer(env: Readonly<Record<string, string>>, prefix: string, rank: number): Layer {
-  const { values, variables } = readTritonConfigEnv(env, ENV_KINDS, prefix);
+function envLayer(
+  env: Readonly<Record<string, string>>,
+  prefix: string,
+  rank: number,
+  onWarning: (message: string) => void,
+): Layer {
+  const { values, variables, ignored } = readTritonConfigEnv(env, ENV_KINDS, prefix);
+  for (const message of ignored) onWarning(message);
   return {
     rank,
     env: true,
@@ -669,6 +717,7 @@ function readProcessEnv(): Record<string, string> {
     for (const prefix of [TRITON_CONFIG_ENV_PREFIX, PYTRITON_CONFIG_ENV_PREFIX]) {
       names.push(...FIELD_NAMES.map((name) => envNameOf(name, prefix)));
     }
+    names.push(...Object.keys(PYTRITON_ENV_ALIASES));
     for (const name of names) {
       if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") {
         continue;

@@ -1,6 +1,8 @@
 /**
  * Reads `TritonConfig` fields from `DENOTRITON_TRITON_CONFIG_<FIELD>` environment variables, and
- * from PyTriton's `PYTRITON_TRITON_CONFIG_<FIELD>` ones, which DenoTriton takes as aliases.
+ * from PyTriton's `PYTRITON_TRITON_CONFIG_<FIELD>` ones, which DenoTriton takes as aliases. An
+ * unknown `DENOTRITON_` name is an error; an unknown `PYTRITON_` name is set aside to be warned
+ * about and ignored, as PyTriton does, so a PyTriton deployment's environment serves as it is.
  *
  * Values are converted by field kind (booleans, strict integers, setting lists) but not
  * range-checked here: a value that cannot be converted stays a string, so the caller's schema
@@ -20,6 +22,16 @@ export const TRITON_CONFIG_ENV_PREFIX = "DENOTRITON_TRITON_CONFIG_";
  */
 export const PYTRITON_CONFIG_ENV_PREFIX = "PYTRITON_TRITON_CONFIG_";
 
+/**
+ * Names PyTriton's documentation gives that are not `TritonConfig` field names, read as the field
+ * they mean: PyTriton documents `PYTRITON_TRITON_CONFIG_LOG_VERBOSITY`, while its code reads
+ * `..._LOG_VERBOSE` (and ignores the documented name with a warning). The field's own name wins
+ * when both are set.
+ */
+export const PYTRITON_ENV_ALIASES: Readonly<Record<string, string>> = {
+  [`${PYTRITON_CONFIG_ENV_PREFIX}LOG_VERBOSITY`]: "logVerbose",
+};
+
 /** The environment variable naming a YAML `TritonConfig` file. */
 export const TRITON_CONFIG_FILE_ENV = "DENOTRITON_CONFIG_FILE";
 
@@ -38,6 +50,12 @@ export interface TritonConfigEnv {
    * element, in list order.
    */
   readonly variables: Readonly<Record<string, string | readonly string[]>>;
+  /**
+   * What was not read, one line per variable, for the caller to warn about: `PYTRITON_` names
+   * that name no field of DenoTriton (with {@linkcode PYTRITON_CONFIG_ENV_PREFIX} only; any other
+   * prefix refuses them), and an alias given beside its field's own name.
+   */
+  readonly ignored: readonly string[];
 }
 
 const TRUE_WORDS = new Set(["true", "1", "yes", "on"]);
@@ -157,9 +175,11 @@ export function splitEnvSettings(text: string): string[] {
  * @param env The environment, e.g. `Deno.env.toObject()`.
  * @param fields The kind of every known field, by camelCase name.
  * @param prefix The variables' prefix; with {@linkcode PYTRITON_CONFIG_ENV_PREFIX}, a variable
- *   naming a field DenoTriton lacks is refused with a message saying so.
- * @returns The converted values and the variable of each field.
- * @throws {TritonValidationError} A variable names no field, or gives one list index twice.
+ *   naming a field DenoTriton lacks is set aside in `ignored` (PyTriton warns and goes on), and
+ *   the names of {@linkcode PYTRITON_ENV_ALIASES} are read as their fields.
+ * @returns The converted values, the variable of each field and what was ignored.
+ * @throws {TritonValidationError} A variable names no field (any prefix but PyTriton's), or gives
+ *   one list index twice.
  *
  * @example Read a port and a list
  * ```ts
@@ -177,6 +197,25 @@ export function splitEnvSettings(text: string): string[] {
  * );
  * assert.deepEqual(values, { httpPort: 9000, cacheConfig: ["local,size=64", "redis,host=h"] });
  * ```
+ *
+ * @example PyTriton's names: an alias read, a name DenoTriton lacks set aside
+ * ```ts
+ * import { PYTRITON_CONFIG_ENV_PREFIX, readTritonConfigEnv } from "./triton_config_env.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const { values, ignored } = readTritonConfigEnv(
+ *   {
+ *     PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: "2",
+ *     PYTRITON_TRITON_CONFIG_ALLOW_VERTEX_AI: "true",
+ *   },
+ *   { logVerbose: "integer" },
+ *   PYTRITON_CONFIG_ENV_PREFIX,
+ * );
+ * assert.deepEqual(values, { logVerbose: 2 });
+ * assert.deepEqual(ignored, [
+ *   "Ignoring environment variable PYTRITON_TRITON_CONFIG_ALLOW_VERTEX_AI: DenoTriton has no such field (PyTriton, too, ignores the names it does not know)",
+ * ]);
+ * ```
  */
 export function readTritonConfigEnv(
   env: Readonly<Record<string, string>>,
@@ -185,10 +224,13 @@ export function readTritonConfigEnv(
 ): TritonConfigEnv {
   const byVariable = new Map<string, string>();
   for (const field of Object.keys(fields)) byVariable.set(envNameOf(field, prefix), field);
+  const pytriton = prefix === PYTRITON_CONFIG_ENV_PREFIX;
 
   const values: Record<string, unknown> = {};
   const variables: Record<string, string | readonly string[]> = {};
   const indexed = new Map<string, Map<number, [string, string]>>();
+  const ignored: string[] = [];
+  const aliased: [string, string, string][] = [];
 
   for (const [name, text] of Object.entries(env)) {
     if (!name.startsWith(prefix)) continue;
@@ -198,14 +240,22 @@ export function readTritonConfigEnv(
       variables[field] = name;
       continue;
     }
+    const alias = pytriton ? PYTRITON_ENV_ALIASES[name] : undefined;
+    if (alias !== undefined && fields[alias] !== undefined) {
+      aliased.push([name, alias, text]);
+      continue;
+    }
     const match = INDEXED.exec(name);
     const base = match ? byVariable.get(match[1]!) : undefined;
+    if ((match === null || base === undefined) && pytriton) {
+      ignored.push(
+        `Ignoring environment variable ${name}: DenoTriton has no such field (PyTriton, too, ignores the names it does not know)`,
+      );
+      continue;
+    }
     if (match === null || base === undefined) {
-      const detail = prefix === TRITON_CONFIG_ENV_PREFIX
-        ? "unknown field"
-        : `DenoTriton has no such field (${prefix} variables are read as aliases of the ${TRITON_CONFIG_ENV_PREFIX} ones)`;
       throw new TritonValidationError(
-        `Invalid TritonConfig from environment variable ${name}: ${detail} (names are ${prefix} followed by a field in upper snake case, e.g. ${
+        `Invalid TritonConfig from environment variable ${name}: unknown field (names are ${prefix} followed by a field in upper snake case, e.g. ${
           envNameOf("httpPort", prefix)
         })`,
       );
@@ -229,13 +279,23 @@ export function readTritonConfigEnv(
     entries.set(index, [name, text]);
   }
 
+  // After the fields' own names, which win.
+  for (const [name, field, text] of aliased) {
+    const own = variables[field];
+    if (own !== undefined) {
+      ignored.push(`Ignoring environment variable ${name}: ${own} sets ${field} already`);
+      continue;
+    }
+    values[field] = convert(text, fields[field]!);
+    variables[field] = name;
+  }
   // Applied last, so indexed variables replace the comma-separated form of the same list.
   for (const [field, entries] of indexed) {
     const ordered = [...entries].sort(([a], [b]) => a - b).map(([, entry]) => entry);
     values[field] = ordered.map(([, text]) => text);
     variables[field] = ordered.map(([name]) => name);
   }
-  return { values, variables };
+  return { values, variables, ignored };
 }
 
 function convert(text: string, kind: EnvFieldKind): unknown {

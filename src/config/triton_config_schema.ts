@@ -8,6 +8,7 @@
 
 import { z } from "zod";
 import { TritonValidationError } from "../errors.ts";
+import { LOG_FORMATS } from "../log.ts";
 import { cacheSettingProblem } from "./cache_config.ts";
 import { metricsSettingProblem } from "./metrics_config.ts";
 import type { ResolvedTritonConfig, TritonConfig } from "./triton_config.ts";
@@ -74,6 +75,7 @@ const FIELDS = {
   metricsConfig: metricsSettings,
   logVerbose: nonNegative,
   logFile: nonEmptyString,
+  logFormat: field("string", z.enum(LOG_FORMATS), `"default" or "ISO8601"`),
   exitTimeoutSecs: nonNegative,
   exitOnError: flag,
   strictReadiness: flag,
@@ -149,6 +151,7 @@ export const DEFAULTS: Defaults = {
   metricsConfig: [],
   logVerbose: 0,
   logFile: undefined,
+  logFormat: "default",
   exitTimeoutSecs: 30,
   exitOnError: true,
   strictReadiness: true,

@@ -48,6 +48,7 @@ Deno.test("resolveTritonConfig() applies every default", () => {
     metricsConfig: [],
     logVerbose: 0,
     logFile: undefined,
+    logFormat: "default",
     exitTimeoutSecs: 30,
     exitOnError: true,
     strictReadiness: true,
@@ -638,16 +639,79 @@ Deno.test("resolveTritonConfig() takes PyTriton's PYTRITON_TRITON_CONFIG_* varia
     8,
   );
   rejects(
-    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: "/b" } }),
-    "Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: DenoTriton has no such field (PYTRITON_TRITON_CONFIG_ variables are read as aliases of the DENOTRITON_TRITON_CONFIG_ ones) (names are PYTRITON_TRITON_CONFIG_ followed by a field in upper snake case, e.g. PYTRITON_TRITON_CONFIG_HTTP_PORT)",
-  );
-  rejects(
     () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_HTTP_PORT: "x" } }),
     'Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_HTTP_PORT: httpPort must be an integer between 0 and 65535, got "x"',
   );
   rejects(
     () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_MODEL_REPOSITORY: "/ws/models" } }),
     /^Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_MODEL_REPOSITORY: modelRepository is not supported: /,
+  );
+});
+
+Deno.test("resolveTritonConfig() warns once about each PyTriton variable naming a field DenoTriton lacks, and ignores it", () => {
+  const warnings: string[] = [];
+  // PyTriton's documented names: two are fields of ours, under another name or as they are.
+  const config = resolveTritonConfig({
+    env: {
+      PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: "2",
+      PYTRITON_TRITON_CONFIG_LOG_FORMAT: "ISO8601",
+      PYTRITON_TRITON_CONFIG_ALLOW_VERTEX_AI: "true",
+      PYTRITON_TRITON_CONFIG_CACHE_DIRECTORY: "/opt/tritonserver/caches",
+      PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: "/opt/tritonserver/backends",
+      PYTRITON_TRITON_CONFIG_VERTEX_AI_PORT_0: "8080",
+      PYTRITON_TRITON_CONFIG_HTTP_PORT: "9000",
+    },
+    onWarning: (message) => warnings.push(message),
+  });
+  assert.equal(config.logVerbose, 2);
+  assert.equal(config.logFormat, "ISO8601");
+  assert.equal(config.httpPort, 9000);
+  const ignoring = (name: string): string =>
+    `Ignoring environment variable PYTRITON_TRITON_CONFIG_${name}: DenoTriton has no such field (PyTriton, too, ignores the names it does not know)`;
+  assert.deepEqual(warnings.sort(), [
+    ignoring("ALLOW_VERTEX_AI"),
+    ignoring("BACKEND_DIRECTORY"),
+    ignoring("CACHE_DIRECTORY"),
+    ignoring("VERTEX_AI_PORT_0"),
+  ]);
+
+  // The field's own name wins over PyTriton's documented one, with a warning.
+  warnings.length = 0;
+  const both = resolveTritonConfig({
+    env: {
+      PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: "2",
+      PYTRITON_TRITON_CONFIG_LOG_VERBOSE: "1",
+    },
+    onWarning: (message) => warnings.push(message),
+  });
+  assert.equal(both.logVerbose, 1);
+  assert.deepEqual(warnings, [
+    "Ignoring environment variable PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: PYTRITON_TRITON_CONFIG_LOG_VERBOSE sets logVerbose already",
+  ]);
+  rejects(
+    () => resolveTritonConfig({ env: { PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: "loud" } }),
+    'Invalid TritonConfig from environment variable PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: logVerbose must be an integer >= 0, got "loud"',
+  );
+
+  // DENOTRITON_ names stay strict, PyTriton's alias included.
+  for (const name of ["ALLOW_VERTEX_AI", "LOG_VERBOSITY"]) {
+    rejects(
+      () => resolveTritonConfig({ env: { [`${P}${name}`]: "1" }, onWarning: () => {} }),
+      `Invalid TritonConfig from environment variable ${P}${name}: unknown field (names are ${P} followed by a field in upper snake case, e.g. ${P}HTTP_PORT)`,
+    );
+  }
+});
+
+Deno.test("resolveTritonConfig() takes logFormat as Triton's --log-format does", () => {
+  assert.equal(resolveTritonConfig({ env: {} }).logFormat, "default");
+  assert.equal(
+    resolveTritonConfig({ env: { [`${P}LOG_FORMAT`]: "ISO8601" } }).logFormat,
+    "ISO8601",
+  );
+  rejects(
+    // @ts-expect-error: not a log format
+    () => resolveTritonConfig({ env: {}, config: { logFormat: "json" } }),
+    'Invalid TritonConfig from the config argument: logFormat must be "default" or "ISO8601", got "json"',
   );
 });
 
