@@ -45,8 +45,10 @@ export {
   type BindOptions,
   Triton,
   type TritonOptions,
+  type TritonStartOptions,
   type TritonUrls,
 } from "./src/triton.ts";
+export type { LogFormat, LogSink } from "./src/log.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 

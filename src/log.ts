@@ -1,7 +1,7 @@
 /**
  * DenoTriton's one logger. Messages go to stderr (in a Jupyter kernel, to the running cell's
- * stderr output), or to `logFile` when configured; verbose messages appear only at
- * `logVerbose >= level`. Its settings can change while serving (`/v2/logging`, gRPC
+ * stderr output), to `logFile` when configured, or to a logger of the user's own
+ * ({@linkcode LogSink}); verbose messages appear only at `logVerbose >= level`. Its settings can change while serving (`/v2/logging`, gRPC
  * `LogSettings`); engines that log on their own follow them through
  * {@linkcode Logger.prototype.onChange}.
  *
@@ -19,6 +19,28 @@ export type LogFormat = "default" | "ISO8601";
 
 /** The log formats, in the order Triton documents them. */
 export const LOG_FORMATS: readonly LogFormat[] = ["default", "ISO8601"];
+
+/**
+ * A logger of your own that DenoTriton's lines go to, instead of stderr or `logFile`: `console`,
+ * or any object with these four methods (a `@std/log` logger, pino, winston, ...). Each line
+ * arrives as its message alone (no time, level or server id: the logger adds its own), at its
+ * level, once DenoTriton's own settings let it through (`logVerbose`, and what `/v2/logging`
+ * turns on and off); the Triton core's lines and those of the HTTP threads come the same way.
+ * The methods must not block; a line whose method throws is lost, and serving goes on.
+ */
+export interface LogSink {
+  /** Receives an error line. */
+  error(message: string): void;
+  /** Receives a warning line. */
+  warn(message: string): void;
+  /** Receives an informational line. */
+  info(message: string): void;
+  /** Receives a verbose line (those of levels 1 to `logVerbose`). */
+  debug(message: string): void;
+}
+
+/** The level of a line, as {@linkcode Logger.prototype.relay} takes it. */
+export type LogLevel = "error" | "warning" | "info" | "verbose";
 
 /** What a logger writes and where. */
 export interface LogSettings {
@@ -65,9 +87,22 @@ export interface LoggerOptions {
    * @default {"denotriton"}
    */
   prefix?: string;
+  /**
+   * A logger of the user's own to hand each line to, instead of writing it (not with `file`).
+   *
+   * @default {undefined}
+   */
+  sink?: LogSink;
 }
 
 const encoder = new TextEncoder();
+
+const LETTERS: Readonly<Record<LogLevel, string>> = {
+  error: "E",
+  warning: "W",
+  info: "I",
+  verbose: "V",
+};
 
 function checkChange(change: LogSettingsChange): void {
   const { verbose, format } = change;
@@ -112,11 +147,34 @@ function timestamp(level: string, format: LogFormat): string {
  * assert.match(lines[1]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z W demo\] careful$/);
  * await Deno.remove(file);
  * ```
+ *
+ * @example Hand the lines to a logger of your own
+ * ```ts
+ * import { Logger } from "./log.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const lines: string[] = [];
+ * const sink = {
+ *   error: (message: string) => lines.push(`error: ${message}`),
+ *   warn: (message: string) => lines.push(`warn: ${message}`),
+ *   info: (message: string) => lines.push(`info: ${message}`),
+ *   debug: (message: string) => lines.push(`debug: ${message}`),
+ * };
+ * const log = new Logger({ sink, verbose: 1 });
+ * log.info("listening");
+ * log.debug(1, "a request");
+ * log.debug(2, "not written: above logVerbose");
+ * log.update({ warning: false });
+ * log.warn("not written: warnings are off");
+ * log.error("failed");
+ * assert.deepEqual(lines, ["info: listening", "debug: a request", "error: failed"]);
+ * ```
  */
 export class Logger {
   #settings: LogSettings;
   #prefix: string;
   #file: Deno.FsFile | undefined;
+  #sink: LogSink | undefined;
   // A Jupyter kernel shows IOPub streams in the cell, not writes to Deno.stderr.
   #cell = inJupyterKernel();
   #sent: Promise<void> = Promise.resolve();
@@ -125,11 +183,17 @@ export class Logger {
   /**
    * Creates a logger.
    *
-   * @param options Verbosity, file, format and prefix.
+   * @param options Verbosity, file, format, prefix, or a logger of the user's own.
+   * @throws {RangeError} When the verbosity or the format is invalid, or both a file and a sink
+   *   are given.
    */
   constructor(options: LoggerOptions = {}) {
     const initial = { verbose: options.verbose ?? 0, format: options.format ?? "default" };
     checkChange(initial);
+    if (options.sink !== undefined && options.file !== undefined) {
+      throw new RangeError(`Cannot log both to the file ${options.file} and to a logger`);
+    }
+    this.#sink = options.sink;
     this.#settings = { file: options.file, info: true, warning: true, error: true, ...initial };
     this.#prefix = options.prefix ?? "denotriton";
     this.#file = options.file === undefined
@@ -150,6 +214,11 @@ export class Logger {
   /** The current settings. */
   get settings(): LogSettings {
     return this.#settings;
+  }
+
+  /** Whether lines go to a logger of the user's own ({@linkcode LoggerOptions.sink}). */
+  get hasSink(): boolean {
+    return this.#sink !== undefined;
   }
 
   /**
@@ -197,8 +266,20 @@ export class Logger {
     return { [Symbol.dispose]: () => this.#listeners.delete(listener) };
   }
 
-  #write(level: string, message: string): void {
-    const line = `${timestamp(level, this.#settings.format)} ${this.#prefix}] ${message}`;
+  #write(level: LogLevel, message: string): void {
+    if (this.#sink !== undefined) {
+      try {
+        const sink = this.#sink;
+        if (level === "error") sink.error(message);
+        else if (level === "warning") sink.warn(message);
+        else if (level === "info") sink.info(message);
+        else sink.debug(message);
+      } catch {
+        // The user's logger failing must not break serving either.
+      }
+      return;
+    }
+    const line = `${timestamp(LETTERS[level], this.#settings.format)} ${this.#prefix}] ${message}`;
     try {
       if (this.#file) this.#file.writeSync(encoder.encode(`${line}\n`));
       else if (this.#cell) {
@@ -216,7 +297,7 @@ export class Logger {
    * @param message The message.
    */
   info(message: string): void {
-    if (this.#settings.info) this.#write("I", message);
+    if (this.#settings.info) this.#write("info", message);
   }
 
   /**
@@ -225,7 +306,7 @@ export class Logger {
    * @param message The message.
    */
   warn(message: string): void {
-    if (this.#settings.warning) this.#write("W", message);
+    if (this.#settings.warning) this.#write("warning", message);
   }
 
   /**
@@ -234,7 +315,7 @@ export class Logger {
    * @param message The message.
    */
   error(message: string): void {
-    if (this.#settings.error) this.#write("E", message);
+    if (this.#settings.error) this.#write("error", message);
   }
 
   /**
@@ -245,8 +326,19 @@ export class Logger {
    */
   debug(level: number, message: string | (() => string)): void {
     if (this.#settings.verbose >= level) {
-      this.#write("V", typeof message === "string" ? message : message());
+      this.#write("verbose", typeof message === "string" ? message : message());
     }
+  }
+
+  /**
+   * Writes a line that another logger with the same settings let through: an HTTP thread's,
+   * which cannot call a sink of the main isolate itself.
+   *
+   * @param level The line's level.
+   * @param message The message.
+   */
+  relay(level: LogLevel, message: string): void {
+    this.#write(level, message);
   }
 
   /**

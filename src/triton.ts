@@ -27,13 +27,14 @@ import {
   InferenceError,
   TritonInvalidOperationError,
   type TritonUnrecoverableError,
+  TritonValidationError,
 } from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
 import { SharedMemoryRegistry } from "./shm/registry.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import { inJupyterKernel } from "./jupyter.ts";
-import { Logger } from "./log.ts";
+import { Logger, type LogSink } from "./log.ts";
 import { BoundModelRepository } from "./model_repository.ts";
 import type { DeniedPermission } from "./permissions.ts";
 import { explainPermission, type PermissionUse, permissionUse } from "./server_permissions.ts";
@@ -91,6 +92,27 @@ export interface TritonOptions {
    * @default {{}}
    */
   securityConfig?: SecurityConfig;
+  /**
+   * A logger of your own for the server's lines (its own, the Triton core's and the HTTP
+   * threads'), instead of stderr: `console`, or any object with `error`, `warn`, `info` and
+   * `debug` methods taking a message (see {@linkcode LogSink}). `logVerbose` and `/v2/logging`
+   * still choose which lines it gets. Not with `logFile`.
+   *
+   * @default {undefined}
+   */
+  logger?: LogSink;
+}
+
+/** Options of {@linkcode Triton.start}: the server's, and the models to serve from the start. */
+export interface TritonStartOptions extends TritonOptions {
+  /**
+   * Models bound before the server starts, so it listens only once they are ready. Each is what
+   * {@linkcode Triton.bind} takes; to type a callable by its specs, declare the model with
+   * `satisfies BindOptions<typeof inputs, typeof outputs>` (or bind it after the start).
+   *
+   * @default {[]}
+   */
+  models?: readonly BindOptions[];
 }
 
 /** Where the running server listens; a protocol that is off has no URL. */
@@ -181,6 +203,8 @@ export class Triton implements AsyncDisposable {
   #stopping: Promise<boolean> | undefined;
   #stopped = Promise.withResolvers<void>();
   #fatal: TritonUnrecoverableError | undefined;
+  /** Configuration warnings, logged once the logger exists (the first start). */
+  #warnings: string[] = [];
 
   /**
    * Creates a server; nothing starts until {@linkcode Triton.run} or {@linkcode Triton.serve}.
@@ -191,11 +215,70 @@ export class Triton implements AsyncDisposable {
    */
   constructor(options: TritonOptions = {}) {
     this.#options = options;
-    const resolveOptions: Parameters<typeof resolveTritonConfig>[0] = {};
+    const resolveOptions: Parameters<typeof resolveTritonConfig>[0] = {
+      onWarning: (message) => this.#warnings.push(message),
+    };
     if (options.config !== undefined) resolveOptions.config = options.config;
     if (options.configFile !== undefined) resolveOptions.configFile = options.configFile;
     this.#config = resolveTritonConfig(resolveOptions);
+    if (options.logger !== undefined && this.#config.logFile !== undefined) {
+      throw new TritonValidationError(
+        `Invalid options: logFile (${this.#config.logFile}) and logger both say where the log goes; give one`,
+      );
+    }
     this.#security = resolveSecurityConfig(options.securityConfig);
+  }
+
+  /**
+   * Creates a server, binds `models` and starts it: what PyTriton's `with Triton() as triton:`
+   * does on entering the block, for `await using`. The server listens once the models are
+   * ready; a model bound later loads at once, as inside PyTriton's block, and the end of the
+   * scope stops the server (draining in-flight requests).
+   *
+   * @param options The server's options, and the models to serve from the start.
+   * @returns The running server.
+   * @throws {TritonValidationError} For an invalid configuration or model.
+   * @throws {TritonError} When the engine, a model or a port fails to start (nothing is left
+   *   running), as {@linkcode Triton.run}.
+   *
+   * @example Start, bind, call, stop at the end of the scope
+   * ```ts
+   * import { type BindOptions, ndarray, Triton } from "../mod.ts";
+   * import assert from "node:assert/strict";
+   *
+   * const inputs = [{ name: "x", dtype: "float32", shape: [-1] }] as const;
+   * const outputs = [{ name: "y", dtype: "float32", shape: [-1] }] as const;
+   * const double = {
+   *   modelName: "Double",
+   *   inferFunc: (requests) =>
+   *     requests.map(({ data: { x } }) => ({ y: ndarray(x.data.map((v) => v * 2), x.shape) })),
+   *   inputs,
+   *   outputs,
+   * } satisfies BindOptions<typeof inputs, typeof outputs>;
+   * let url: string;
+   * {
+   *   await using triton = await Triton.start({
+   *     engine: "builtin",
+   *     config: { httpPort: 0, allowGrpc: false, allowMetrics: false },
+   *     models: [double],
+   *   });
+   *   assert.ok(triton.isAlive());
+   *   url = `${triton.urls.http}/v2/models/Double/infer`;
+   *   const response = await fetch(url, {
+   *     method: "POST",
+   *     body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 2], data: [1, 2] }] }),
+   *   });
+   *   assert.deepEqual((await response.json()).outputs[0].data, [2, 4]);
+   * }
+   * await assert.rejects(fetch(url)); // stopped at the end of the block
+   * ```
+   */
+  static async start(options: TritonStartOptions = {}): Promise<Triton> {
+    const { models = [], ...serverOptions } = options;
+    const triton = new Triton(serverOptions);
+    for (const model of models) await triton.bind(model);
+    await triton.run();
+    return triton;
   }
 
   /**
@@ -507,10 +590,12 @@ export class Triton implements AsyncDisposable {
   async #start(): Promise<void> {
     const config = this.#config!;
     const plan = facadeOptionsOf(config);
+    const sink = this.#options.logger;
     const logger = this.#logger = await explainPermission(
-      () => new Logger(loggerOptionsOf(config)),
+      () => new Logger({ ...loggerOptionsOf(config), ...(sink === undefined ? {} : { sink }) }),
       (denied) => ({ grant: denied.flag, why: "the log file (logFile)" }),
     );
+    for (const warning of this.#warnings.splice(0)) logger.warn(warning);
     if (Deno.permissions.querySync({ name: "env" }).state !== "granted") {
       // resolveTritonConfig skipped the variables it may not read, without prompting.
       logger.info(

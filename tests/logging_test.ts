@@ -1,12 +1,13 @@
 // Logging on both engines: the facade warns when verbose logging is on (into logFile); HTTP
 // /v2/logging and gRPC LogSettings read and change one set of settings in Triton's names,
 // refuse bad input without changing anything, and the changes reach the log file (on the
-// Triton engine, the core's own log lines too).
+// Triton engine, the core's own log lines too); a logger of the user's own gets the same lines.
 
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { codecs, type LogSettingsMessage } from "../src/protocol/grpc_codec.ts";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { Triton } from "../mod.ts";
+import { ENGINES, spawnServer, startServer, watchdog } from "./_helpers.ts";
 import { identityModelName, identityModels } from "./_models.ts";
 import { TestGrpcClient } from "./grpc_test_client.ts";
 
@@ -247,3 +248,122 @@ for (const engine of ENGINES) {
     }
   });
 }
+
+/**
+ * A server on two HTTP threads (in a process of its own: they need `--unstable-net`) that logs to
+ * a logger of the user's own, which prints each line as JSON on stdout. It prints `READY <url>`
+ * once it serves, and stops when its stdin closes.
+ */
+const SINK_SERVER = `
+  import { Triton } from ${JSON.stringify(new URL("../mod.ts", import.meta.url).href)};
+  import { identityModels } from ${JSON.stringify(new URL("./_models.ts", import.meta.url).href)};
+  const line = (level) => (message) => console.log(JSON.stringify({ level, message }));
+  const triton = await Triton.start({
+    engine: Deno.args[0],
+    logger: { error: line("error"), warn: line("warn"), info: line("info"), debug: line("debug") },
+    securityConfig: { restrictedEndpoints: [] },
+    config: {
+      httpAddress: "127.0.0.1", httpPort: 0, httpThreadCount: 2,
+      allowGrpc: false, allowMetrics: false, logVerbose: 1,
+    },
+    models: identityModels().filter((model) => model.modelName === ${JSON.stringify(FP32)}),
+  });
+  console.log("READY " + triton.urls.http);
+  for await (const _ of Deno.stdin.readable) { /* until EOF */ }
+  await triton.stop();
+`;
+
+for (const engine of ENGINES) {
+  Deno.test(`logging (${engine}): a logger of the user's own gets every line at its level, the HTTP threads' and the core's too, and nothing goes to stderr`, async () => {
+    const { child, firstLine, lines: rest, log } = await spawnServer([
+      "eval",
+      "--unstable-net",
+      "--ext=ts",
+      SINK_SERVER,
+      engine,
+    ]);
+    let stdout = `${firstLine}\n`;
+    const reading = (async () => {
+      for (;;) {
+        const { value, done } = await rest.read();
+        if (done) return;
+        stdout += value;
+      }
+    })();
+    // The first lines come before READY: the server logs while it starts.
+    const ready = async (): Promise<string> => {
+      for (;;) {
+        const match = /^READY (\S+)$/m.exec(stdout);
+        if (match) return match[1]!;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    try {
+      const http = await watchdog(ready(), "the server's READY line");
+      // On a connection of its own per request, so either HTTP thread may take it.
+      for (let i = 0; i < 4; i++) {
+        const client = Deno.createHttpClient({});
+        const response = await fetch(`${http}/v2/models/${FP32}/infer`, {
+          method: "POST",
+          client,
+          body: JSON.stringify({
+            inputs: [{ name: "INPUT", datatype: "FP32", shape: [1, 2], data: [1, 2] }],
+          }),
+        });
+        assert.equal(response.status, 200);
+        await response.body?.cancel();
+        client.close();
+      }
+      // /v2/logging still chooses the lines: info off, so "Server stopped" never arrives.
+      const off = await post(`${http}/v2/logging`, { log_info: false });
+      assert.equal(off.status, 200);
+      await child.stdin.close();
+      assert.equal((await watchdog(child.status, "the server's exit")).code, 0);
+      await reading;
+
+      const lines = stdout.split("\n").filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { level: string; message: string });
+      const at = (level: string, pattern: RegExp): string[] =>
+        lines.filter((line) => line.level === level && pattern.test(line.message))
+          .map((line) => line.message);
+      assert.deepEqual(at("warn", /./), [WARNING]);
+      assert.deepEqual(at("info", /^HTTP\/REST/), [
+        `HTTP/REST (KServe v2) listening at ${http}`,
+      ]);
+      // Loaded before the front ends open, so without a URL.
+      assert.deepEqual(at("info", /is ready/), [`Model '${FP32}' version 1 is ready`]);
+      // The threads alone listen: these lines come from them, through the main isolate.
+      assert.deepEqual(
+        at("debug", /^HTTP request: POST \S+\/infer$/),
+        Array(4).fill(`HTTP request: POST /v2/models/${FP32}/infer`),
+      );
+      if (engine === "triton") {
+        assert.ok(at("debug", /^Triton core \(\w+\.cc:\d+\): /).length > 0, "no core line");
+      }
+      assert.deepEqual(at("info", /Server stopped/), []);
+      assert.deepEqual(at("error", /./), []);
+      // Messages alone: the user's logger adds its own time, level and layout.
+      assert.deepEqual(lines.filter((line) => /^[IWEV]\d{4} /.test(line.message)), []);
+      const stderr = await log;
+      assert.doesNotMatch(stderr, /^[IWEV]\d{4} \d\d:\d\d:\d\d\.\d{3} /m, stderr);
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // Exited already.
+      }
+      await child.status;
+    }
+  });
+}
+
+Deno.test("logging: a logger of the user's own and logFile are refused together", () => {
+  assert.throws(
+    () => new Triton({ logger: console, config: { logFile: "/tmp/x.log" } }),
+    {
+      name: "TritonValidationError",
+      message:
+        "Invalid options: logFile (/tmp/x.log) and logger both say where the log goes; give one",
+    },
+  );
+});

@@ -354,7 +354,7 @@ export class HttpFrontend implements AsyncDisposable {
           ...(pattern === undefined
             ? {}
             : { headerForwardPattern: { source: pattern.source, flags: pattern.flags } }),
-          log: { settings: logger.settings, prefix: logger.prefix },
+          log: { settings: logger.settings, prefix: logger.prefix, relay: logger.hasSink },
           ...(options.security === undefined ? {} : { security: options.security }),
         },
         engine,

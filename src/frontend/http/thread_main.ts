@@ -15,7 +15,7 @@
 
 import type { InferenceResponse } from "../../engine/engine.ts";
 import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
-import { Logger } from "../../log.ts";
+import { Logger, type LogLevel } from "../../log.ts";
 import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
 import { Router } from "./router.ts";
 import { decodeInferRequest, type HttpInferRequest } from "./infer_request.ts";
@@ -214,10 +214,24 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
 }
 
 async function start(index: number, settings: ThreadSettings): Promise<void> {
-  const { settings: log, prefix } = settings.log;
+  const { settings: log, prefix, relay } = settings.log;
+  const line = (level: LogLevel) => (message: string): void =>
+    post({ type: "log", level, message });
   logger = new Logger({
     prefix: `${prefix}/http${index}`,
-    ...(log.file === undefined ? {} : { file: log.file }),
+    // A logger of the user's own lives in the main isolate: the lines travel there.
+    ...(relay === true
+      ? {
+        sink: {
+          error: line("error"),
+          warn: line("warning"),
+          info: line("info"),
+          debug: line("verbose"),
+        },
+      }
+      : log.file === undefined
+      ? {}
+      : { file: log.file }),
   });
   const { file: _file, ...change } = log;
   logger.update(change);

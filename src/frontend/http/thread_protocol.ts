@@ -11,7 +11,7 @@
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../../engine/engine.ts";
 import type { ParameterValue } from "../../callable/types.ts";
-import type { LogSettings, LogSettingsChange } from "../../log.ts";
+import type { LogLevel, LogSettings, LogSettingsChange } from "../../log.ts";
 import {
   fromWireTensor,
   toWireTensor,
@@ -31,8 +31,15 @@ export interface ThreadSettings {
   readonly maxRequestBytes: number;
   /** Header forwarding, as a `RegExp`'s source and flags. */
   readonly headerForwardPattern?: { readonly source: string; readonly flags: string };
-  /** The logger's settings and prefix; the thread's lines carry `<prefix>/http<index>`. */
-  readonly log: { readonly settings: LogSettings; readonly prefix: string };
+  /**
+   * The logger's settings and prefix; the thread's lines carry `<prefix>/http<index>`. With
+   * `relay`, the lines go to the main isolate instead (its logger hands them to the user's).
+   */
+  readonly log: {
+    readonly settings: LogSettings;
+    readonly prefix: string;
+    readonly relay?: boolean;
+  };
   /** The token and restricted groups, when inference may be restricted. */
   readonly security?: ResolvedSecurityConfig;
   /** The engine, when the thread may submit to it itself (the Triton core). */
@@ -126,7 +133,9 @@ export type FromThread =
   | { readonly type: "settle"; readonly report: unknown }
   | { readonly type: "detached" }
   | { readonly type: "released" }
-  | { readonly type: "stopped" };
+  | { readonly type: "stopped" }
+  /** A line for the main isolate's logger (`ThreadSettings.log.relay`). */
+  | { readonly type: "log"; readonly level: LogLevel; readonly message: string };
 
 /**
  * Packs a decoded request's inputs to move them: a view of a buffer (the request body) moves the

@@ -153,6 +153,7 @@ export class HttpThreads {
         const message = event.data;
         if (message.type === "listening") resolve(message.port);
         else if (message.type === "start-failed") reject(fromWireError(message.error));
+        else if (message.type === "log") this.#options.logger.relay(message.level, message.message);
       };
       thread.worker.onerror = (event) => {
         event.preventDefault();
@@ -193,6 +194,9 @@ export class HttpThreads {
           break;
         case "stopped":
           thread.done.stop.resolve();
+          break;
+        case "log":
+          logger.relay(message.level, message.message);
           break;
       }
     };
