@@ -96,7 +96,12 @@ export type {
   TensorsOf,
 } from "./src/callable/types.ts";
 export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
-export { inferContext, type InferContextOptions } from "./src/callable/context.ts";
+export {
+  getModelConfig,
+  inferContext,
+  type InferContextOptions,
+  type TritonContext,
+} from "./src/callable/context.ts";
 export * from "./src/callable/decorators/mod.ts";
 
 export type { ResolvedTensorSpec, TensorSpec } from "./src/config/tensor_spec.ts";

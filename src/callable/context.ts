@@ -1,12 +1,86 @@
 /**
- * Building an {@linkcode InferContext} outside a server, to unit-test a (decorated) callable.
+ * A callable's context: PyTriton's names for it ({@linkcode TritonContext},
+ * {@linkcode getModelConfig}), and building one outside a server to unit-test a (decorated)
+ * callable.
  *
  * @module
  */
 
 import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
-import type { InferContext } from "./types.ts";
+import { TritonValidationError } from "../errors.ts";
+import type { InferContext, ModelInfo } from "./types.ts";
+
+/**
+ * PyTriton's `TritonContext`: what a callable knows of the model it serves. PyTriton keeps one
+ * per server in a registry keyed by callable, and `@triton_context` hands it to the function; in
+ * DenoTriton it is the {@linkcode InferContext} every callable receives as its second argument
+ * (decorators pass it down, `tritonContext` adds it to a batch-level function's inputs), typed,
+ * for the model and instance of that call.
+ */
+export type TritonContext = InferContext;
+
+/**
+ * PyTriton's `get_model_config`: the configuration of the model a callable serves, as `bind()`
+ * resolved it: name, version, declared inputs and outputs, and the serving configuration
+ * (`maxBatchSize`, the batcher, `decoupled`, the response cache, instances, ...).
+ *
+ * @param context The context the callable received (its second argument, or `tritonContext`).
+ * @returns The model's configuration.
+ * @throws {TritonValidationError} When there is no context: the callable was called directly,
+ *   not by a server (build one with {@linkcode inferContext} in a test).
+ *
+ * @example Read the model's configuration in a callable
+ * ```ts
+ * import {
+ *   getModelConfig,
+ *   inferContext,
+ *   type InferFunc,
+ *   inferRequest,
+ *   ndarray,
+ *   type TritonContext,
+ * } from "../../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const seen: string[] = [];
+ * const infer: InferFunc = (requests, context: TritonContext) => {
+ *   const { name, config, outputs } = getModelConfig(context);
+ *   seen.push(`${name}: maxBatchSize ${config.maxBatchSize}, outputs ${outputs.map((o) => o.name)}`);
+ *   return requests.map(() => ({}));
+ * };
+ * const context = inferContext({
+ *   modelName: "Echo",
+ *   inputs: [{ name: "x", dtype: "int32", shape: [1] }],
+ *   outputs: [{ name: "y", dtype: "int32", shape: [1] }],
+ *   config: { maxBatchSize: 16 },
+ * });
+ * infer([inferRequest({ x: ndarray(new Int32Array([1]), [1, 1]) })], context);
+ * assert.deepEqual(seen, ["Echo: maxBatchSize 16, outputs y"]);
+ * ```
+ *
+ * @example Called without a server's context
+ * ```ts
+ * import { getModelConfig, type TritonContext } from "../../mod.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(
+ *   () => getModelConfig(undefined as unknown as TritonContext),
+ *   {
+ *     name: "TritonValidationError",
+ *     message: "Cannot get the model config: the callable is not bound to a model (no context was given)",
+ *   },
+ * );
+ * ```
+ */
+export function getModelConfig(context: TritonContext): ModelInfo {
+  const model = (context as Partial<InferContext> | undefined)?.model;
+  if (typeof model !== "object" || model === null) {
+    throw new TritonValidationError(
+      "Cannot get the model config: the callable is not bound to a model (no context was given)",
+    );
+  }
+  return model;
+}
 
 /**
  * Options of {@linkcode inferContext}: the fields of `bind()`'s options that describe the model,
