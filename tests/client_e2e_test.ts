@@ -6,10 +6,12 @@
 import assert from "node:assert/strict";
 import { InferenceError, type InferRequest, type InferResult, ndarray, Triton } from "../mod.ts";
 import { addSub } from "../examples/add_sub/model.ts";
+import { watchdog } from "./_helpers.ts";
 import {
   ClientClosedError,
   ClientInferenceServerError,
   ClientModelDoesntSupportBatchingError,
+  ClientQueueFullError,
   ClientTimeoutError,
   ClientValueError,
   ModelClient,
@@ -46,11 +48,24 @@ type Counts = { i: NDArray<"int32"> };
 
 interface Server extends AsyncDisposable {
   urls: Record<Protocol, string>;
+  /** Model "Gated": its calls wait until the gate opens; it counts them. */
+  gate: { open(): void; readonly inFlight: number; readonly max: number; readonly calls: number };
 }
 
 async function startServer(): Promise<Server> {
   // Slow calls hang until the server is disposed, so stopping never waits long.
   const release = Promise.withResolvers<void>();
+  const opened = Promise.withResolvers<void>();
+  const gate = { open: () => opened.resolve(), inFlight: 0, max: 0, calls: 0 };
+  const gated = async (
+    requests: InferRequest<{ x: NDArray<"int32"> }>[],
+  ): Promise<InferResult<{ y: NDArray<"int32"> }>[]> => {
+    gate.calls++;
+    gate.max = Math.max(gate.max, ++gate.inFlight);
+    await Promise.race([opened.promise, release.promise]);
+    gate.inFlight--;
+    return requests.map((request) => ({ y: request.data.x }));
+  };
   const triton = new Triton({
     engine: "builtin",
     config: {
@@ -121,6 +136,14 @@ async function startServer(): Promise<Server> {
     config: { batching: false },
   });
   triton.bind({
+    modelName: "Gated",
+    // Four instances: the server would run four calls at once.
+    inferFunc: [gated, gated, gated, gated],
+    inputs: [{ name: "x", dtype: "int32", shape: [1] }],
+    outputs: [{ name: "y", dtype: "int32", shape: [1] }],
+    config: { batching: false },
+  });
+  triton.bind({
     modelName: "Stream",
     inferFunc: async function* (requests): AsyncGenerator<InferResult<Counts>[]> {
       const n = requests[0]?.n.data[0] ?? 0;
@@ -152,6 +175,7 @@ async function startServer(): Promise<Server> {
   assert.ok(http !== undefined && grpc !== undefined);
   return {
     urls: { http, grpc },
+    gate,
     async [Symbol.asyncDispose](): Promise<void> {
       release.resolve();
       await triton.stop();
@@ -289,6 +313,69 @@ for (const protocol of PROTOCOLS) {
     await assert.rejects(client.modelConfig(), ClientClosedError);
   });
 }
+
+for (const protocol of PROTOCOLS) {
+  Deno.test(`ModelClient (${protocol}) keeps maxConcurrency calls in flight and maxQueueSize waiting, and refuses one more at once`, async () => {
+    await using server = await startServer();
+    await using client = new ModelClient(server.urls[protocol], "Gated", {
+      maxConcurrency: 2,
+      maxQueueSize: 2,
+    });
+    const call = async (value: number, signal?: AbortSignal): Promise<unknown> =>
+      asArray(
+        (await client.inferSample([ndarray(new Int32Array([value]))], signal ? { signal } : {})).y,
+      )[0];
+    const first = [call(1), call(2)];
+    await watchdog(
+      (async () => {
+        while (server.gate.inFlight < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      })(),
+      "two calls in the model",
+    );
+    const third = call(3);
+    const giveUp = new AbortController();
+    const fourth = call(4, giveUp.signal);
+    await assert.rejects(call(5), (error: unknown) => {
+      assert.ok(error instanceof ClientQueueFullError);
+      assert.equal(
+        error.message,
+        "Cannot infer with model 'Gated': the client's queue is full (2 calls in flight, the maxConcurrency, and 2 waiting, the maxQueueSize)",
+      );
+      assert.equal(error.status, undefined);
+      return true;
+    });
+    // A call that leaves the line frees its place.
+    giveUp.abort(new Error("gave up"));
+    await assert.rejects(fourth, /gave up/);
+    const sixth = call(6);
+    server.gate.open();
+    assert.deepEqual(await Promise.all([...first, third, sixth]), [1, 2, 3, 6]);
+    assert.equal(server.gate.max, 2, "the server ran more calls at once than maxConcurrency");
+    assert.equal(server.gate.calls, 4);
+  });
+}
+
+Deno.test("ModelClient (grpc) holds a stream's slot until its last response", async () => {
+  await using server = await startServer();
+  await using client = new ModelClient(server.urls.grpc, "Stream", {
+    maxConcurrency: 1,
+    maxQueueSize: 0,
+  });
+  const stream = client.inferStream([ndarray(new Int32Array([3]))]);
+  assert.deepEqual(asArray((await stream.next()).value!.i), [0]);
+  await assert.rejects(
+    client.inferStream([ndarray(new Int32Array([1]))]).next(),
+    ClientQueueFullError,
+  );
+  const rest: unknown[] = [];
+  for await (const step of stream) rest.push(asArray(step.i));
+  assert.deepEqual(rest, [[10], [20]]);
+  const again: unknown[] = [];
+  for await (const step of client.inferStream([ndarray(new Int32Array([1]))])) {
+    again.push(asArray(step.i));
+  }
+  assert.deepEqual(again, [[0]]);
+});
 
 Deno.test("ModelClient (grpc) streams a decoupled model's responses", async () => {
   await using server = await startServer();

@@ -199,8 +199,10 @@ export class ClientInferenceServerError extends ClientError {
 }
 
 /**
- * The server refused a request because the model's queue is full (HTTP 503 / gRPC UNAVAILABLE
- * "Exceeds maximum queue size").
+ * A queue is full: the model's on the server, which refused the request (HTTP 503 / gRPC
+ * UNAVAILABLE "Exceeds maximum queue size", with its `status`), or the client's own, which
+ * refused the call before sending it (`maxQueueSize`; no `status`). Either way the call may be
+ * tried again later.
  *
  * @example
  * ```ts

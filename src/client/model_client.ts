@@ -19,6 +19,7 @@ import {
   ClientTimeoutError,
   ClientValueError,
 } from "./errors.ts";
+import { CallLimit } from "./call_limit.ts";
 import { type ClientModelConfig, parseModelConfig } from "./model_config.ts";
 import type {
   ClientInputs,
@@ -93,6 +94,7 @@ export class ModelClient implements AsyncDisposable {
   #closer = new AbortController();
   #closed = false;
   #nextId = 1;
+  #calls: CallLimit;
 
   /**
    * Creates a client. Nothing connects until the first call unless `lazyInit` is `false`.
@@ -132,6 +134,7 @@ export class ModelClient implements AsyncDisposable {
         : parseModelConfig(options.modelConfig);
     }
     this.#ensureReady = options.ensureModelIsReady ?? true;
+    this.#calls = new CallLimit(options.maxConcurrency, options.maxQueueSize);
     if (options.lazyInit === false) {
       // Errors surface on the first call; this only starts the work.
       this.#initialize().catch(() => {});
@@ -413,6 +416,20 @@ export class ModelClient implements AsyncDisposable {
     options: InferOptions,
     sample: boolean,
   ): Promise<ClientOutputs> {
+    this.#checkOpen("infer");
+    const release = await this.#calls.acquire(`infer with ${this.#modelLabel()}`, options.signal);
+    try {
+      return await this.#inferNow(inputs, options, sample);
+    } finally {
+      release();
+    }
+  }
+
+  async #inferNow(
+    inputs: ClientInputs,
+    options: InferOptions,
+    sample: boolean,
+  ): Promise<ClientOutputs> {
     const config = await this.#ready(options.signal);
     if (config.decoupled) {
       throw new ClientInferenceServerError(
@@ -445,7 +462,8 @@ export class ModelClient implements AsyncDisposable {
    * @returns The outputs by name.
    * @throws {ClientTimeoutError} When readiness or the inference takes too long.
    * @throws {ClientInferenceServerError} When the server answers an error (or the model is decoupled).
-   * @throws {ClientQueueFullError} When the model's queue is full.
+   * @throws {ClientQueueFullError} When the model's queue is full, or the client's
+   *   (`maxQueueSize`).
    * @throws {ClientClosedError} When the client is closed.
    */
   inferSample(inputs: ClientInputs, options: InferOptions = {}): Promise<ClientOutputs> {
@@ -461,6 +479,8 @@ export class ModelClient implements AsyncDisposable {
    * @throws {ClientModelDoesntSupportBatchingError} When the model does not batch.
    * @throws {ClientTimeoutError} When readiness or the inference takes too long.
    * @throws {ClientInferenceServerError} When the server answers an error (or the model is decoupled).
+   * @throws {ClientQueueFullError} When the model's queue is full, or the client's
+   *   (`maxQueueSize`).
    * @throws {ClientClosedError} When the client is closed.
    */
   inferBatch(inputs: ClientInputs, options: InferOptions = {}): Promise<ClientOutputs> {
@@ -479,10 +499,28 @@ export class ModelClient implements AsyncDisposable {
    * @returns The responses' outputs, one object per response.
    * @throws {ClientInferenceServerError} When the model is not decoupled, or a response is an error.
    * @throws {ClientTimeoutError} When a message takes longer than `inferenceTimeoutS`.
+   * @throws {ClientQueueFullError} When the client's queue is full (`maxQueueSize`).
    */
   async *inferStream(
     inputs: ClientInputs,
     options: InferStreamOptions = {},
+  ): AsyncGenerator<ClientOutputs, void, undefined> {
+    this.#checkOpen("infer");
+    // The slot is held until the last response, or until the caller stops reading.
+    const release = await this.#calls.acquire(
+      `stream from ${this.#modelLabel()}`,
+      options.signal,
+    );
+    try {
+      yield* this.#stream(inputs, options);
+    } finally {
+      release();
+    }
+  }
+
+  async *#stream(
+    inputs: ClientInputs,
+    options: InferStreamOptions,
   ): AsyncGenerator<ClientOutputs, void, undefined> {
     const what = `stream from ${this.#modelLabel()}`;
     const config = await this.#ready(options.signal);
@@ -593,6 +631,9 @@ export class ModelClient implements AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     this.#closer.abort();
+    this.#calls.rejectWaiting(
+      new ClientClosedError(`Cannot infer with ${this.#modelLabel()}: the client was closed`),
+    );
     const transport = this.#transport;
     this.#transport = undefined;
     if (transport !== undefined) {

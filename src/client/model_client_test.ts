@@ -333,6 +333,39 @@ Deno.test("ModelClient.close() fails pending and later calls with ClientClosedEr
   }
 });
 
+Deno.test("ModelClient.close() fails the calls waiting in its queue too; they never reach the server", async () => {
+  const stub = startStub();
+  const inferences = (): number => stub.seen.filter((s) => s.path.endsWith("/infer")).length;
+  try {
+    const client = new ModelClient(stub.url, "Slow", { maxConcurrency: 1 });
+    const running = client.inferSample([ndarray(new Float32Array([1]))]);
+    const waiting = client.inferSample([ndarray(new Float32Array([2]))]);
+    while (inferences() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const settled = Promise.allSettled([running, waiting]);
+    await client.close();
+    for (const result of await settled) {
+      assert.equal(result.status, "rejected");
+      assert.ok(result.reason instanceof ClientClosedError);
+      assert.equal(result.reason.message, "Cannot infer with model 'Slow': the client was closed");
+    }
+    assert.equal(inferences(), 1);
+  } finally {
+    await stub.close();
+  }
+});
+
+Deno.test("ModelClient refuses bounds that are not whole numbers", () => {
+  assert.throws(() => new ModelClient("localhost:8000", "M", { maxConcurrency: 0 }), {
+    name: "ClientValueError",
+    message: "Invalid maxConcurrency: expected an integer >= 1 or Infinity, got 0",
+  });
+  assert.throws(() => new ModelClient("localhost:8000", "M", { maxQueueSize: 1.5 }), {
+    name: "ClientValueError",
+    message: "Invalid maxQueueSize: expected an integer >= 0 or Infinity, got 1.5",
+  });
+  new ModelClient("localhost:8000", "M", { maxConcurrency: Infinity, maxQueueSize: 0 });
+});
+
 Deno.test("ModelClient with a given config and no readiness check goes straight to infer", async () => {
   const stub = startStub();
   try {

@@ -68,6 +68,22 @@ export interface ModelClientOptions {
    * @default {true}
    */
   ensureModelIsReady?: boolean;
+  /**
+   * How many inferences (`inferSample`, `inferBatch`, and `inferStream` until its last response)
+   * may be in flight at once; the others wait in the client's queue, in order. PyTriton's
+   * `FuturesModelClient(max_workers=...)`. The wait does not count towards `inferenceTimeoutS`.
+   *
+   * @default {Infinity}
+   */
+  maxConcurrency?: number;
+  /**
+   * How many inferences may wait for one of the `maxConcurrency` slots; one more is refused at
+   * once with `ClientQueueFullError` (PyTriton's `max_queue_size` with `non_blocking=True`). 0
+   * refuses every call beyond `maxConcurrency`.
+   *
+   * @default {Infinity}
+   */
+  maxQueueSize?: number;
 }
 
 /** Options of `ModelClient.inferSample` and `ModelClient.inferBatch`. */
