@@ -14,12 +14,22 @@ export const REPO_ROOT: string = fileURLToPath(new URL("../", import.meta.url));
 
 const VERSION: string = JSON.parse(await Deno.readTextFile(`${REPO_ROOT}/deno.json`)).version;
 
-/** The user's `deno.json`, as the README shows it. */
-export function userDenoJson(repo: string = REPO_ROOT): string {
+/**
+ * The user's `deno.json`, as the README shows it.
+ *
+ * @param repo The checkout it links.
+ * @param compilerOptions The user's own compiler options, if any (else Deno's defaults).
+ * @returns The file's text.
+ */
+export function userDenoJson(
+  repo: string = REPO_ROOT,
+  compilerOptions?: Readonly<Record<string, boolean>>,
+): string {
   return JSON.stringify(
     {
       imports: { "@denotriton/triton": `jsr:@denotriton/triton@^${VERSION}` },
       links: [repo],
+      ...(compilerOptions === undefined ? {} : { compilerOptions }),
     },
     null,
     2,
@@ -154,12 +164,15 @@ export class UserProject implements AsyncDisposable {
   /**
    * Creates the project: a temporary directory with the README's `deno.json`.
    *
+   * @param compilerOptions The user's compiler options, if any (else Deno's defaults).
    * @returns The project; dispose it to delete the directory.
    */
-  static async create(): Promise<UserProject> {
+  static async create(
+    compilerOptions?: Readonly<Record<string, boolean>>,
+  ): Promise<UserProject> {
     const dir = await Deno.makeTempDir({ prefix: "denotriton-user-" });
     if (dir.startsWith(REPO_ROOT)) throw new Error(`${dir} is inside the repository`);
-    await Deno.writeTextFile(`${dir}/deno.json`, userDenoJson());
+    await Deno.writeTextFile(`${dir}/deno.json`, userDenoJson(REPO_ROOT, compilerOptions));
     return new UserProject(dir);
   }
 

@@ -1,7 +1,9 @@
 // DenoTriton as a user reaches it: a project of their own outside this repository, importing
 // `@denotriton/triton` by the README's local route, serving with exactly the README's permission
 // flags on each engine. A client gets the right answer; without any one of the flags the program
-// ends with one line naming it, a non-zero exit code and no stack trace.
+// ends with one line naming it, a non-zero exit code and no stack trace. The project's own code
+// and tests type-check and pass under Deno's default compiler options and under the strict ones
+// users turn on, and a PyTriton deployment's environment serves.
 
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
@@ -14,7 +16,15 @@ import {
   tempDirectory,
 } from "../src/permissions.ts";
 import { ENGINES } from "./_helpers.ts";
-import { hasStackTrace, linesOf, type RunningProgram, UserProject } from "./_user_project.ts";
+import {
+  decoder,
+  hasStackTrace,
+  linesOf,
+  type ProgramOutput,
+  REPO_ROOT,
+  type RunningProgram,
+  UserProject,
+} from "./_user_project.ts";
 
 const SERVER = `// Serves Double (y = 2x) on the engine and front ends named by the arguments.
 import { ndarray, Triton, TritonUnrecoverableError } from "@denotriton/triton";
@@ -291,4 +301,222 @@ Deno.test("a user project: the setup entry point and the hints that name it", as
       /Cannot use the Triton engine: the Triton core is not installed \(run: deno run -A jsr:@denotriton\/triton\/setup\)/,
     );
   });
+});
+
+/** Deno's defaults, and the strict options users turn on beside them. */
+const COMPILER_OPTIONS: readonly [string, Readonly<Record<string, boolean>> | undefined][] = [
+  ["Deno's default compiler options", undefined],
+  [
+    "exactOptionalPropertyTypes, noUncheckedIndexedAccess, noImplicitOverride, noPropertyAccessFromIndexSignature",
+    {
+      exactOptionalPropertyTypes: true,
+      noUncheckedIndexedAccess: true,
+      noImplicitOverride: true,
+      noPropertyAccessFromIndexSignature: true,
+    },
+  ],
+];
+
+/** A user's typed model: the README's patterns, and types that must stay as precise as they are. */
+const TYPED_MODEL = `import {
+  batch,
+  type BindOptions,
+  getModelConfig,
+  type InferFunc,
+  type LogSink,
+  type ResolvedTritonConfig,
+  type TensorsOf,
+  TritonError,
+  zip,
+} from "@denotriton/triton";
+import type { ModelClientOptions } from "@denotriton/triton/client";
+import type { SetupTritonOptions } from "@denotriton/triton/setup";
+
+export const inputs = [
+  { name: "a", dtype: "float32", shape: [-1] },
+  { name: "b", dtype: "float32", shape: [-1] },
+] as const;
+export const outputs = [{ name: "add", dtype: "float32", shape: [-1] }] as const;
+type Inputs = TensorsOf<typeof inputs>;
+type Outputs = TensorsOf<typeof outputs>;
+
+export const add: InferFunc<Inputs, Outputs> = batch(({ a, b }, context) => {
+  if (getModelConfig(context).config.maxBatchSize < 1) throw new ModelError("not batched");
+  return { add: zip(a, b, (x, y) => x + y) };
+});
+// @ts-expect-error: "c" is not an input
+export const misspelled: InferFunc<Inputs, Outputs> = batch(({ c }) => ({ add: c }));
+// @ts-expect-error: "add" is float32
+export const wrongDtype: InferFunc<Inputs, Outputs> = batch(({ a }) => ({ add: zip(a, a, (x, y) => BigInt(x + y)) }));
+
+export const addModel = {
+  modelName: "Add",
+  inferFunc: add,
+  inputs,
+  outputs,
+  config: { maxBatchSize: 8 },
+} satisfies BindOptions<typeof inputs, typeof outputs>;
+
+export class ModelError extends TritonError {
+  override readonly name = "ModelError";
+}
+
+/** Fields with a default are set; the nine without one may be undefined. */
+export function describe(config: ResolvedTritonConfig): string {
+  const port: number = config.httpPort;
+  const format: "default" | "ISO8601" = config.logFormat;
+  const logFile: string | undefined = config.logFile;
+  // @ts-expect-error: logFile may be unset
+  const file: string = config.logFile;
+  return [port, format, logFile, file].join(" ");
+}
+
+export const quiet: LogSink = { error() {}, warn() {}, info() {}, debug() {} };
+export const clientOptions: ModelClientOptions = { maxConcurrency: 4, maxQueueSize: 16 };
+export const setupOptions: SetupTritonOptions = {};
+`;
+
+/** The user's tests of that model: the README's unit-test pattern, then served and called. */
+const TYPED_MODEL_TEST = `import assert from "node:assert/strict";
+import {
+  inferContext,
+  inferRequest,
+  type InferResult,
+  ndarray,
+  type TensorsOf,
+  Triton,
+} from "@denotriton/triton";
+import { ModelClient } from "@denotriton/triton/client";
+import { add, addModel, clientOptions, describe, inputs, outputs, quiet } from "./model.ts";
+
+Deno.test("the model, unit-tested", () => {
+  const a = ndarray(new Float32Array([1, 2]), [1, 2]);
+  const context = inferContext({ inputs, outputs, config: { maxBatchSize: 8 } });
+  const results = add([inferRequest({ a, b: a })], context) as InferResult<TensorsOf<typeof outputs>>[];
+  assert.deepEqual(Array.from(results[0]!.add.data), [2, 4]);
+});
+
+Deno.test("the model, served and called", async () => {
+  await using triton = await Triton.start({
+    engine: "builtin",
+    logger: quiet,
+    config: { httpAddress: "127.0.0.1", httpPort: 0, allowGrpc: false, allowMetrics: false },
+    models: [addModel],
+  });
+  assert.equal(describe(triton.config).split(" ")[1], "default");
+  await using client = new ModelClient(triton.urls.http!, "Add", clientOptions);
+  const a = ndarray(new Float32Array([1, 2]), [1, 2]);
+  const { add: sum } = await client.inferBatch({ a, b: a });
+  assert.deepEqual(Array.from(sum!.data as Float32Array), [2, 4]);
+});
+`;
+
+/** The package's modules under `options`, those no export reaches (Workers' entries) included. */
+async function checkPackageModules(
+  options: Readonly<Record<string, boolean>> | undefined,
+): Promise<ProgramOutput> {
+  const config = JSON.parse(await Deno.readTextFile(`${REPO_ROOT}/deno.json`));
+  const dir = await Deno.makeTempDir({ prefix: "denotriton-check-" });
+  try {
+    await Deno.writeTextFile(
+      `${dir}/deno.json`,
+      JSON.stringify({ imports: config.imports, compilerOptions: options ?? {} }),
+    );
+    const modules = ["mod.ts"];
+    for await (const entry of walk(`${REPO_ROOT}/src`)) {
+      if (entry.endsWith(".ts") && !entry.endsWith("_test.ts")) modules.push(entry);
+    }
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "check",
+        `--config=${dir}/deno.json`,
+        `--lock=${REPO_ROOT}/deno.lock`,
+        "--frozen",
+        ...modules,
+      ],
+      cwd: REPO_ROOT,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return {
+      code: output.code,
+      stdout: decoder.decode(output.stdout),
+      stderr: decoder.decode(output.stderr),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) yield* walk(path);
+    else if (entry.isFile) yield path;
+  }
+}
+
+for (const [name, options] of COMPILER_OPTIONS) {
+  Deno.test(`a user project type-checks and tests with ${name}`, async (t) => {
+    await using project = await UserProject.create(options);
+    await project.write("model.ts", TYPED_MODEL);
+    await project.write("model_test.ts", TYPED_MODEL_TEST);
+    await project.write("server.ts", SERVER);
+    await project.write("client.ts", CLIENT);
+
+    await t.step("deno check", async () => {
+      const out = await project.run([
+        "check",
+        "model.ts",
+        "model_test.ts",
+        "server.ts",
+        "client.ts",
+      ]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.doesNotMatch(out.stderr, /TS\d+/);
+    });
+    await t.step("deno test", async () => {
+      const out = await project.run(["test", "--allow-net", "model_test.ts"]);
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.match(out.stdout, /^ok \| 2 passed \| 0 failed/m);
+    });
+    await t.step("the package's modules no export reaches", async () => {
+      const out = await checkPackageModules(options);
+      assert.equal(out.code, 0, out.stderr);
+    });
+  });
+}
+
+Deno.test("a user project: a PyTriton deployment's environment serves, with one warning per variable DenoTriton lacks", async () => {
+  await using project = await UserProject.create();
+  await project.write("server.ts", SERVER);
+  const server = project.spawn(["run", "--no-prompt", "-A", "server.ts", "builtin"], {
+    PYTRITON_TRITON_CONFIG_ALLOW_VERTEX_AI: "true",
+    PYTRITON_TRITON_CONFIG_CACHE_DIRECTORY: "/opt/tritonserver/caches",
+    PYTRITON_TRITON_CONFIG_BACKEND_DIRECTORY: "/opt/tritonserver/backends",
+    PYTRITON_TRITON_CONFIG_LOG_VERBOSITY: "1",
+    PYTRITON_TRITON_CONFIG_LOG_FORMAT: "ISO8601",
+  });
+  await using _ = server;
+  const urls = await ready(server);
+  assert.deepEqual(await double(urls.http, [1, 2]), [2, 4]);
+  server.kill("SIGTERM");
+  const out = await server.exited();
+  assert.equal(out.code, 0, out.stderr);
+  const warnings = linesOf(out.stderr).filter((line) => / W triton\] /.test(line))
+    .map((line) => line.replace(/^\S+ W triton\] /, ""));
+  assert.deepEqual(warnings.sort(), [
+    ...["ALLOW_VERTEX_AI", "BACKEND_DIRECTORY", "CACHE_DIRECTORY"].map((name) =>
+      `Ignoring environment variable PYTRITON_TRITON_CONFIG_${name}: DenoTriton has no such field (PyTriton, too, ignores the names it does not know)`
+    ),
+    // LOG_VERBOSITY is logVerbose; LOG_FORMAT laid this line out (an ISO 8601 time first).
+    "Verbose logging is on (logVerbose=1): it costs inference throughput",
+  ]);
+  assert.ok(
+    linesOf(out.stderr).filter((line) => / W triton\] /.test(line)).every((line) =>
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z W triton\] /.test(line)
+    ),
+    out.stderr,
+  );
 });

@@ -426,6 +426,9 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     grpcRootCert: { consumers: ["grpc"] },
   };
 
+// ResolvedTritonConfig maps over Required<TritonConfig>, not with `-?`: without
+// exactOptionalPropertyTypes (Deno's default in a user's project) `-?` strips `undefined` also
+// from the fields that may stay unset.
 /**
  * A {@linkcode TritonConfig} with every default applied: each field as documented there, set
  * (the nine fields without a default, such as `logFile`, may stay `undefined`). Beside the
@@ -440,12 +443,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
  * - list fields are frozen.
  */
 export type ResolvedTritonConfig = {
-  readonly [
-    // Over Required<TritonConfig> rather than with `-?`: without exactOptionalPropertyTypes (Deno's
-    // default in a user's project) `-?` strips `undefined` from every property's type, also from
-    // the fields below that may stay undefined.
-    K in keyof Required<TritonConfig>
-  ]: K extends // The fields without a default:
+  readonly [K in keyof Required<TritonConfig>]: K extends // The fields without a default:
   | "modelRepository"
   | "logFile"
   | "httpHeaderForwardPattern"

@@ -41,7 +41,7 @@ export function define(callables: InferCallable[], options: DefineOptions = {}):
 
 /** Returns `y = x` for every request. */
 export function echo(requests: InferRequest[]): InferResult[] {
-  return requests.map((request) => ({ y: request.data.x! }));
+  return requests.map((request) => ({ y: request.data["x"]! }));
 }
 
 /** A request to model `m` with `x` of the given values and shape. */
