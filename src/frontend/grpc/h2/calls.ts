@@ -338,6 +338,30 @@ function bodyOf(message: Buffer, encoding: string, maxBytes: number): Buffer {
   }
 }
 
+const NOT_GRPC = new TextEncoder().encode(
+  "This is a gRPC server: calls are POST requests with content-type application/grpc.\n",
+);
+
+/**
+ * Answers a request that is not gRPC as an HTTP server does: once the request has ended (its
+ * body dropped), with the status (405 with `allow`, or 415, as the gRPC protocol asks), and a
+ * line saying why (RFC 9110 §15.5: a 4xx response explains itself). Until then the stream stays
+ * open, so the client's frames on it are held to the rules of an open stream (h2spec's requests
+ * are of this kind).
+ */
+function refuseNotGrpc(stream: Http2ServerStream, status: 405 | 415): void {
+  stream.ondata = () => {};
+  stream.onend = () => {
+    stream.respond([
+      [":status", String(status)],
+      ["content-type", "text/plain; charset=utf-8"],
+      ...(status === 405 ? [["allow", "POST"] as const] : []),
+    ]);
+    stream.write(NOT_GRPC);
+    stream.end([]);
+  };
+}
+
 /**
  * Serves one gRPC call on a new stream. Call it from the session's `onStream`: it sets the
  * stream's `ondata` and `onend` at once.
@@ -359,7 +383,7 @@ export function serveCall(stream: Http2ServerStream, options: CallOptions): void
     else if (name === "grpc-timeout") timeout = value;
   }
   if (method !== "POST" || !contentType?.startsWith("application/grpc")) {
-    stream.respond([[":status", method !== "POST" ? "405" : "415"]], true);
+    refuseNotGrpc(stream, method !== "POST" ? 405 : 415);
     return;
   }
   const entry = options.methods.get(path);

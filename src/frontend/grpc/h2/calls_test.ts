@@ -70,7 +70,7 @@ async function withServer(
   run: (port: number) => Promise<void>,
   maxMessageBytes = 1024 * 1024,
 ): Promise<void> {
-  const server = listenGrpc([service], {
+  const server = await listenGrpc([service], {
     hostname: "127.0.0.1",
     port: 0,
     maxMessageBytes,
@@ -222,7 +222,7 @@ Deno.test("gRPC over the h2 session: a request that is not gRPC gets HTTP 415", 
 });
 
 Deno.test("gRPC over the h2 session: shutdown lets a call in flight answer, then cancels what never ends", async () => {
-  const server = listenGrpc([service], {
+  const server = await listenGrpc([service], {
     hostname: "127.0.0.1",
     port: 0,
     maxMessageBytes: 1024,
@@ -348,10 +348,17 @@ Deno.test("gRPC over the h2 session: headers and encodings a client may get wron
       assert.equal(decodeURIComponent(answer.fields["grpc-message"]!), message);
       assert.equal(answer.body.byteLength, 0);
     }
-    // Not a POST: HTTP 405, no gRPC status.
-    const get = await rawCall(port, { ...ECHO, ":method": "GET" }, new Uint8Array());
-    assert.equal(get.status, 405);
-    assert.equal(get.fields["grpc-status"], undefined);
+    // Not a POST: HTTP 405 once the request ended (its body dropped), saying why, and no gRPC
+    // status; not gRPC content: 415.
+    const refusal = "This is a gRPC server: calls are POST requests with content-type " +
+      "application/grpc.\n";
+    const get = await rawCall(port, { ...ECHO, ":method": "GET" }, Uint8Array.of(1, 2));
+    assert.deepEqual(
+      [get.status, get.fields["allow"], get.fields["grpc-status"], get.body.toString()],
+      [405, "POST", undefined, refusal],
+    );
+    const json = await rawCall(port, { ...ECHO, "content-type": "application/json" }, hello);
+    assert.deepEqual([json.status, json.body.toString()], [415, refusal]);
   });
 });
 

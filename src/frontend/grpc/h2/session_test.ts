@@ -427,3 +427,201 @@ Deno.test("HTTP/2 session: streams beyond maxConcurrentStreams are refused, the 
     conn.close();
   }
 });
+
+/** An HPACK literal field without indexing (names and values under 127 bytes). */
+function literal(name: string, value: string): number[] {
+  const [n, v] = [new TextEncoder().encode(name), new TextEncoder().encode(value)];
+  return [0x00, n.length, ...n, v.length, ...v];
+}
+
+/** The error code of each RST_STREAM the server sent, by stream. */
+function resets(frames: readonly ReadFrame[]): Map<number, number> {
+  return new Map(
+    frames.filter((f) => f.type === 3).map((f) => [f.stream, readUint32(f.payload, 0)]),
+  );
+}
+
+/** The error code of the server's GOAWAY, or -1. */
+function goawayCode(frames: readonly ReadFrame[]): number {
+  const goaway = frames.find((f) => f.type === 7);
+  return goaway === undefined ? -1 : readUint32(goaway.payload, 4);
+}
+
+Deno.test("HTTP/2 session: requests against RFC 9113 §8 are reset with PROTOCOL_ERROR, the others served", async () => {
+  await using server = serve(echo);
+  const conn = await rawConnect(server.url);
+  try {
+    // One malformed request per stream (1, 3, ...), each ending its stream; then a good one.
+    const blocks = [
+      [...POST_ROOT, ...literal("X-Upper", "1")],
+      [...POST_ROOT, ...literal(":test", "1")],
+      [...POST_ROOT, ...literal(":status", "200")],
+      [0x83, 0x84, ...literal("x-a", "1"), 0x86],
+      [...POST_ROOT, ...literal("connection", "keep-alive")],
+      [...POST_ROOT, ...literal("te", "gzip")],
+      [0x83, 0x86, ...literal(":path", "")],
+      [0x84, 0x86],
+      [...POST_ROOT, 0x84],
+    ];
+    const bytes = [...PREFACE_AND_SETTINGS];
+    blocks.forEach((block, i) => bytes.push(...rawFrame(1, 0x4 | 0x1, 2 * i + 1, block)));
+    // content-length 1, and 2 bytes of body already (the request has not ended); content-length
+    // 3 and a body of 2 bytes; then trailers with a pseudo-header field.
+    const [longerId, shorterId, trailersId, goodId] = [19, 21, 23, 25];
+    bytes.push(...rawFrame(1, 0x4, longerId, [...POST_ROOT, ...literal("content-length", "1")]));
+    bytes.push(...rawFrame(0, 0, longerId, [0x61, 0x62]));
+    bytes.push(...rawFrame(1, 0x4, shorterId, [...POST_ROOT, ...literal("content-length", "3")]));
+    bytes.push(...rawFrame(0, 0x1, shorterId, [0x61, 0x62]));
+    bytes.push(...rawFrame(1, 0x4, trailersId, POST_ROOT));
+    bytes.push(...rawFrame(1, 0x4 | 0x1, trailersId, [0x84]));
+    bytes.push(...rawFrame(1, 0x4, goodId, [...POST_ROOT, ...literal("content-length", "2")]));
+    bytes.push(...rawFrame(0, 0x1, goodId, [0x6f, 0x6b]));
+    await conn.write(Uint8Array.from(bytes));
+    const frames = await readFrames(conn, (frames) => ended(frames, goodId));
+    const expected = new Map([...blocks.keys(), 9, 10, 11].map((i) => [2 * i + 1, 1]));
+    assert.deepEqual(resets(frames), expected);
+    assert.deepEqual(bodyOf(frames, goodId), [0x6f, 0x6b]);
+    assert.equal(goawayCode(frames), -1);
+  } finally {
+    conn.close();
+  }
+});
+
+/** A step of a raw exchange: bytes to send, or frames to wait for. */
+type Step = number[] | ((frames: readonly ReadFrame[]) => boolean);
+
+/** Runs the steps on a new connection; returns every frame the server sent. */
+async function exchange(url: string, steps: readonly Step[]): Promise<ReadFrame[]> {
+  const conn = await rawConnect(url);
+  const frames: ReadFrame[] = [];
+  try {
+    await conn.write(Uint8Array.from(PREFACE_AND_SETTINGS));
+    for (const step of steps) {
+      if (typeof step === "function") frames.push(...await readFrames(conn, step));
+      else await conn.write(Uint8Array.from(step));
+    }
+  } finally {
+    conn.close();
+  }
+  return frames;
+}
+
+const resetOn = (stream: number) => (frames: readonly ReadFrame[]) =>
+  frames.some((f) => f.type === 3 && f.stream === stream);
+const goaway = (frames: readonly ReadFrame[]) => frames.some((f) => f.type === 7);
+const answered = (stream: number) => (frames: readonly ReadFrame[]) => ended(frames, stream);
+
+Deno.test("HTTP/2 session: frames on closed and half-closed streams get the errors of RFC 9113 §5.1", async () => {
+  await using server = serve((stream) => {
+    const path = stream.headers.find(([n]) => n === ":path")![1];
+    if (path === "/reset") return stream.reset();
+    if (path !== "/hang") echo(stream);
+  });
+  const HANG = [0x83, 0x86, ...literal(":path", "/hang")];
+  const RESET = [0x83, 0x86, ...literal(":path", "/reset")];
+  const data = (stream: number, end = true) => rawFrame(0, end ? 1 : 0, stream, [0x61]);
+  const cases: [string, Step[], (frames: ReadFrame[]) => void][] = [
+    ["DATA on a half-closed (remote) stream: STREAM_CLOSED", [
+      [...rawFrame(1, 0x5, 1, HANG), ...data(1)],
+      resetOn(1),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 5]]))],
+    ["HEADERS on a half-closed (remote) stream: STREAM_CLOSED", [
+      [...rawFrame(1, 0x5, 1, HANG), ...rawFrame(1, 0x5, 1, [])],
+      resetOn(1),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 5]]))],
+    ["DATA after the client's RST_STREAM: STREAM_CLOSED", [
+      [...rawFrame(1, 0x4, 1, HANG), ...rawFrame(3, 0, 1, [0, 0, 0, 8]), ...data(1)],
+      resetOn(1),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 5]]))],
+    ["DATA on a stream both sides ended: STREAM_CLOSED", [
+      rawFrame(1, 0x5, 1, POST_ROOT),
+      answered(1),
+      data(1),
+      resetOn(1),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 5]]))],
+    ["HEADERS on a stream both sides ended: GOAWAY STREAM_CLOSED", [
+      rawFrame(1, 0x5, 1, POST_ROOT),
+      answered(1),
+      rawFrame(1, 0x5, 1, POST_ROOT),
+      goaway,
+    ], (frames) => assert.equal(goawayCode(frames), 5)],
+    ["frames the client sent after the server's reset are ignored", [
+      [...rawFrame(1, 0x4, 1, RESET), ...data(1, false), ...rawFrame(1, 0x5, 1, [])],
+      [...rawFrame(1, 0x5, 3, POST_ROOT)],
+      answered(3),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 8]]))],
+    ["a stream identifier below one used before: GOAWAY PROTOCOL_ERROR", [
+      [...rawFrame(1, 0x5, 5, POST_ROOT), ...rawFrame(1, 0x5, 3, POST_ROOT)],
+      goaway,
+    ], (frames) => assert.equal(goawayCode(frames), 1)],
+    ["HEADERS and PRIORITY naming their own stream: PROTOCOL_ERROR", [
+      // HEADERS with PRIORITY (dependency 1, weight 16); PRIORITY on idle stream 3.
+      [
+        ...rawFrame(1, 0x25, 1, [0, 0, 0, 1, 15, ...POST_ROOT]),
+        ...rawFrame(2, 0, 3, [0, 0, 0, 3, 15]),
+      ],
+      resetOn(3),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 1], [3, 1]]))],
+    ["a second HEADERS without END_STREAM, and WINDOW_UPDATE 0: PROTOCOL_ERROR", [
+      [...rawFrame(1, 0x4, 1, HANG), ...rawFrame(1, 0x4, 1, []), ...rawFrame(1, 0x4, 3, HANG)],
+      [...rawFrame(8, 0, 3, [0, 0, 0, 0])],
+      resetOn(3),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 1], [3, 1]]))],
+    ["a stream window over 2^31-1: FLOW_CONTROL_ERROR", [
+      [...rawFrame(1, 0x4, 1, HANG), ...rawFrame(8, 0, 1, [0x7f, 0xff, 0xff, 0xff])],
+      resetOn(1),
+    ], (frames) => assert.deepEqual(resets(frames), new Map([[1, 3]]))],
+    ["a frame over SETTINGS_MAX_FRAME_SIZE: GOAWAY FRAME_SIZE_ERROR", [
+      [...rawFrame(1, 0x4, 1, HANG), ...rawFrame(0, 0, 1, new Array(16385).fill(0x61))],
+      goaway,
+    ], (frames) => assert.equal(goawayCode(frames), 6)],
+  ];
+  for (const [what, steps, check] of cases) {
+    check(await exchange(server.url, steps).catch((error) => assert.fail(`${what}: ${error}`)));
+  }
+  // Whatever those connections did, a new one is served.
+  const client = connect(server.url);
+  try {
+    assert.deepEqual([...(await request(client, "/after", Uint8Array.of(4))).body], [4]);
+  } finally {
+    client.close();
+  }
+});
+
+Deno.test("HTTP/2 session: a rapid reset (HEADERS, RST_STREAM, ...) past the limit ends with GOAWAY ENHANCE_YOUR_CALM", async () => {
+  const opened: number[] = [];
+  await using server = serve((stream) => {
+    opened.push(stream.id);
+    echo(stream);
+  });
+  // The default limit: a burst of 1,000 resets; this client sends 3,000 pairs at once.
+  const bytes = [...PREFACE_AND_SETTINGS];
+  for (let id = 1; id < 6000; id += 2) {
+    bytes.push(...rawFrame(1, 0x4, id, POST_ROOT), ...rawFrame(3, 0, id, [0, 0, 0, 8]));
+  }
+  const conn = await rawConnect(server.url);
+  let frames: ReadFrame[];
+  try {
+    await conn.write(Uint8Array.from(bytes));
+    frames = await readFrames(conn, goaway);
+  } finally {
+    conn.close();
+  }
+  assert.equal(goawayCode(frames), 0xb);
+  // The streams the server set up stop at the limit (the GOAWAY names the last one it saw).
+  const last = readUint32(frames.find((f) => f.type === 7)!.payload, 0);
+  assert.ok(opened.length >= 1000 && opened.length <= 1010, `${opened.length} streams opened`);
+  assert.equal(last, opened.at(-1));
+  // A client that cancels now and then is not cut off, and the server serves on.
+  const client = connect(server.url);
+  try {
+    for (let i = 0; i < 20; i++) {
+      const cancelled = client.request({ ":method": "POST", ":path": "/hang" });
+      cancelled.on("error", () => {});
+      cancelled.close(http2.constants.NGHTTP2_CANCEL);
+    }
+    assert.deepEqual([...(await request(client, "/after", Uint8Array.of(3))).body], [3]);
+  } finally {
+    client.close();
+  }
+});
