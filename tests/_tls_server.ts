@@ -2,8 +2,9 @@
 // by the first argument, with the TLS fields of the JSON config in the second. Prints the gRPC URL
 // once serving, stops when its standard input ends.
 //
-// Its own process because a grpc-js client and a grpc-js TLS server in one process, with the
-// Triton core loaded, crashed Deno's HTTP/2 now and then (see grpc_tls_test.ts).
+// Its own process so that a client cannot end the test process with it, and a server that dies is
+// seen (when grpc-js served TLS, a grpc-js client beside it in one process, with the Triton core
+// loaded, crashed Deno's HTTP/2 now and then: see grpc_tls_test.ts).
 
 import { type BindOptions, Triton, type TritonConfig } from "../mod.ts";
 

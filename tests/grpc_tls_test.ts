@@ -119,10 +119,11 @@ const SERVER = new URL("./_tls_server.ts", import.meta.url).pathname;
 
 /**
  * Serves the Identity model with these TLS fields in a process of its own
- * (`tests/_tls_server.ts`): in this process, grpc-js clients beside a grpc-js TLS server, with the
- * Triton core loaded, ended the test process now and then (nghttp2's assertion
+ * (`tests/_tls_server.ts`), so that what a client does cannot end the test process, and a server
+ * that dies is seen. (When grpc-js served TLS, grpc-js clients beside it in this process, with
+ * the Triton core loaded, ended the test process now and then: nghttp2's assertion
  * `stream->closed_next == NULL`, or glibc's heap checks at exit: 5 of 95 runs of this file on
- * 2026-11-27, none of 30 with the built-in engine alone).
+ * 2026-11-27, none of 30 with the built-in engine alone.)
  */
 async function tlsServer(
   engine: string,
@@ -170,7 +171,7 @@ async function live(url: string, credentials: grpc.ChannelCredentials): Promise<
 /**
  * A cleartext HTTP/2 client is refused: the server answers its preface with no HTTP/2 frame (it
  * ends the connection, or sends a TLS alert). Raw bytes rather than grpc-js's insecure client:
- * that client, against a TLS server in the same process, crashed Deno's HTTP/2 (nghttp2's
+ * that client, against a grpc-js TLS server in the same process, crashed Deno's HTTP/2 (nghttp2's
  * assertion `stream->closed_next == NULL` in `find_stream_on_goaway_func`) in 3 of 55 runs of this
  * file on 2026-11-27.
  */
@@ -202,6 +203,34 @@ async function refusedCleartext(url: string): Promise<void> {
       // Closed above.
     }
   }
+}
+
+/**
+ * Identity over TLS with `elements` float32 values: returns whether they came back intact. 3 MiB
+ * is several times what the TLS connection holds before it pauses its socket (`h2/tls.ts`).
+ */
+async function identity(url: string, ca: Buffer, elements: number): Promise<boolean> {
+  using client = new TestGrpcClient(url, {
+    credentials: grpc.credentials.createSsl(ca),
+    deadlineMs: 30_000,
+    channelOptions: {
+      "grpc.ssl_target_name_override": "localhost",
+      "grpc.max_receive_message_length": -1,
+    },
+  });
+  const x = new Float32Array(elements).map((_, i) => i);
+  const response = await client.call(
+    "ModelInfer",
+    codecs.ModelInferRequest,
+    codecs.ModelInferResponse,
+    {
+      model_name: "Identity",
+      inputs: [{ name: "x", datatype: "FP32", shape: [1, elements] }],
+      raw_input_contents: [new Uint8Array(x.buffer)],
+    },
+  );
+  const y = response.raw_output_contents?.[0] ?? new Uint8Array();
+  return Buffer.from(y).equals(Buffer.from(x.buffer));
 }
 
 async function refused(url: string, credentials: grpc.ChannelCredentials): Promise<void> {
@@ -262,6 +291,7 @@ for (const engine of ENGINES) {
       assert.equal(await live(url, grpc.credentials.createSsl(file(certs.ca))), true);
       await refusedCleartext(url);
       assert.equal(await live(url, grpc.credentials.createSsl(file(certs.ca))), true);
+      assert.equal(await identity(url, file(certs.ca), 786_432), true);
       // A client that does not trust the server's CA is refused too.
       await refused(url, grpc.credentials.createSsl());
       if (pythonTls || PEERS_REQUIRED) {

@@ -1,7 +1,9 @@
 /**
- * HTTP/2 connection settings of the gRPC front end that grpc-js has no option for, which large
- * tensors need. They apply to the grpc-js server (TLS); the cleartext server's own session
- * (`h2/session.ts`) advertises the same windows and frame size and gathers small writes itself.
+ * HTTP/2 connection settings that large tensors need, for a `node:http2` server (grpc-js has no
+ * option for them). The gRPC front end's own session (`h2/session.ts`, cleartext and TLS)
+ * advertises the same windows and gathers small writes itself; `bench/grpc_ceiling.ts` tunes
+ * its `node:http2` echo with {@linkcode tuneHttp2Server}. (The session keeps HTTP/2's default
+ * frame size, which h2spec needs: `h2/session.ts` says why.)
  *
  * - Flow-control windows. grpc-js serves with HTTP/2's default 64 KiB windows, so a client
  *   sending a 4 MiB tensor stops every 32 KiB to wait for a `WINDOW_UPDATE` from this event
@@ -19,7 +21,6 @@
  * @module
  */
 
-import type * as grpc from "@grpc/grpc-js";
 import process from "node:process";
 
 /** The flow-control window of each stream: a message of 16 MiB arrives without waiting. */
@@ -92,43 +93,8 @@ export function corkPerTick(socket: Corkable): void {
 }
 
 /**
- * Applies the windows and write coalescing to every connection a bound grpc-js server accepts
- * from now on. grpc-js keeps its HTTP/2 servers in a private map, so this reads that map; if a
- * grpc-js release renames it, nothing is tuned (the tests that check the windows then fail).
- *
- * @param server A grpc-js server whose `bindAsync` has completed.
- * @param tls Whether it serves TLS (its sockets come from `secureConnection`).
- * @returns How many HTTP/2 servers were tuned.
- *
- * @example A bound server is tuned
- * ```ts
- * import * as grpc from "@grpc/grpc-js";
- * import { tuneConnections } from "./connection_tuning.ts";
- * import assert from "node:assert/strict";
- *
- * const server = new grpc.Server();
- * await new Promise((resolve, reject) =>
- *   server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) =>
- *     error ? reject(error) : resolve(port))
- * );
- * assert.equal(tuneConnections(server, false), 1);
- * server.forceShutdown();
- * ```
- */
-export function tuneConnections(server: grpc.Server, tls: boolean): number {
-  const servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
-  if (!(servers instanceof Map)) return 0;
-  let tuned = 0;
-  for (const http2Server of servers.keys() as Iterable<Http2ServerLike>) {
-    tuneHttp2Server(http2Server, tls);
-    tuned++;
-  }
-  return tuned;
-}
-
-/**
  * Applies the windows, frame size and write coalescing to every connection an HTTP/2 server
- * accepts from now on ({@linkcode tuneConnections} does it to grpc-js's).
+ * accepts from now on.
  *
  * @param http2Server A `node:http2` server.
  * @param tls Whether it serves TLS (its sockets come from `secureConnection`).

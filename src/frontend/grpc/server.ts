@@ -1,17 +1,16 @@
 /**
  * The gRPC front end: serves `inference.GRPCInferenceService` (KServe v2 with Triton's
  * extensions) and `grpc.health.v1.Health` over HTTP/2, cleartext, TLS or mutual TLS, with
- * Triton's keepalive settings. The same handlers (`service.ts`, as grpc-js services) run either
- * way: cleartext on our own HTTP/2 session over `Deno.listen` (`h2/`), which copies large
- * messages far less than Deno's `node:http2` does, and TLS on `@grpc/grpc-js`, whose
- * `node:tls` checks client certificates.
+ * Triton's keepalive settings. The handlers (`service.ts`, as grpc-js services) run on our own
+ * HTTP/2 session (`h2/`), which copies large messages far less than Deno's `node:http2` does and
+ * is held to h2spec: cleartext over `Deno.listen`, TLS over `node:tls`, which (unlike
+ * `Deno.listenTls`) checks client certificates (`h2/tls.ts` says why grpc-js no longer serves
+ * TLS).
  *
  * @module
  */
 
-import * as grpc from "@grpc/grpc-js";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
-import { Buffer } from "node:buffer";
 import type { Engine } from "../../engine/engine.ts";
 import type { ModelRepository } from "../../engine/repository.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
@@ -21,15 +20,7 @@ import { withAccessCheck } from "./access.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
 import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
-import { framingInterceptor } from "./message_framing.ts";
-import { tuneConnections } from "./connection_tuning.ts";
-import { listenGrpc } from "./h2/server.ts";
-
-/** What the front end needs of the server under it: grpc-js's, or ours for cleartext. */
-interface ServerCore {
-  tryShutdown(callback: () => void): void;
-  forceShutdown(): void;
-}
+import { type Http2Server, listenGrpc, type ListenGrpcOptions } from "./h2/server.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
 export interface GrpcFrontendOptions {
@@ -150,23 +141,21 @@ function positiveInteger(name: string, value: number): number {
   return value;
 }
 
-function credentialsOf(tls: GrpcTlsOptions | undefined): grpc.ServerCredentials {
-  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+/** The TLS settings of the HTTP/2 server, checked. */
+function tlsOf(tls: GrpcTlsOptions | undefined): ListenGrpcOptions["tls"] {
+  if (tls === undefined) return undefined;
   const mutual = tls.checkClientCertificate ?? false;
   if (mutual && tls.rootCerts === undefined) {
     throw new TritonBadParameterError(
       "Invalid gRPC TLS options: checking client certificates needs rootCerts",
     );
   }
-  // Without root certificates grpc-js leaves the TLS context's `ca` unset, and Deno's TLS then
-  // breaks handshakes (clients read "wrong version number"). Client certificates are not asked
-  // for without `mutual`, so the server's own chain serves as a harmless `ca`.
-  const ca = Buffer.from(tls.rootCerts ?? tls.certChain);
-  return grpc.ServerCredentials.createSsl(
-    ca,
-    [{ private_key: Buffer.from(tls.privateKey), cert_chain: Buffer.from(tls.certChain) }],
-    mutual,
-  );
+  return {
+    cert: tls.certChain,
+    key: tls.privateKey,
+    ...(tls.rootCerts === undefined ? {} : { ca: tls.rootCerts }),
+    requestClientCert: mutual,
+  };
 }
 
 function hostPort(address: string, port: number): string {
@@ -190,7 +179,7 @@ function hostPort(address: string, port: number): string {
  * ```
  */
 export class GrpcFrontend implements AsyncDisposable {
-  #server: ServerCore;
+  #server: Http2Server;
   #port: number;
   #host: string;
   #shutdownTimeoutMs: number;
@@ -199,7 +188,7 @@ export class GrpcFrontend implements AsyncDisposable {
   #stopping: Promise<void> | undefined;
 
   private constructor(
-    server: ServerCore,
+    server: Http2Server,
     port: number,
     host: string,
     shutdownTimeoutMs: number,
@@ -248,16 +237,7 @@ export class GrpcFrontend implements AsyncDisposable {
       "keepaliveTimeoutMs",
       options.keepaliveTimeoutMs ?? DEFAULT_KEEPALIVE_TIMEOUT_MS,
     );
-    let credentials: grpc.ServerCredentials;
-    try {
-      credentials = credentialsOf(options.tls);
-    } catch (error) {
-      if (error instanceof TritonBadParameterError) throw error;
-      throw new TritonBadParameterError(
-        `Invalid gRPC TLS options: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    }
+    const tls = tlsOf(options.tls);
     const logger = options.logger ?? new Logger();
     const { inference, health } = createServices(engine, {
       ...(pattern !== undefined ? { headerForwardPattern: pattern } : {}),
@@ -275,52 +255,26 @@ export class GrpcFrontend implements AsyncDisposable {
         }`,
         { cause: error },
       );
-    let server: ServerCore;
-    let bound: number;
-    if (options.tls === undefined) {
-      // Cleartext: our own HTTP/2 server, which copies large messages less than node:http2.
-      try {
-        const h2 = listenGrpc([checkedInference, checkedHealth], {
-          hostname: address.replace(/^\[(.*)\]$/, "$1"),
-          port,
-          maxMessageBytes,
-          keepaliveTimeMs,
-          keepaliveTimeoutMs,
-          rawFields: RAW_INPUT_FIELDS,
-        });
-        [server, bound] = [h2, h2.port];
-      } catch (error) {
-        throw cannotStart(error);
-      }
-    } else {
-      const grpcServer = new grpc.Server({
-        "grpc.max_receive_message_length": maxMessageBytes,
-        "grpc.max_send_message_length": maxMessageBytes,
-        "grpc.keepalive_time_ms": keepaliveTimeMs,
-        "grpc.keepalive_timeout_ms": keepaliveTimeoutMs,
-        interceptors: [framingInterceptor({ rawFields: RAW_INPUT_FIELDS })],
+    let server: Http2Server;
+    try {
+      server = await listenGrpc([checkedInference, checkedHealth], {
+        hostname: address.replace(/^\[(.*)\]$/, "$1"),
+        port,
+        maxMessageBytes,
+        keepaliveTimeMs,
+        keepaliveTimeoutMs,
+        rawFields: RAW_INPUT_FIELDS,
+        ...(tls === undefined ? {} : { tls }),
       });
-      grpcServer.addService(checkedInference.definition, checkedInference.implementation);
-      grpcServer.addService(checkedHealth.definition, checkedHealth.implementation);
-      bound = await new Promise<number>((resolve, reject) => {
-        grpcServer.bindAsync(
-          hostPort(address, port),
-          credentials,
-          (error, boundPort) => error ? reject(error) : resolve(boundPort),
-        );
-      }).catch((error: unknown) => {
-        grpcServer.forceShutdown();
-        throw cannotStart(error);
-      });
-      tuneConnections(grpcServer, true);
-      server = grpcServer;
+    } catch (error) {
+      throw cannotStart(error);
     }
     const host = address === "0.0.0.0" || address === "::" || address === "[::]"
       ? "127.0.0.1"
       : address;
     return new GrpcFrontend(
       server,
-      bound,
+      server.port,
       host,
       options.shutdownTimeoutMs ?? 5000,
       logger,

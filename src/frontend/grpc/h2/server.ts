@@ -1,12 +1,18 @@
 /**
- * A cleartext HTTP/2 server on `Deno.listen`: each connection an {@linkcode Http2ServerSession};
- * for gRPC ({@linkcode listenGrpc}), each stream a call of the given services
- * ({@linkcode serveCall}).
+ * An HTTP/2 server, cleartext on `Deno.listen` or TLS on `tls.ts`'s listener: each connection an
+ * {@linkcode Http2ServerSession}; for gRPC ({@linkcode listenGrpc}), each stream a call of the
+ * given services ({@linkcode serveCall}).
  *
  * @module
  */
 
-import { Http2ServerSession, type Http2ServerStream, type Http2SessionOptions } from "./session.ts";
+import {
+  Http2ServerSession,
+  type Http2ServerStream,
+  type Http2SessionOptions,
+  type Http2Transport,
+} from "./session.ts";
+import { TlsListener } from "./tls.ts";
 import { type CallOptions, methodsOf, serveCall } from "./calls.ts";
 import type { GrpcService } from "../service.ts";
 import { BufferPool } from "../buffer_pool.ts";
@@ -30,11 +36,34 @@ export interface ListenGrpcOptions {
    * @default {new Map()}
    */
   rawFields?: ReadonlyMap<string, number>;
+  /**
+   * Serve over TLS (ALPN `h2`) with this certificate, and under mutual TLS check clients'.
+   *
+   * @default {undefined}
+   */
+  tls?: {
+    /** The server's PEM certificate chain. */
+    cert: Uint8Array;
+    /** The server's PEM private key. */
+    key: Uint8Array;
+    /** PEM root certificates that client certificates must chain to. */
+    ca?: Uint8Array;
+    /** Refuse clients without a certificate signed by `ca`. */
+    requestClientCert: boolean;
+  };
+}
+
+/** What {@linkcode Http2Server} accepts connections from: a `Deno.Listener`, or a TLS one. */
+export interface Http2Listener extends AsyncIterable<Http2Transport> {
+  /** The address listened on. */
+  readonly addr: { readonly port: number };
+  /** Stops listening. */
+  close(): void;
 }
 
 /**
- * Serves HTTP/2 without TLS on a listener: each connection an {@linkcode Http2ServerSession},
- * each new stream handed to `onStream`. {@linkcode listenGrpc} serves gRPC calls with it.
+ * Serves HTTP/2 on a listener: each connection an {@linkcode Http2ServerSession}, each new stream
+ * handed to `onStream`. {@linkcode listenGrpc} serves gRPC calls with it.
  *
  * @example Answering every request with "ok", then stopping
  * ```ts ignore
@@ -51,19 +80,19 @@ export interface ListenGrpcOptions {
  * ```
  */
 export class Http2Server {
-  readonly #listener: Deno.TcpListener;
+  readonly #listener: Http2Listener;
   readonly #sessions = new Set<Http2ServerSession>();
   #closing = false;
 
   /**
    * Starts accepting connections on the listener; the server closes it when it stops.
    *
-   * @param listener The listener.
+   * @param listener The listener (cleartext `Deno.listen`, or `tls.ts`'s).
    * @param onStream Called for each new stream of any connection.
    * @param options The sessions' windows, limits and keepalive.
    */
   constructor(
-    listener: Deno.TcpListener,
+    listener: Http2Listener,
     onStream: (stream: Http2ServerStream) => void,
     options: Http2SessionOptions = {},
   ) {
@@ -117,18 +146,19 @@ export class Http2Server {
 }
 
 /**
- * Serves gRPC services over HTTP/2 without TLS.
+ * Serves gRPC services over HTTP/2, cleartext or TLS.
  *
  * @param services The services served.
- * @param options Address, limits and keepalive.
- * @returns The server.
- * @throws {Deno.errors.AddrInUse} And the other errors of `Deno.listen`.
+ * @param options Address, limits, keepalive and TLS.
+ * @returns The server, once it listens.
+ * @throws {Deno.errors.AddrInUse} And the other errors of `Deno.listen`, or of `node:tls` under
+ *   TLS (an address in use, certificates that are not valid PEM).
  *
  * @example Serving nothing, then stopping
  * ```ts ignore
  * import { listenGrpc } from "./server.ts";
  *
- * const server = listenGrpc([], {
+ * const server = await listenGrpc([], {
  *   hostname: "127.0.0.1",
  *   port: 0,
  *   maxMessageBytes: 1 << 20,
@@ -138,11 +168,14 @@ export class Http2Server {
  * await new Promise<void>((resolve) => server.tryShutdown(resolve));
  * ```
  */
-export function listenGrpc(
+export async function listenGrpc(
   services: readonly GrpcService[],
   options: ListenGrpcOptions,
-): Http2Server {
-  const listener = Deno.listen({ hostname: options.hostname, port: options.port });
+): Promise<Http2Server> {
+  const address = { hostname: options.hostname, port: options.port };
+  const listener: Http2Listener = options.tls === undefined
+    ? Deno.listen(address)
+    : await TlsListener.listen({ ...address, ...options.tls });
   const calls: CallOptions = {
     methods: methodsOf(services),
     maxMessageBytes: options.maxMessageBytes,
