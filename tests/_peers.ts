@@ -1,6 +1,6 @@
 /**
- * Finds the official peers the interop tests drive: a Python with `tritonclient[http]`, and
- * `perf_analyzer` with the shared libraries it needs.
+ * Finds the official peers the interop tests drive: a Python with `tritonclient[http]`,
+ * `perf_analyzer` with the shared libraries it needs, and h2spec.
  *
  * - Python: `DENOTRITON_PYTHON`, else `python3` on the `PATH`.
  * - perf_analyzer: `DENOTRITON_PERF_ANALYZER`, else `perf_analyzer` on the `PATH`, else the
@@ -10,6 +10,8 @@
  *   `~/.cache/denotriton/triton-2.51.0`) holds them with hashed names (`libb64-<hash>.so.0d`), as
  *   may `DENOTRITON_PEER_LIBS`. A temporary folder of symlinks under the plain names goes on
  *   `LD_LIBRARY_PATH`.
+ * - h2spec: `DENOTRITON_H2SPEC`, else `h2spec` on the `PATH`, else Go's bin folders
+ *   ({@linkcode findH2spec}).
  *
  * {@linkcode runPerfAnalyzer} runs perf_analyzer the way the interop tests check it.
  *
@@ -230,6 +232,40 @@ export async function findPerfAnalyzer(
     return { missing: `${path} does not run with ${libs}: ${linked.text.split("\n")[0]}` };
   }
   return { path, env, version: linked.text };
+}
+
+/** A runnable h2spec (github.com/summerwind/h2spec). */
+export interface H2specPeer {
+  /** The binary. */
+  readonly path: string;
+}
+
+/**
+ * Finds h2spec: `DENOTRITON_H2SPEC`, else `h2spec` on the `PATH`, else where `go install` puts
+ * it (`$GOBIN`, `$GOPATH/bin`, `~/go/bin`). `.ci/run` installs it with `go install`.
+ *
+ * @returns The peer, or `undefined` with the reason.
+ */
+export async function findH2spec(): Promise<H2specPeer | { missing: string }> {
+  const home = Deno.env.get("HOME");
+  const gopath = Deno.env.get("GOPATH")?.split(":")[0];
+  const candidates = [
+    Deno.env.get("DENOTRITON_H2SPEC"),
+    await onPath("h2spec"),
+    ...[Deno.env.get("GOBIN"), gopath && `${gopath}/bin`, home && `${home}/go/bin`]
+      .filter((dir) => dir !== undefined && dir !== "")
+      .map((dir) => `${dir}/h2spec`),
+  ].filter((c): c is string => c !== undefined);
+  for (const path of candidates) {
+    if (!await isFile(path)) continue;
+    const probe = await output(path, ["--version"]);
+    if (!probe.ok) return { missing: `${path} does not run: ${probe.text.split("\n")[0]}` };
+    return { path };
+  }
+  return {
+    missing: "h2spec not found (go install " +
+      "github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible, or set DENOTRITON_H2SPEC)",
+  };
 }
 
 /** The Python peer, found once at load. */
