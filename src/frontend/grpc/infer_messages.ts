@@ -12,7 +12,8 @@ import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts
 import { InferenceError } from "../../errors.ts";
 import type { ModelInferRequest, ModelInferResponse } from "../../protocol/grpc_codec.ts";
 import { fromInferParameters, toInferParameters } from "../../protocol/infer_parameter.ts";
-import { SharedMemoryBinding, sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import { sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import { SharedMemoryBinding } from "../shared_memory.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import { grpcRequestParameters, type HeaderForwarding } from "../../protocol/request_parameters.ts";
 import {

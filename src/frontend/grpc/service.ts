@@ -37,11 +37,8 @@ import {
   type RepositoryModelRequest,
 } from "../../protocol/grpc_codec.ts";
 import { FINAL_RESPONSE_PARAMETER } from "../../protocol/constants.ts";
-import {
-  byteCount,
-  REGISTER_REQUEST,
-  withSharedMemoryExtension,
-} from "../../protocol/shared_memory.ts";
+import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
+import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { parseModelVersion, toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
 import { modelConfigToMessage } from "../../protocol/model_config_proto.ts";
 import { messageSerializer } from "./message_framing.ts";

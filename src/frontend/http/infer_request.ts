@@ -20,7 +20,8 @@ import {
 import { deserializeBytes } from "../../tensor/bytes_codec.ts";
 import { type DType, elementSize, fromKServe } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
-import { SharedMemoryBinding, sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import { sharedMemoryRef } from "../../protocol/shared_memory.ts";
+import { SharedMemoryBinding } from "../shared_memory.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 /** How one output is returned. */

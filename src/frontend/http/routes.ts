@@ -34,11 +34,8 @@ import {
 } from "./infer_request.ts";
 import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
-import {
-  byteCount,
-  REGISTER_REQUEST,
-  withSharedMemoryExtension,
-} from "../../protocol/shared_memory.ts";
+import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
+import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
