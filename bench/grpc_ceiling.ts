@@ -12,9 +12,9 @@
  * CPU time of its whole process tree over the turn, divided by the inferences perf_analyzer
  * counted in that turn's windows (approximate, alike for every server).
  *
- * There are two echoes: one on `node:http2` (`echo`), and one on the HTTP/2 session the gRPC
- * front end serves cleartext with (`echo-h2`, `src/frontend/grpc/h2/`), which reads into a
- * reused buffer and writes large messages from the caller's memory.
+ * There are two echoes: one on `node:http2` (`echo`, tuned by `node_http2_tuning.ts`), and one on
+ * the HTTP/2 session the gRPC front end serves with (`echo-h2`, `src/frontend/grpc/h2/`), which
+ * reads into a reused buffer and writes large messages from the caller's memory.
  *
  * Usage: `deno task bench:grpc-ceiling [--rounds 3] [--concurrency 1,8,32]
  * [--servers pytriton,builtin,triton,echo,echo-h2] [--window 1500]
@@ -33,8 +33,8 @@ import { BufferPool } from "../src/frontend/grpc/buffer_pool.ts";
 import {
   CONNECTION_WINDOW_BYTES,
   STREAM_WINDOW_BYTES,
-  tuneHttp2Server,
 } from "../src/frontend/grpc/connection_tuning.ts";
+import { tuneHttp2Server } from "./node_http2_tuning.ts";
 import { Http2Server } from "../src/frontend/grpc/h2/server.ts";
 import {
   AlignedMessageDecoder,
@@ -390,8 +390,9 @@ function report(
     `${windowMs} -s 1000 --max-trials 3\`). All servers were up at once and took turns in a ` +
     "rotating order. Each echo (ceiling) gathers each request (one copy) and encodes its raw " +
     "contents back (one copy into a reused buffer), with no engine: the `node:http2` echo with " +
-    "the HTTP/2 settings the front end gives grpc-js (TLS), the h2 echo on the HTTP/2 session " +
-    "the front end serves cleartext gRPC with (`src/frontend/grpc/h2/`). CPU ms per inference is each " +
+    "the front end's windows, the largest frame size and per-tick write coalescing " +
+    "(`bench/node_http2_tuning.ts`), the h2 echo on the HTTP/2 session the front end serves gRPC " +
+    "with (`src/frontend/grpc/h2/`). CPU ms per inference is each " +
     "server's process tree's CPU time over its turn divided by the inferences of that turn " +
     "(approximate, alike for all). perf_analyzer shares the machine's cores.",
     "",

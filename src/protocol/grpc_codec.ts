@@ -223,7 +223,7 @@ export interface TensorMetadataMessage {
   /** KServe datatype. */
   datatype: string;
   /** Shape; -1 for dynamic dimensions. */
-  shape: Int64[];
+  shape: readonly Int64[];
 }
 
 /** `inference.ModelMetadataResponse`. */
@@ -231,13 +231,13 @@ export interface ModelMetadataResponse {
   /** Model name. */
   name: string;
   /** Versions. */
-  versions: string[];
+  versions: readonly string[];
   /** Platform. */
   platform: string;
   /** Inputs. */
-  inputs: TensorMetadataMessage[];
+  inputs: readonly TensorMetadataMessage[];
   /** Outputs. */
-  outputs: TensorMetadataMessage[];
+  outputs: readonly TensorMetadataMessage[];
 }
 
 /** `inference.ModelConfigResponse`; `config` is the `inference.ModelConfig` object tree. */

@@ -1,117 +1,18 @@
 /**
- * HTTP/2 connection settings that large tensors need, for a `node:http2` server (grpc-js has no
- * option for them). The gRPC front end's own session (`h2/session.ts`, cleartext and TLS)
- * advertises the same windows and gathers small writes itself; `bench/grpc_ceiling.ts` tunes
- * its `node:http2` echo with {@linkcode tuneHttp2Server}. (The session keeps HTTP/2's default
- * frame size, which h2spec needs: `h2/session.ts` says why.)
+ * The HTTP/2 flow-control windows the gRPC front end's session (`h2/session.ts`, cleartext and
+ * TLS) advertises, which large tensors need.
  *
- * - Flow-control windows. grpc-js serves with HTTP/2's default 64 KiB windows, so a client
- *   sending a 4 MiB tensor stops every 32 KiB to wait for a `WINDOW_UPDATE` from this event
- *   loop. Triton's gRPC server (grpc core) grows its windows to megabytes; these windows let a
- *   whole message of the default size arrive without waiting.
- * - Frame size. A peer may send DATA frames no larger than this side's `SETTINGS_MAX_FRAME_SIZE`,
- *   16 KiB by default. Advertising HTTP/2's maximum lets grpc core clients (tritonclient,
- *   perf_analyzer) send larger frames: grpcio's 4 MiB message then reached the stream as 81
- *   pieces of up to 64 KiB instead of 322 of 16 KiB, a quarter as many for Deno's HTTP/2 session
- *   to take in. (Deno sends its own frames at 16 KiB whatever the peer allows.)
- * - Write coalescing. Deno's HTTP/2 session writes each frame (header and payload apart) to the
- *   socket with its own call, about 500 `write(2)` calls for a 4 MiB response. Corking the socket
- *   until the current tick ends sends the frames written in that tick with one `writev(2)`.
+ * HTTP/2's default windows are 64 KiB: a client sending a 4 MiB tensor under them stops every
+ * 32 KiB to wait for a `WINDOW_UPDATE` from this event loop. Triton's gRPC server (grpc core)
+ * grows its windows to megabytes; these let a whole message of the default size arrive without
+ * waiting. (The session keeps HTTP/2's default frame size, which h2spec needs: `h2/session.ts`
+ * says why.)
  *
  * @module
  */
 
-import process from "node:process";
-
 /** The flow-control window of each stream: a message of 16 MiB arrives without waiting. */
 export const STREAM_WINDOW_BYTES = 16 * 1024 * 1024;
 
-/** The largest frame a peer may send: HTTP/2's maximum, 2^24 − 1 bytes. */
-export const MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1;
-
 /** The flow-control window of each connection, shared by its streams. */
 export const CONNECTION_WINDOW_BYTES = 64 * 1024 * 1024;
-
-/** What this module uses of a Node HTTP/2 session. */
-interface Session {
-  settings(settings: { initialWindowSize: number; maxFrameSize: number }): void;
-  setLocalWindowSize(bytes: number): void;
-}
-
-/** What this module uses of a socket. */
-interface Corkable {
-  write: (...args: never[]) => boolean;
-  cork(): void;
-  uncork(): void;
-}
-
-/** What this module uses of a Node HTTP/2 server. */
-export interface Http2ServerLike {
-  on(event: "session", listener: (session: Session) => void): unknown;
-  on(event: "connection" | "secureConnection", listener: (socket: Corkable) => void): unknown;
-}
-
-/**
- * Makes a socket send what is written to it in one tick with one system call: the first write
- * of a tick corks it, and the end of the tick uncorks it.
- *
- * @param socket A writable socket (`net.Socket` or `tls.TLSSocket`).
- *
- * @example Two writes in one tick reach the socket together
- * ```ts
- * import { corkPerTick } from "./connection_tuning.ts";
- * import { Writable } from "node:stream";
- * import assert from "node:assert/strict";
- *
- * const calls: number[] = [];
- * const socket = new Writable({
- *   write(_chunk, _encoding, done) { calls.push(1); done(); },
- *   writev(chunks, done) { calls.push(chunks.length); done(); },
- * });
- * corkPerTick(socket);
- * socket.write("a");
- * socket.write("b");
- * await new Promise((resolve) => setTimeout(resolve, 0));
- * assert.deepEqual(calls, [2]);
- * ```
- */
-export function corkPerTick(socket: Corkable): void {
-  const write = socket.write;
-  let corked = false;
-  const uncork = (): void => {
-    corked = false;
-    socket.uncork();
-  };
-  socket.write = function (this: Corkable, ...args: never[]): boolean {
-    if (!corked) {
-      corked = true;
-      socket.cork();
-      process.nextTick(uncork);
-    }
-    return write.apply(this, args);
-  };
-}
-
-/**
- * Applies the windows, frame size and write coalescing to every connection an HTTP/2 server
- * accepts from now on.
- *
- * @param http2Server A `node:http2` server.
- * @param tls Whether it serves TLS (its sockets come from `secureConnection`).
- *
- * @example
- * ```ts
- * import http2 from "node:http2";
- * import { tuneHttp2Server } from "./connection_tuning.ts";
- *
- * const server = http2.createServer();
- * tuneHttp2Server(server, false);
- * ```
- */
-export function tuneHttp2Server(http2Server: Http2ServerLike, tls: boolean): void {
-  http2Server.on("session", (session) => {
-    session.settings({ initialWindowSize: STREAM_WINDOW_BYTES, maxFrameSize: MAX_FRAME_BYTES });
-    session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
-  });
-  http2Server.on(tls ? "secureConnection" : "connection", corkPerTick);
-}

@@ -1,29 +1,21 @@
 /**
  * gRPC message framing (the 5-byte prefix: compressed flag, big-endian length) for the front
- * end's calls, in place of grpc-js's own, which copies every large tensor twice more than
- * needed:
+ * end's calls (`h2/calls.ts`), with as few copies of a large tensor as the wire allows:
  *
- * - Receiving, grpc-js gathers a message's pieces and copies them into a new buffer, where the
- *   tensor data rarely starts aligned for its element type, so `raw_input_contents` is copied
- *   again to be read as a typed array. {@linkcode AlignedMessageDecoder} copies each message
- *   once, into a buffer sized from its prefix and placed so that the first raw entry starts on a
- *   64-byte boundary.
- * - Sending, grpc-js serializes a response, then copies it after a new prefix. Serializers made
- *   by {@linkcode messageSerializer} encode straight after room left for the prefix instead.
- *
- * grpc-js has no option for either, so {@linkcode framingInterceptor} swaps both on each call
- * (grpc-js's `decoder` field and `serializeMessage` method of its base server call). If a
- * grpc-js release renames them, calls keep grpc-js's framing (the tests that check the copies
- * are spared then fail).
+ * - Receiving: {@linkcode AlignedMessageDecoder} copies each message once, into a buffer sized
+ *   from its prefix and placed so that the first raw entry (`raw_input_contents`) starts on a
+ *   64-byte boundary, so the tensor is read as a typed array in place. (A decoder that gathers a
+ *   message's pieces into a fresh buffer, as grpc-js's does, leaves the tensor data where it
+ *   falls, and reading it as a typed array then costs a second copy.)
+ * - Sending: {@linkcode frameMessage} encodes a response straight after room left for the
+ *   prefix, instead of encoding it and copying it after a new prefix.
  *
  * @module
  */
 
-import type * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
-import type { EncodeOptions, MessageCodec } from "../../protocol/grpc_codec.ts";
+import type { ResponseEncoder } from "./call.ts";
 import { type FieldStart, lengthDelimitedStart } from "../../protocol/protobuf_wire.ts";
-import { BufferPool } from "./buffer_pool.ts";
 import { STREAM_WINDOW_BYTES } from "./connection_tuning.ts";
 
 /** The length of the prefix before each gRPC message. */
@@ -37,7 +29,7 @@ const SEARCH_LIMIT = 64 * 1024;
 
 /**
  * The largest message whose buffer is made when its first bytes arrive; a larger one keeps its
- * pieces until it is complete, as grpc-js does, so that a prefix announcing a huge message
+ * pieces until it is complete, so that a prefix announcing a huge message
  * costs nothing until the bytes come. A client may send this much without waiting for us
  * anyway: it is the stream's flow-control window.
  */
@@ -45,7 +37,7 @@ const UPFRONT_BYTES = STREAM_WINDOW_BYTES;
 
 /**
  * Splits a call's received bytes into gRPC messages, each copied once into its own buffer
- * (prefix included, as grpc-js expects), with the first entry of a raw-contents field placed on
+ * (prefix included), with the first entry of a raw-contents field placed on
  * a {@linkcode RAW_ALIGNMENT}-byte boundary when the message's beginning shows where it is.
  *
  * @example Two messages across three chunks
@@ -202,83 +194,31 @@ export class AlignedMessageDecoder {
   }
 }
 
-type Encode = (value: unknown, options: EncodeOptions) => Uint8Array;
-
-const serializers = new WeakMap<(value: unknown) => Buffer, Encode>();
-
 /**
- * A grpc-js `responseSerialize` for a codec, which {@linkcode framingInterceptor} can also
- * use to encode a message straight after its prefix.
+ * Encodes a message with its gRPC prefix, in one buffer: the message is encoded straight after
+ * room left for the prefix, so framing costs no copy.
  *
- * @param codec The codec of the response messages.
- * @returns The serializer.
- *
- * @example
- * ```ts
- * import { messageSerializer } from "./message_framing.ts";
- * import { codecs } from "../../protocol/grpc_codec.ts";
- * import assert from "node:assert/strict";
- *
- * const serialize = messageSerializer(codecs.ServerLiveResponse);
- * assert.deepEqual([...serialize({ live: true })], [8, 1]);
- * ```
- */
-export function messageSerializer<T>(codec: MessageCodec<T>): (value: unknown) => Buffer {
-  const serialize = (value: unknown): Buffer => {
-    const bytes = codec.encode(value as T);
-    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  };
-  serializers.set(serialize, (value, options) => codec.encode(value as T, options));
-  return serialize;
-}
-
-/**
- * Frames a response for a transport of our own: straight after room for the prefix when the
- * serializer was made by {@linkcode messageSerializer}, else serialized and copied after one.
- *
- * @param serialize The method's response serializer.
- * @param value The message.
+ * @param encoder The method's response encoder.
+ * @param message The message.
  * @param allocate Provides the buffer of a large message.
  * @returns The prefix and the message.
  *
  * @example Framing an empty message
  * ```ts
- * import { frameMessage, messageSerializer } from "./message_framing.ts";
+ * import { frameMessage } from "./message_framing.ts";
  * import { codecs } from "../../protocol/grpc_codec.ts";
  * import assert from "node:assert/strict";
  *
- * const serialize = messageSerializer(codecs.Empty);
- * assert.deepEqual([...frameMessage(serialize, {}, (n) => new Uint8Array(n))], [0, 0, 0, 0, 0]);
+ * const framed = frameMessage(codecs.ServerLiveResponse, { live: true }, (n) => new Uint8Array(n));
+ * assert.deepEqual([...framed], [0, 0, 0, 0, 2, 8, 1]);
  * ```
  */
-export function frameMessage(
-  serialize: (value: unknown) => Buffer,
-  value: unknown,
+export function frameMessage<T>(
+  encoder: ResponseEncoder<T>,
+  message: T,
   allocate: (bytes: number) => Uint8Array,
 ): Uint8Array {
-  const encode = serializers.get(serialize);
-  if (encode !== undefined) return framed(encode, value, allocate);
-  const bytes = serialize(value);
-  const message = allocate(MESSAGE_PREFIX_BYTES + bytes.byteLength);
-  message.set(bytes, MESSAGE_PREFIX_BYTES);
-  return writePrefix(message);
-}
-
-/**
- * Encodes a message with its gRPC prefix, in one buffer.
- *
- * @param encode Encodes the message after the given headroom.
- * @param value The message.
- * @param allocate Provides the buffer of a large message.
- * @returns The prefix and the message.
- */
-function framed(
-  encode: Encode,
-  value: unknown,
-  allocate: (bytes: number) => Uint8Array,
-): Buffer {
-  const bytes = writePrefix(encode(value, { headroom: MESSAGE_PREFIX_BYTES, allocate }));
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return writePrefix(encoder.encode(message, { headroom: MESSAGE_PREFIX_BYTES, allocate }));
 }
 
 /**
@@ -302,88 +242,4 @@ export function writePrefix(bytes: Uint8Array): Uint8Array {
   new DataView(bytes.buffer, bytes.byteOffset, MESSAGE_PREFIX_BYTES)
     .setUint32(1, bytes.byteLength - MESSAGE_PREFIX_BYTES);
   return bytes;
-}
-
-/** What this module replaces on grpc-js's base server call. */
-interface FramingHooks {
-  decoder: { write(data: Uint8Array): Uint8Array[] };
-  serializeMessage(value: unknown): Buffer;
-  sendMessage(message: unknown, callback: () => void): void;
-  maxReceiveMessageSize: number;
-}
-
-/** Options of {@linkcode framingInterceptor}. */
-export interface FramingOptions {
-  /**
-   * The raw-contents field to align in each method's requests, by method path (e.g. 7 for
-   * `/inference.GRPCInferenceService/ModelInfer`).
-   *
-   * @default {new Map()}
-   */
-  rawFields?: ReadonlyMap<string, number>;
-  /**
-   * Where the buffers of large responses come from; each goes back once the HTTP/2 stream has
-   * taken its bytes.
-   *
-   * @default {new BufferPool()}
-   */
-  pool?: BufferPool;
-}
-
-/**
- * A grpc-js server interceptor that gives every call an {@linkcode AlignedMessageDecoder} and,
- * for methods whose `responseSerialize` came from {@linkcode messageSerializer}, responses
- * encoded straight after their prefix.
- *
- * @param options The fields to align.
- * @returns The interceptor (for the `interceptors` server option).
- *
- * @example Install on a server
- * ```ts
- * import * as grpc from "@grpc/grpc-js";
- * import { framingInterceptor } from "./message_framing.ts";
- * import assert from "node:assert/strict";
- *
- * const server = new grpc.Server({ interceptors: [framingInterceptor()] });
- * assert.ok(server);
- * ```
- */
-export function framingInterceptor(options: FramingOptions = {}): grpc.ServerInterceptor {
-  const rawFields = options.rawFields ?? new Map<string, number>();
-  const pool = options.pool ?? new BufferPool();
-  const allocate = (bytes: number): Uint8Array => pool.take(bytes);
-  return (method, call) => {
-    const base = call as unknown as Partial<FramingHooks>;
-    if (
-      typeof base.decoder?.write === "function" &&
-      typeof base.serializeMessage === "function" &&
-      typeof base.sendMessage === "function" &&
-      typeof base.maxReceiveMessageSize === "number"
-    ) {
-      base.decoder = new AlignedMessageDecoder(
-        base.maxReceiveMessageSize,
-        rawFields.get(method.path),
-      );
-      const encode = serializers.get(method.responseSerialize as (value: unknown) => Buffer);
-      if (encode !== undefined) {
-        // grpc-js serializes inside sendMessage, then calls back once the stream has taken the
-        // bytes: the buffer is free from then on. One message is sent at a time per call.
-        let sending: Buffer | undefined;
-        base.serializeMessage = (value) => sending = framed(encode, value, allocate);
-        const send = base.sendMessage.bind(base);
-        base.sendMessage = (message, callback) => {
-          // Set once sendMessage returns: a callback run before that gives nothing back.
-          const sent: { buffer?: Buffer | undefined } = {};
-          sending = undefined;
-          send(message, () => {
-            if (sent.buffer !== undefined) pool.give(sent.buffer);
-            callback();
-          });
-          sent.buffer = sending;
-        };
-      }
-    }
-    // The call itself, not a wrapper: a pass-through layer would cost every call a little.
-    return call as grpc.ServerInterceptingCall;
-  };
 }

@@ -1,13 +1,12 @@
-import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import assert from "node:assert/strict";
-import { codecs, type ModelInferResponse } from "../../protocol/grpc_codec.ts";
+import { codecs } from "../../protocol/grpc_codec.ts";
 import { lengthDelimitedStart } from "../../protocol/protobuf_wire.ts";
 import { BufferPool } from "./buffer_pool.ts";
 import {
   AlignedMessageDecoder,
-  framingInterceptor,
-  messageSerializer,
+  frameMessage,
+  MESSAGE_PREFIX_BYTES,
   RAW_ALIGNMENT,
 } from "./message_framing.ts";
 
@@ -118,76 +117,24 @@ Deno.test("AlignedMessageDecoder holds a message over the stream window until it
   assert.equal((message.byteOffset + 5 + start) % RAW_ALIGNMENT, 0);
 });
 
-Deno.test("framingInterceptor: aligned raw inputs in, pooled response buffers out", async () => {
-  class RecordingPool extends BufferPool {
-    readonly taken: ArrayBufferLike[] = [];
-    override take(count: number): Uint8Array {
-      const buffer = super.take(count);
-      this.taken.push(buffer.buffer);
-      return buffer;
-    }
-  }
-  const pool = new RecordingPool();
-  const path = "/inference.GRPCInferenceService/ModelInfer";
-  const server = new grpc.Server({
-    interceptors: [framingInterceptor({ rawFields: new Map([[path, 7]]), pool })],
-  });
-  const offsets: number[] = [];
-  server.addService({
-    ModelInfer: {
-      path,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (value: Buffer) => value,
-      requestDeserialize: (value: Buffer) => value,
-      responseSerialize: messageSerializer(codecs.ModelInferResponse),
-      responseDeserialize: (value: Buffer) => value,
-    },
-  }, {
-    ModelInfer: (
-      call: grpc.ServerUnaryCall<Buffer, ModelInferResponse>,
-      callback: grpc.sendUnaryData<ModelInferResponse>,
-    ) => {
-      const raw = codecs.ModelInferRequest.decode(call.request).raw_input_contents![0]!;
-      offsets.push(raw.byteOffset % RAW_ALIGNMENT);
-      callback(null, {
-        model_name: "m",
-        model_version: "1",
-        outputs: [{ name: "y", datatype: "UINT8", shape: [raw.byteLength] }],
-        raw_output_contents: [raw],
-      });
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      "127.0.0.1:0",
-      grpc.ServerCredentials.createInsecure(),
-      (error, bound) => error ? reject(error) : resolve(bound),
-    )
-  );
-  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  try {
-    for (const seed of [1, 2]) {
-      const sent = bytes(100_000, seed);
-      const answer = await new Promise<Buffer>((resolve, reject) =>
-        client.makeUnaryRequest(
-          path,
-          (value: Uint8Array) => Buffer.from(value),
-          (value: Buffer) => value,
-          request("m", sent),
-          (error, value) => error ? reject(error) : resolve(value!),
-        )
-      );
-      const back = codecs.ModelInferResponse.decode(answer).raw_output_contents![0]!;
-      assert.deepEqual([...back], [...sent]);
-    }
-    assert.deepEqual(offsets, [0, 0]);
-    // One buffer of the 128 KiB class served both responses: given back after the first.
-    assert.equal(pool.taken.length, 2);
-    assert.equal(pool.taken[0], pool.taken[1]);
-    assert.equal(pool.freeBytes, 128 * 1024);
-  } finally {
-    client.close();
-    server.forceShutdown();
-  }
+Deno.test("frameMessage encodes a large response once, into the buffer the pool gives", () => {
+  const pool = new BufferPool();
+  const raw = bytes(100_000, 3);
+  const response = {
+    model_name: "m",
+    model_version: "1",
+    outputs: [{ name: "y", datatype: "UINT8", shape: [raw.byteLength] }],
+    raw_output_contents: [raw],
+  };
+  const first = frameMessage(codecs.ModelInferResponse, response, (n) => pool.take(n));
+  const wire = codecs.ModelInferResponse.encode(response);
+  // The prefix, then the message as encoded alone.
+  assert.deepEqual([...first.subarray(0, MESSAGE_PREFIX_BYTES)], [0, 0, 1, 134, 187]);
+  assert.equal(first.byteLength - MESSAGE_PREFIX_BYTES, wire.byteLength);
+  assert.ok(Buffer.from(first.subarray(MESSAGE_PREFIX_BYTES)).equals(wire));
+  // The pool's 128 KiB buffer holds it: given back, the next response reuses it.
+  assert.equal(first.buffer.byteLength, 128 * 1024);
+  pool.give(first);
+  const second = frameMessage(codecs.ModelInferResponse, response, (n) => pool.take(n));
+  assert.equal(second.buffer, first.buffer);
 });

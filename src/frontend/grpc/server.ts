@@ -1,11 +1,11 @@
 /**
  * The gRPC front end: serves `inference.GRPCInferenceService` (KServe v2 with Triton's
  * extensions) and `grpc.health.v1.Health` over HTTP/2, cleartext, TLS or mutual TLS, with
- * Triton's keepalive settings. The handlers (`service.ts`, as grpc-js services) run on our own
- * HTTP/2 session (`h2/`), which copies large messages far less than Deno's `node:http2` does and
- * is held to h2spec: cleartext over `Deno.listen`, TLS over `node:tls`, which (unlike
- * `Deno.listenTls`) checks client certificates (`h2/tls.ts` says why grpc-js no longer serves
- * TLS).
+ * Triton's keepalive settings. The RPCs (`service.ts`, written against the call contract of
+ * `call.ts`) run on our own HTTP/2 session (`h2/`), which copies large messages far less than
+ * Deno's `node:http2` does and is held to h2spec: cleartext over `Deno.listen`, TLS over
+ * `node:tls`, which (unlike `Deno.listenTls`) checks client certificates (`h2/tls.ts` says
+ * why).
  *
  * @module
  */
@@ -16,10 +16,10 @@ import type { ModelRepository } from "../../engine/repository.ts";
 import { TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
-import { withAccessCheck } from "./access.ts";
+import { grpcAccessCheck } from "./access.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
-import { createServices, type GrpcService, INFERENCE_SERVICE } from "./service.ts";
+import { createServices, INFERENCE_SERVICE } from "./service.ts";
 import { type Http2Server, listenGrpc, type ListenGrpcOptions } from "./h2/server.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
@@ -245,9 +245,9 @@ export class GrpcFrontend implements AsyncDisposable {
       ...(options.repository === undefined ? {} : { repository: options.repository }),
       ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
     });
-    const guard = (service: GrpcService): GrpcService =>
-      options.security === undefined ? service : withAccessCheck(service, options.security);
-    const [checkedInference, checkedHealth] = [guard(inference), guard(health)];
+    const accessCheck = options.security === undefined
+      ? undefined
+      : grpcAccessCheck(options.security);
     const cannotStart = (error: unknown): TritonError =>
       new TritonError(
         `Cannot start the gRPC front end on ${hostPort(address, port)}: ${
@@ -257,13 +257,14 @@ export class GrpcFrontend implements AsyncDisposable {
       );
     let server: Http2Server;
     try {
-      server = await listenGrpc([checkedInference, checkedHealth], {
+      server = await listenGrpc([inference, health], {
         hostname: address.replace(/^\[(.*)\]$/, "$1"),
         port,
         maxMessageBytes,
         keepaliveTimeMs,
         keepaliveTimeoutMs,
         rawFields: RAW_INPUT_FIELDS,
+        ...(accessCheck === undefined ? {} : { accessCheck }),
         ...(tls === undefined ? {} : { tls }),
       });
     } catch (error) {

@@ -1,31 +1,37 @@
 /**
  * gRPC calls over {@linkcode Http2ServerStream}s: routing by path, request metadata and
  * deadline, message framing (with the front end's aligned decoder and pooled encoder),
- * compressed requests, and statuses, for the same grpc-js service definitions and handlers the
- * grpc-js server runs. Unary and bidirectional streaming methods are served: the services have
- * no other kind.
+ * compressed requests, access checks and statuses, for the methods of `../call.ts`'s contract,
+ * unary ({@linkcode UnaryCall}) and bidirectional streaming ({@linkcode DuplexCall}): the
+ * services have no other kind.
  *
- * What grpc-js does is followed where a client can see it: the statuses and messages of its
- * refusals, its response headers, `encodeURI` of `grpc-message`, and the metadata it strips.
+ * What gRPC servers commonly answer is followed where a client can see it (grpc-js served these
+ * calls before, and its clients and grpcio's are the peers the tests hold us to): the statuses
+ * and messages of refusals, the response headers, `encodeURI` of `grpc-message`, and which
+ * headers are not metadata.
  *
  * @module
  */
 
-import grpc from "@grpc/grpc-js";
-import { EventEmitter } from "node:events";
-import { Buffer } from "node:buffer";
+import type { Buffer } from "node:buffer";
 import zlib from "node:zlib";
 import type { Http2ServerStream } from "./session.ts";
 import type { HeaderField } from "./hpack.ts";
-import type { GrpcService } from "../service.ts";
+import {
+  type AccessCheck,
+  type DuplexCall,
+  GrpcError,
+  type GrpcStatus,
+  Metadata,
+  type Method,
+  type ResponseEncoder,
+  type Service,
+  Status,
+  type UnaryCall,
+  type UnaryMethod,
+} from "../call.ts";
 import { AlignedMessageDecoder, frameMessage, MESSAGE_PREFIX_BYTES } from "../message_framing.ts";
 import type { BufferPool } from "../buffer_pool.ts";
-
-/** A method of a service: how its messages are (de)serialized, and its handler. */
-export interface Method {
-  readonly definition: grpc.MethodDefinition<unknown, unknown>;
-  readonly handler: grpc.UntypedHandleCall;
-}
 
 /** What every call of a server shares. */
 export interface CallOptions {
@@ -37,28 +43,34 @@ export interface CallOptions {
   readonly rawFields: ReadonlyMap<string, number>;
   /** Where response buffers come from and go back to. */
   readonly pool: BufferPool;
+  /** Refuses calls to restricted endpoint groups; `undefined` lets every call run. */
+  readonly accessCheck?: AccessCheck | undefined;
 }
 
 /**
  * The methods of services, by path.
  *
  * @param services The services.
- * @returns Each method's definition and handler.
- * @throws {TypeError} For a method that is neither unary nor bidirectional streaming.
+ * @returns Each method by its path, `/<service>/<method>`.
+ *
+ * @example
+ * ```ts
+ * import { methodsOf } from "./calls.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const live = {
+ *   kind: "unary", group: "health", handle: () => new Uint8Array(0),
+ *   response: { encode: (_: Uint8Array, { headroom = 0 }) => new Uint8Array(headroom) },
+ * } as const;
+ * const methods = methodsOf([{ name: "test.T", methods: { Live: live } }]);
+ * assert.deepEqual([...methods.keys()], ["/test.T/Live"]);
+ * ```
  */
-export function methodsOf(services: readonly GrpcService[]): Map<string, Method> {
+export function methodsOf(services: readonly Service[]): Map<string, Method> {
   const methods = new Map<string, Method>();
-  for (const { definition, implementation } of services) {
-    for (const [name, method] of Object.entries(definition)) {
-      const handler = implementation[name];
-      if (handler === undefined) continue;
-      if (method.requestStream !== method.responseStream) {
-        throw new TypeError(`Cannot serve ${method.path}: only unary and bidirectional methods`);
-      }
-      methods.set(method.path, {
-        definition: method as grpc.MethodDefinition<unknown, unknown>,
-        handler,
-      });
+  for (const service of services) {
+    for (const [name, method] of Object.entries(service.methods)) {
+      methods.set(`/${service.name}/${name}`, method);
     }
   }
   return methods;
@@ -72,15 +84,18 @@ const ENCODING_HEADERS: readonly HeaderField[] = [
   ["grpc-accept-encoding", "identity,deflate,gzip"],
   ["grpc-encoding", "identity"],
 ];
-// Request headers grpc-js does not pass on as metadata.
-const NOT_METADATA = [
+// Request headers that are the transport's, not metadata.
+const NOT_METADATA: ReadonlySet<string> = new Set([
   "grpc-timeout",
   "grpc-encoding",
   "grpc-accept-encoding",
   "accept-encoding",
   "te",
   "content-type",
-];
+]);
+// Metadata keys and text values as gRPC allows them; other entries are dropped.
+const LEGAL_KEY = /^[0-9a-z_.-]+$/;
+const LEGAL_TEXT_VALUE = /^[ -~]*$/;
 const DEADLINE = /(\d{1,8})\s*([HMSmun])/;
 const DEADLINE_UNIT_MS: Record<string, number> = {
   H: 3_600_000,
@@ -90,158 +105,132 @@ const DEADLINE_UNIT_MS: Record<string, number> = {
   u: 0.001,
   n: 0.000001,
 };
-// Writes in flight on a streaming call before `write` asks the handler to wait for 'drain'
-// (a Writable's object-mode high-water mark, as grpc-js's call has).
+// Writes in flight on a streaming call before `write` makes the handler wait for them (a
+// Writable's object-mode high-water mark).
 const HIGH_WATER_MESSAGES = 16;
+const DONE: Promise<void> = Promise.resolve();
 
-function metadataToFields(metadata: grpc.Metadata | null | undefined): HeaderField[] {
-  if (!metadata) return [];
-  const fields: HeaderField[] = [];
-  for (const [name, value] of Object.entries(metadata.toHttp2Headers())) {
-    for (const one of Array.isArray(value) ? value : [value]) {
-      if (one !== undefined) fields.push([name, String(one)]);
-    }
-  }
-  return fields;
+/** The status a failure a handler threw ends its call with. */
+function statusOf(error: unknown): GrpcStatus {
+  if (error instanceof GrpcError) return error;
+  return {
+    code: Status.UNKNOWN,
+    details: error instanceof Error ? error.message : "Unknown Error",
+  };
 }
 
-/** A status as grpc-js derives it from what a handler reports. */
-function statusOf(
-  error: Partial<grpc.StatusObject> | Error,
-  trailer?: grpc.Metadata | null,
-): grpc.StatusObject {
-  const code = "code" in error && Number.isInteger(error.code) ? error.code as number : undefined;
-  const details = code !== undefined && "details" in error && typeof error.details === "string"
-    ? error.details
-    : "message" in error
-    ? String(error.message)
-    : "Unknown Error";
-  const metadata = trailer ?? ("metadata" in error ? error.metadata : undefined) ?? null;
-  return { code: code ?? grpc.status.UNKNOWN, details, metadata: metadata as grpc.Metadata };
+/** Answers a call with a status alone (trailers-only: one header block), before it started. */
+function refuse(stream: Http2ServerStream, status: GrpcStatus): void {
+  stream.respond([
+    ...RESPONSE_HEADERS,
+    ["grpc-status", String(status.code)],
+    ["grpc-message", encodeURI(status.details)],
+  ], true);
 }
 
 /**
- * One call: its metadata and deadline, and sending its messages and status. The handler-facing
- * objects ({@linkcode UnaryCall}, {@linkcode DuplexCall}) extend it.
+ * One call: its metadata, deadline and signal, and sending its messages and status. The
+ * handler-facing classes ({@linkcode H2UnaryCall}, {@linkcode H2DuplexCall}) extend it.
  */
-class Call extends EventEmitter {
-  readonly metadata: grpc.Metadata;
-  cancelled = false;
-  #stream: Http2ServerStream;
-  #path: string;
-  #options: CallOptions;
-  #serialize: (value: unknown) => Buffer;
+class H2Call {
+  readonly path: string;
+  readonly metadata: Metadata;
+  readonly signal: AbortSignal;
+  readonly #controller = new AbortController();
+  readonly #stream: Http2ServerStream;
+  readonly #maxMessageBytes: number;
+  readonly #pool: BufferPool;
+  readonly #allocate: (bytes: number) => Uint8Array;
+  readonly #response: ResponseEncoder<unknown>;
   #headersSent = false;
   #finished = false;
-  #deadline = Infinity;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #inFlight = 0;
-  #drainWanted = false;
+  // Settles the promise a writer waits on, once the writes in flight are out.
+  #drain: (() => void) | undefined;
+  #drained: Promise<void> | undefined;
 
   constructor(
     stream: Http2ServerStream,
     path: string,
-    metadata: grpc.Metadata,
-    serialize: (value: unknown) => Buffer,
+    metadata: Metadata,
+    response: ResponseEncoder<unknown>,
     options: CallOptions,
   ) {
-    super();
     this.#stream = stream;
-    this.#path = path;
+    this.path = path;
     this.metadata = metadata;
-    this.#serialize = serialize;
-    this.#options = options;
+    this.signal = this.#controller.signal;
+    this.#response = response;
+    this.#maxMessageBytes = options.maxMessageBytes;
+    const pool = options.pool;
+    this.#pool = pool;
+    this.#allocate = (bytes) => pool.take(bytes);
     stream.signal.addEventListener("abort", () => this.#cancel(), { once: true });
   }
 
-  /** Starts the deadline of a `grpc-timeout` header; false when the header is malformed. */
-  setTimeout(header: string): boolean {
-    const match = header.match(DEADLINE);
-    if (match === null) return false;
-    const ms = (Number(match[1]) * DEADLINE_UNIT_MS[match[2]!]!) | 0;
-    this.#deadline = Date.now() + ms;
-    this.#timer = setTimeout(() => {
-      if (this.#finished) return;
-      // As grpc-js: the status goes out, then the handler hears that the call is cancelled.
-      this.sendStatus({ code: grpc.status.DEADLINE_EXCEEDED, details: "Deadline exceeded" });
-      this.cancelled = true;
-      this.emit("cancelled", "deadline");
-    }, ms);
-    return true;
-  }
-
+  /** Whether the call has ended (answered, refused, cancelled or past its deadline). */
   get finished(): boolean {
     return this.#finished;
   }
 
-  getPath(): string {
-    return this.#path;
-  }
-
-  getDeadline(): grpc.Deadline {
-    return this.#deadline;
-  }
-
-  getPeer(): string {
-    return "unknown";
-  }
-
-  getHost(): string {
-    return "";
-  }
-
-  sendMetadata(metadata?: grpc.Metadata): void {
-    if (this.#headersSent || this.#finished) return;
-    this.#headersSent = true;
-    this.#stream.respond([...RESPONSE_HEADERS, ...ENCODING_HEADERS, ...metadataToFields(metadata)]);
+  /** Ends the call with DEADLINE_EXCEEDED after `ms`, then tells the handler. */
+  startDeadline(ms: number): void {
+    this.#timer = setTimeout(() => {
+      if (this.#finished) return;
+      this.finish({ code: Status.DEADLINE_EXCEEDED, details: "Deadline exceeded" });
+      this.#controller.abort();
+    }, ms);
   }
 
   /**
    * Sends one response message.
    *
-   * @returns Whether the handler may write more before 'drain'.
+   * @returns Whether it went out (false once the call is over, or when it failed the call).
    */
-  sendMessage(value: unknown): boolean {
+  protected send(message: unknown): boolean {
     if (this.#finished) return false;
     let bytes: Uint8Array;
     try {
-      bytes = frameMessage(this.#serialize, value, (n) => this.#options.pool.take(n));
+      bytes = frameMessage(this.#response, message, this.#allocate);
     } catch {
-      this.sendStatus({ code: grpc.status.INTERNAL, details: "Error serializing response" });
+      this.finish({ code: Status.INTERNAL, details: "Error serializing response" });
       return false;
     }
     const length = bytes.byteLength - MESSAGE_PREFIX_BYTES;
-    if (length > this.#options.maxMessageBytes) {
-      this.sendStatus({
-        code: grpc.status.RESOURCE_EXHAUSTED,
-        details: `Sent message larger than max (${length} vs. ${this.#options.maxMessageBytes})`,
+    if (length > this.#maxMessageBytes) {
+      this.finish({
+        code: Status.RESOURCE_EXHAUSTED,
+        details: `Sent message larger than max (${length} vs. ${this.#maxMessageBytes})`,
       });
       return false;
     }
-    this.sendMetadata();
+    if (!this.#headersSent) {
+      this.#headersSent = true;
+      this.#stream.respond([...RESPONSE_HEADERS, ...ENCODING_HEADERS]);
+    }
     this.#inFlight++;
     this.#stream.write(bytes).then(() => {
-      this.#options.pool.give(bytes);
-      this.#inFlight--;
-      if (this.#drainWanted && this.#inFlight === 0) {
-        this.#drainWanted = false;
-        this.emit("drain");
-      }
+      this.#pool.give(bytes);
+      if (--this.#inFlight === 0) this.#release();
     });
-    if (this.#inFlight < HIGH_WATER_MESSAGES) return true;
-    this.#drainWanted = true;
-    return false;
+    return true;
+  }
+
+  /** Settles once the messages in flight are out, when they are many; at once otherwise. */
+  protected room(): Promise<void> {
+    if (this.#finished || this.#inFlight < HIGH_WATER_MESSAGES) return DONE;
+    return this.#drained ??= new Promise<void>((resolve) => this.#drain = resolve);
   }
 
   /** Ends the call with a status, after the messages already sent. */
-  sendStatus(status: Partial<grpc.StatusObject>): void {
+  finish(status: GrpcStatus): void {
     if (this.#finished) return;
     this.#finished = true;
     clearTimeout(this.#timer);
     const fields: HeaderField[] = [
-      ["grpc-status", String(status.code ?? grpc.status.UNKNOWN)],
-      ["grpc-message", encodeURI(status.details ?? "")],
-      ...metadataToFields(status.metadata),
+      ["grpc-status", String(status.code)],
+      ["grpc-message", encodeURI(status.details)],
     ];
     if (this.#headersSent) {
       this.#stream.end(fields);
@@ -250,71 +239,96 @@ class Call extends EventEmitter {
       this.#headersSent = true;
       this.#stream.respond([...RESPONSE_HEADERS, ...fields], true);
     }
-    this.emit("close");
+    this.#release();
+  }
+
+  // Lets a writer waiting for room go on.
+  #release(): void {
+    const drain = this.#drain;
+    this.#drain = undefined;
+    this.#drained = undefined;
+    drain?.();
   }
 
   #cancel(): void {
     clearTimeout(this.#timer);
-    if (this.cancelled) return;
-    this.cancelled = true;
-    const running = !this.#finished;
-    this.#finished = true;
-    if (running) {
-      this.emit("cancelled", "cancelled");
-      this.emit("close");
+    if (!this.#finished) {
+      this.#finished = true;
+      this.#controller.abort();
     }
-    if (this.#drainWanted) {
-      this.#drainWanted = false;
-      this.emit("drain");
+    this.#release();
+  }
+}
+
+/** A unary call over a stream. */
+class H2UnaryCall extends H2Call implements UnaryCall {
+  request: Uint8Array = new Uint8Array(0);
+  #cleanups: (() => void)[] | undefined;
+
+  defer(cleanup: () => void): void {
+    (this.#cleanups ??= []).push(cleanup);
+  }
+
+  /** Runs the method's handler and answers with what it returns, or the status it throws. */
+  run(method: UnaryMethod<unknown>): void {
+    let answer: unknown;
+    try {
+      answer = method.handle(this);
+    } catch (error) {
+      return this.#fail(error);
     }
+    if (answer instanceof Promise) {
+      answer.then((message) => this.#answer(message), (error) => this.#fail(error));
+    } else this.#answer(answer);
+  }
+
+  #answer(message: unknown): void {
+    if (this.send(message)) this.finish({ code: Status.OK, details: "OK" });
+    this.#cleanup();
+  }
+
+  #fail(error: unknown): void {
+    this.finish(statusOf(error));
+    this.#cleanup();
+  }
+
+  #cleanup(): void {
+    const cleanups = this.#cleanups;
+    this.#cleanups = undefined;
+    for (const cleanup of cleanups ?? []) cleanup();
   }
 }
 
-/** A unary call, as grpc-js's `ServerUnaryCall` looks to a handler. */
-class UnaryCall extends Call {
-  request: unknown = undefined;
-}
+/** A bidirectional streaming call over a stream. */
+class H2DuplexCall extends H2Call implements DuplexCall<unknown> {
+  onmessage: ((message: Uint8Array) => void) | undefined = undefined;
+  onend: (() => void) | undefined = undefined;
 
-/** A bidirectional call, as grpc-js's `ServerDuplexStream` looks to a handler. */
-class DuplexCall extends Call {
-  constructor(...args: ConstructorParameters<typeof Call>) {
-    super(...args);
-    // grpc-js ends a stream with the status of an error its handler emits.
-    this.on(
-      "error",
-      (error: Partial<grpc.StatusObject> | Error) => this.sendStatus(statusOf(error)),
-    );
+  write(message: unknown): Promise<void> {
+    return this.send(message) ? this.room() : DONE;
   }
 
-  write(message: unknown): boolean {
-    return this.sendMessage(message);
-  }
-
-  end(metadata?: grpc.Metadata): void {
-    this.sendStatus({ code: grpc.status.OK, details: "OK", ...(metadata ? { metadata } : {}) });
+  end(status: GrpcStatus = { code: Status.OK, details: "OK" }): void {
+    this.finish(status);
   }
 }
 
-/** The request's metadata, without the headers grpc-js keeps to itself. */
-function metadataOf(headers: readonly HeaderField[]): grpc.Metadata {
-  const record: Record<string, string | string[]> = {};
-  for (const [name, value] of headers) {
-    if (name.startsWith(":")) continue;
-    const previous = record[name];
-    record[name] = previous === undefined
-      ? value
-      : [...(Array.isArray(previous) ? previous : [previous]), value];
+/** The request's metadata: its headers less the transport's, and less what gRPC refuses. */
+function metadataOf(headers: readonly HeaderField[]): Metadata {
+  const entries: HeaderField[] = [];
+  for (const entry of headers) {
+    const [name, value] = entry;
+    if (name.startsWith(":") || NOT_METADATA.has(name) || name.endsWith("-bin")) continue;
+    if (LEGAL_KEY.test(name) && LEGAL_TEXT_VALUE.test(value)) entries.push(entry);
   }
-  const metadata = grpc.Metadata.fromHttp2Headers(record);
-  for (const name of NOT_METADATA) metadata.remove(name);
-  return metadata;
+  return new Metadata(entries);
 }
 
-/** A refusal with a gRPC status, thrown while reading a request. */
-class StatusError extends Error {
-  constructor(readonly code: grpc.status, details: string) {
-    super(details);
-  }
+/** A `grpc-timeout` value in milliseconds, or `undefined` when it is malformed. */
+function timeoutMs(header: string): number | undefined {
+  const match = header.match(DEADLINE);
+  if (match === null) return undefined;
+  return (Number(match[1]) * DEADLINE_UNIT_MS[match[2]!]!) | 0;
 }
 
 /** A message's body, decompressed when its flag says so. */
@@ -322,20 +336,27 @@ function bodyOf(message: Buffer, encoding: string, maxBytes: number): Buffer {
   const body = message.subarray(MESSAGE_PREFIX_BYTES);
   if (message[0] === 0) return body;
   if (encoding === "identity") {
-    throw new StatusError(grpc.status.INTERNAL, "Compressed message with grpc-encoding identity");
+    throw new GrpcError(Status.INTERNAL, "Compressed message with grpc-encoding identity");
   }
   try {
     const options = { maxOutputLength: Math.max(maxBytes, 1) };
     return encoding === "gzip" ? zlib.gunzipSync(body, options) : zlib.inflateSync(body, options);
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new StatusError(
-        grpc.status.RESOURCE_EXHAUSTED,
+      throw new GrpcError(
+        Status.RESOURCE_EXHAUSTED,
         `Received message that decompresses to a size larger than ${maxBytes}`,
       );
     }
-    throw new StatusError(grpc.status.INTERNAL, "Failed to decompress message");
+    throw new GrpcError(Status.INTERNAL, "Failed to decompress message");
   }
+}
+
+/** The status a request that cannot be read ends its call with. */
+function readFailure(error: unknown): GrpcStatus {
+  if (error instanceof GrpcError) return error;
+  // The decoder refuses an oversized message with a plain Error.
+  return { code: Status.RESOURCE_EXHAUSTED, details: (error as Error).message };
 }
 
 const NOT_GRPC = new TextEncoder().encode(
@@ -371,104 +392,108 @@ function refuseNotGrpc(stream: Http2ServerStream, status: 405 | 415): void {
  */
 export function serveCall(stream: Http2ServerStream, options: CallOptions): void {
   let path = "";
-  let method: string | undefined;
+  let httpMethod: string | undefined;
   let contentType: string | undefined;
   let encoding = "identity";
   let timeout: string | undefined;
   for (const [name, value] of stream.headers) {
     if (name === ":path") path = value;
-    else if (name === ":method") method = value;
+    else if (name === ":method") httpMethod = value;
     else if (name === "content-type") contentType = value;
     else if (name === "grpc-encoding") encoding = value;
     else if (name === "grpc-timeout") timeout = value;
   }
-  if (method !== "POST" || !contentType?.startsWith("application/grpc")) {
-    refuseNotGrpc(stream, method !== "POST" ? 405 : 415);
+  if (httpMethod !== "POST" || !contentType?.startsWith("application/grpc")) {
+    refuseNotGrpc(stream, httpMethod !== "POST" ? 405 : 415);
     return;
   }
-  const entry = options.methods.get(path);
-  const serialize = entry?.definition.responseSerialize as ((value: unknown) => Buffer) | undefined;
-  const streaming = entry?.definition.requestStream ?? false;
-  const call = streaming
-    ? new DuplexCall(stream, path, metadataOf(stream.headers), serialize!, options)
-    : new UnaryCall(stream, path, metadataOf(stream.headers), serialize ?? Buffer.from, options);
-  if (entry === undefined) {
-    call.sendStatus({
-      code: grpc.status.UNIMPLEMENTED,
+  const method = options.methods.get(path);
+  if (method === undefined) {
+    return refuse(stream, {
+      code: Status.UNIMPLEMENTED,
       details: `The server does not implement the method ${path}`,
     });
-    return;
   }
   if (encoding !== "identity" && encoding !== "gzip" && encoding !== "deflate") {
-    call.sendStatus({
-      code: grpc.status.UNIMPLEMENTED,
+    return refuse(stream, {
+      code: Status.UNIMPLEMENTED,
       details: `Received message compressed with unsupported encoding "${encoding}"`,
     });
-    return;
   }
-  if (timeout !== undefined && !call.setTimeout(timeout)) {
-    call.sendStatus({
-      code: grpc.status.INTERNAL,
+  const deadline = timeout === undefined ? undefined : timeoutMs(timeout);
+  if (timeout !== undefined && deadline === undefined) {
+    return refuse(stream, {
+      code: Status.INTERNAL,
       details: `Invalid grpc-timeout value "${timeout}"`,
     });
-    return;
   }
+  const metadata = metadataOf(stream.headers);
   const decoder = new AlignedMessageDecoder(
     options.maxMessageBytes,
     options.rawFields.get(path),
     true,
   );
-  const deserialize = entry.definition.requestDeserialize;
-  const received: unknown[] = [];
+  const { maxMessageBytes, accessCheck } = options;
+  if (method.kind === "duplex") {
+    const call = new H2DuplexCall(stream, path, metadata, method.response, options);
+    if (deadline !== undefined) call.startDeadline(deadline);
+    stream.ondata = (chunk) => {
+      if (call.finished) return;
+      let messages: Buffer[];
+      try {
+        messages = decoder.write(chunk);
+      } catch (error) {
+        return call.finish(readFailure(error));
+      }
+      for (const message of messages) {
+        let body: Buffer;
+        try {
+          body = bodyOf(message, encoding, maxMessageBytes);
+        } catch (error) {
+          return call.finish(readFailure(error));
+        }
+        call.onmessage?.(body);
+        if (call.finished) return;
+      }
+    };
+    stream.onend = () => {
+      if (!call.finished) call.onend?.();
+    };
+    const refusal = accessCheck?.(metadata, method.group);
+    if (refusal !== undefined) return call.finish(refusal);
+    try {
+      method.handle(call);
+    } catch (error) {
+      call.finish(statusOf(error));
+    }
+    return;
+  }
+  const call = new H2UnaryCall(stream, path, metadata, method.response, options);
+  if (deadline !== undefined) call.startDeadline(deadline);
+  const received: Buffer[] = [];
   stream.ondata = (chunk) => {
     if (call.finished) return;
     try {
       for (const message of decoder.write(chunk)) {
-        const body = deserialize(bodyOf(message, encoding, options.maxMessageBytes));
-        if (streaming) call.emit("data", body);
-        else received.push(body);
-        if (call.finished) return;
+        received.push(bodyOf(message, encoding, maxMessageBytes));
       }
     } catch (error) {
-      // The decoder refuses an oversized message with a plain Error.
-      call.sendStatus({
-        code: error instanceof StatusError ? error.code : grpc.status.RESOURCE_EXHAUSTED,
-        details: (error as Error).message,
-      });
+      call.finish(readFailure(error));
     }
   };
-  if (streaming) {
-    stream.onend = () => {
-      if (!call.finished) call.emit("end");
-    };
-    (entry.handler as grpc.handleBidiStreamingCall<unknown, unknown>)(
-      call as unknown as grpc.ServerDuplexStream<unknown, unknown>,
-    );
-    return;
-  }
   stream.onend = () => {
     if (call.finished) return;
     if (received.length !== 1) {
-      call.sendStatus({
-        code: grpc.status.UNIMPLEMENTED,
+      return call.finish({
+        code: Status.UNIMPLEMENTED,
         details: `Received ${
           received.length === 0 ? "no" : "a second"
         } request message for server streaming method ${path}`,
       });
-      return;
     }
-    (call as UnaryCall).request = received[0];
-    (entry.handler as grpc.handleUnaryCall<unknown, unknown>)(
-      call as unknown as grpc.ServerUnaryCall<unknown, unknown>,
-      (error, value, trailer) => {
-        if (error) return call.sendStatus(statusOf(error, trailer));
-        call.sendMessage(value);
-        call.sendStatus({
-          code: grpc.status.OK,
-          details: "OK",
-          ...(trailer ? { metadata: trailer } : {}),
-        });
-      },
-    );
+    const refusal = accessCheck?.(metadata, method.group);
+    if (refusal !== undefined) return call.finish(refusal);
+    call.request = received[0]!;
+    call.run(method);
   };
 }

@@ -4,67 +4,95 @@ import { Buffer } from "node:buffer";
 import zlib from "node:zlib";
 import grpc from "@grpc/grpc-js";
 import { listenGrpc } from "./server.ts";
-import { MESSAGE_PREFIX_BYTES, writePrefix } from "../message_framing.ts";
-import type { GrpcService } from "../service.ts";
+import { MESSAGE_PREFIX_BYTES, RAW_ALIGNMENT, writePrefix } from "../message_framing.ts";
+import {
+  type DuplexMethod,
+  GrpcError,
+  type ResponseEncoder,
+  type Service,
+  Status,
+  type UnaryCall,
+  type UnaryMethod,
+} from "../call.ts";
+import { BufferPool } from "../buffer_pool.ts";
+import { codecs, type ModelInferResponse } from "../../../protocol/grpc_codec.ts";
 
 const identity = (bytes: Buffer): Buffer => bytes;
+const text = new TextEncoder();
 
-function definition(path: string, streaming: boolean): grpc.MethodDefinition<Buffer, Buffer> {
-  return {
-    path,
-    requestStream: streaming,
-    responseStream: streaming,
-    requestSerialize: identity,
-    requestDeserialize: identity,
-    responseSerialize: identity,
-    responseDeserialize: identity,
-  };
+/** Responses as they are: the bytes after the room left for the prefix. */
+const raw: ResponseEncoder<Uint8Array> = {
+  encode(message, { headroom = 0, allocate = (n) => new Uint8Array(n) }): Uint8Array {
+    const bytes = allocate(headroom + message.byteLength);
+    bytes.set(message, headroom);
+    return bytes;
+  },
+};
+
+function unaryMethod(
+  handle: (call: UnaryCall) => Uint8Array | Promise<Uint8Array>,
+): UnaryMethod<Uint8Array> {
+  return { kind: "unary", group: "inference", response: raw, handle };
 }
 
 const cancelled: string[] = [];
 
 /**
- * A test service: Echo (unary), Hang (never answers), Slow (answers after 300 ms), Fail (an
- * error), Big (a 2000-byte answer), Chat (bidi echo).
+ * A test service: Echo (unary, prefixed with the x-tag metadata), Meta (the metadata as JSON),
+ * Hang (never answers), Slow (answers after 300 ms), Fail (an error), Big (a 2000-byte answer),
+ * Chat (bidi echo).
  */
-const service: GrpcService = {
-  definition: {
-    Echo: definition("/test.T/Echo", false),
-    Hang: definition("/test.T/Hang", false),
-    Slow: definition("/test.T/Slow", false),
-    Fail: definition("/test.T/Fail", false),
-    Big: definition("/test.T/Big", false),
-    Chat: definition("/test.T/Chat", true),
-  },
-  implementation: {
-    Echo: ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      const tag = call.metadata.get("x-tag")[0] ?? "";
-      callback(null, Buffer.concat([Buffer.from(String(tag)), call.request]));
-    }) as grpc.handleUnaryCall<Buffer, Buffer>,
-    Hang: ((call: grpc.ServerUnaryCall<Buffer, Buffer>) => {
-      call.on("cancelled", () => cancelled.push(call.getPath()));
-    }) as grpc.handleUnaryCall<Buffer, Buffer>,
-    Slow: ((call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      setTimeout(() => callback(null, call.request), 300);
-    }) as grpc.handleUnaryCall<Buffer, Buffer>,
-    Fail: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
-      callback({ code: grpc.status.NOT_FOUND, details: "no model named 'é 100%'" });
-    }) as grpc.handleUnaryCall<Buffer, Buffer>,
-    Big: ((_call: unknown, callback: grpc.sendUnaryData<Buffer>) => {
-      callback(null, Buffer.alloc(2000, 1));
-    }) as grpc.handleUnaryCall<Buffer, Buffer>,
-    Chat: ((call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      call.on("data", (message: Buffer) => {
-        if (message.toString() === "fail") {
-          call.emit("error", { code: grpc.status.INVALID_ARGUMENT, details: "told to fail" });
-        } else {
-          call.write(Buffer.concat([Buffer.from("re:"), message]));
-        }
-      });
-      call.on("end", () => call.end());
-    }) as grpc.handleBidiStreamingCall<Buffer, Buffer>,
+const service: Service = {
+  name: "test.T",
+  methods: {
+    Echo: unaryMethod((call) =>
+      Buffer.concat([text.encode(call.metadata.get("x-tag") ?? ""), call.request])
+    ),
+    Meta: unaryMethod((call) =>
+      text.encode(JSON.stringify({ all: [...call.metadata], tags: call.metadata.getAll("x-tag") }))
+    ),
+    Hang: unaryMethod((call) =>
+      new Promise<never>(() => {
+        call.signal.addEventListener("abort", () => cancelled.push(call.path));
+      })
+    ),
+    Slow: unaryMethod((call) =>
+      new Promise((resolve) => setTimeout(() => resolve(call.request), 300))
+    ),
+    Fail: unaryMethod(() => {
+      throw new GrpcError(Status.NOT_FOUND, "no model named 'é 100%'");
+    }),
+    Big: unaryMethod(() => new Uint8Array(2000).fill(1)),
+    Chat: {
+      kind: "duplex",
+      group: "inference",
+      response: raw,
+      handle(call): void {
+        call.onmessage = (message) => {
+          if (new TextDecoder().decode(message) === "fail") {
+            call.end({ code: Status.INVALID_ARGUMENT, details: "told to fail" });
+          } else {
+            call.write(Buffer.concat([text.encode("re:"), message]));
+          }
+        };
+        call.onend = () => call.end();
+      },
+    } satisfies DuplexMethod<Uint8Array>,
   },
 };
+
+/** The test service as grpc-js's client sees it: raw bytes both ways. */
+const definition: grpc.ServiceDefinition = Object.fromEntries(
+  Object.entries(service.methods).map(([name, method]) => [name, {
+    path: `/${service.name}/${name}`,
+    requestStream: method.kind === "duplex",
+    responseStream: method.kind === "duplex",
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  }]),
+);
 
 async function withServer(
   run: (port: number) => Promise<void>,
@@ -86,7 +114,7 @@ async function withServer(
 
 // deno-lint-ignore no-explicit-any
 type Client = any;
-const Client = grpc.makeGenericClientConstructor(service.definition, "T");
+const Client = grpc.makeGenericClientConstructor(definition, "T");
 
 function unary(client: Client, method: string, body: Buffer, options: {
   metadata?: grpc.Metadata;
@@ -377,4 +405,94 @@ Deno.test("gRPC over the h2 session: an answer over maxMessageBytes ends the cal
       client.close();
     }
   }, 1024);
+});
+
+Deno.test("gRPC over the h2 session: metadata is the request's text headers, less the transport's", async () => {
+  await withServer(async (port) => {
+    const answer = await rawCall(port, {
+      ...ECHO,
+      ":path": "/test.T/Meta",
+      "x-tag": ["a", "b"],
+      "grpc-timeout": "10S",
+      "grpc-accept-encoding": "gzip",
+      "x-trace-bin": Buffer.from([1, 2]).toString("base64"),
+      "x-latin": "caf\u00e9",
+      "user-agent": "test/1",
+    }, grpcMessage(new Uint8Array(0)));
+    assert.equal(answer.fields["grpc-status"], "0");
+    const { all, tags } = JSON.parse(answer.body.subarray(MESSAGE_PREFIX_BYTES).toString());
+    // Each key with its first value, in order; binary keys and values that are not printable
+    // ASCII are dropped, as are te, content-type and the grpc-* transport headers.
+    assert.deepEqual(all, [["x-tag", "a"], ["user-agent", "test/1"]]);
+    assert.deepEqual(tags, ["a", "b"]);
+  });
+});
+
+Deno.test("gRPC over the h2 session: raw inputs arrive aligned, response buffers come from the pool and go back", async () => {
+  class RecordingPool extends BufferPool {
+    readonly taken: ArrayBufferLike[] = [];
+    override take(count: number): Uint8Array {
+      const buffer = super.take(count);
+      this.taken.push(buffer.buffer);
+      return buffer;
+    }
+  }
+  const pool = new RecordingPool();
+  const offsets: number[] = [];
+  const infer: UnaryMethod<ModelInferResponse> = {
+    kind: "unary",
+    group: "inference",
+    response: codecs.ModelInferResponse,
+    handle(call): ModelInferResponse {
+      const input = codecs.ModelInferRequest.decode(call.request).raw_input_contents![0]!;
+      offsets.push(input.byteOffset % RAW_ALIGNMENT);
+      return {
+        model_name: "m",
+        model_version: "1",
+        outputs: [{ name: "y", datatype: "UINT8", shape: [input.byteLength] }],
+        raw_output_contents: [input],
+      };
+    },
+  };
+  const path = "/test.I/Infer";
+  const server = await listenGrpc([{ name: "test.I", methods: { Infer: infer } }], {
+    hostname: "127.0.0.1",
+    port: 0,
+    maxMessageBytes: 1024 * 1024,
+    keepaliveTimeMs: 7_200_000,
+    keepaliveTimeoutMs: 20_000,
+    rawFields: new Map([[path, 7]]),
+    pool,
+  });
+  const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  try {
+    for (const seed of [1, 2]) {
+      const sent = new Uint8Array(100_000).map((_, i) => (i * 7 + seed) % 251);
+      const request = codecs.ModelInferRequest.encode({
+        model_name: "m",
+        inputs: [{ name: "x", datatype: "UINT8", shape: [sent.byteLength] }],
+        raw_input_contents: [sent],
+      });
+      const answer = await new Promise<Buffer>((resolve, reject) =>
+        client.makeUnaryRequest(
+          path,
+          (value: Uint8Array) => Buffer.from(value),
+          identity,
+          request,
+          (error, value) => error ? reject(error) : resolve(value!),
+        )
+      );
+      const back = codecs.ModelInferResponse.decode(answer).raw_output_contents![0]!;
+      assert.deepEqual([...back], [...sent]);
+    }
+    // The handler saw each tensor on a 64-byte boundary (no second copy to read it typed).
+    assert.deepEqual(offsets, [0, 0]);
+    // One buffer of the 128 KiB class served both responses: given back after the first.
+    assert.equal(pool.taken.length, 2);
+    assert.equal(pool.taken[0], pool.taken[1]);
+    assert.equal(pool.freeBytes, 128 * 1024);
+  } finally {
+    client.close();
+    server.forceShutdown();
+  }
 });

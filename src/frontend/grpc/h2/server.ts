@@ -14,7 +14,7 @@ import {
 } from "./session.ts";
 import { TlsListener } from "./tls.ts";
 import { type CallOptions, methodsOf, serveCall } from "./calls.ts";
-import type { GrpcService } from "../service.ts";
+import type { AccessCheck, Service } from "../call.ts";
 import { BufferPool } from "../buffer_pool.ts";
 import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from "../connection_tuning.ts";
 
@@ -36,6 +36,18 @@ export interface ListenGrpcOptions {
    * @default {new Map()}
    */
   rawFields?: ReadonlyMap<string, number>;
+  /**
+   * Where the buffers of large responses come from; each goes back once its bytes are sent.
+   *
+   * @default {new BufferPool()}
+   */
+  pool?: BufferPool;
+  /**
+   * Refuses calls to restricted endpoint groups.
+   *
+   * @default {undefined}
+   */
+  accessCheck?: AccessCheck;
   /**
    * Serve over TLS (ALPN `h2`) with this certificate, and under mutual TLS check clients'.
    *
@@ -149,7 +161,7 @@ export class Http2Server {
  * Serves gRPC services over HTTP/2, cleartext or TLS.
  *
  * @param services The services served.
- * @param options Address, limits, keepalive and TLS.
+ * @param options Address, limits, keepalive, access check and TLS.
  * @returns The server, once it listens.
  * @throws {Deno.errors.AddrInUse} And the other errors of `Deno.listen`, or of `node:tls` under
  *   TLS (an address in use, certificates that are not valid PEM).
@@ -169,7 +181,7 @@ export class Http2Server {
  * ```
  */
 export async function listenGrpc(
-  services: readonly GrpcService[],
+  services: readonly Service[],
   options: ListenGrpcOptions,
 ): Promise<Http2Server> {
   const address = { hostname: options.hostname, port: options.port };
@@ -180,7 +192,8 @@ export async function listenGrpc(
     methods: methodsOf(services),
     maxMessageBytes: options.maxMessageBytes,
     rawFields: options.rawFields ?? new Map(),
-    pool: new BufferPool(),
+    pool: options.pool ?? new BufferPool(),
+    accessCheck: options.accessCheck,
   };
   return new Http2Server(listener, (stream) => serveCall(stream, calls), {
     streamWindow: STREAM_WINDOW_BYTES,
