@@ -4,10 +4,10 @@
  * NVIDIA PyTriton does for Python.
  *
  * Permissions: importing this module needs none. The default server (HTTP, gRPC, metrics) needs
- * `--allow-net --allow-env` on the built-in engine (`--allow-env` for the variables grpc-js reads
- * when gRPC is on), and `--allow-net --allow-env --allow-ffi
- * --allow-read=$HOME/.cache/denotriton --allow-write=/tmp` on the Triton-core engine (install the
- * core once with `deno run -A jsr:@denotriton/triton/setup`). A missing one ends in a
+ * `--allow-net` on the built-in engine, and `--allow-net --allow-env --allow-ffi
+ * --allow-read=$HOME/.cache/denotriton --allow-write=/tmp` on the Triton-core engine
+ * (`--allow-env` to find the core; install it once with
+ * `deno run -A jsr:@denotriton/triton/setup`). A missing one ends in a
  * {@linkcode TritonPermissionError}, one line naming the flag; the README's "Permissions" table
  * lists every feature's grants and the narrower ones that work too.
  *

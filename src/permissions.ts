@@ -105,10 +105,11 @@ export function deniedPermission(error: unknown): DeniedPermission | undefined {
 }
 
 /**
- * The variables `@grpc/grpc-js` reads when it loads: the gRPC front end (and the client's gRPC
- * transport) needs `--allow-env` for these, and nothing else needs them.
+ * The variables `@grpc/grpc-js` reads as a client (the client's gRPC transport; the server's gRPC
+ * front end does not load grpc-js): those it reads when it loads, and the proxy settings it
+ * reads for each channel (a refusal there is swallowed and the call never connects).
  */
-export const GRPC_ENV_VARIABLES: readonly string[] = [
+export const GRPC_CLIENT_ENV_VARIABLES: readonly string[] = [
   "GRPC_NODE_VERBOSITY",
   "GRPC_VERBOSITY",
   "GRPC_NODE_TRACE",
@@ -118,14 +119,6 @@ export const GRPC_ENV_VARIABLES: readonly string[] = [
   "GRPC_NODE_USE_ALTERNATIVE_RESOLVER",
   "GRPC_NODE_DEBUG_SEND_ERROR_DETAILS",
   "GRPC_EXPERIMENTAL_ENABLE_OUTLIER_DETECTION",
-];
-
-/**
- * The variables grpc-js reads as a client: those it reads when it loads, and the proxy settings
- * it reads for each channel (a refusal there is swallowed and the call never connects).
- */
-export const GRPC_CLIENT_ENV_VARIABLES: readonly string[] = [
-  ...GRPC_ENV_VARIABLES,
   "grpc_proxy",
   "https_proxy",
   "http_proxy",

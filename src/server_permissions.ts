@@ -7,12 +7,7 @@
  */
 
 import { TritonPermissionError } from "./errors.ts";
-import {
-  type DeniedPermission,
-  deniedPermission,
-  GRPC_ENV_VARIABLES,
-  tempDirectory,
-} from "./permissions.ts";
+import { type DeniedPermission, deniedPermission, tempDirectory } from "./permissions.ts";
 
 /** The flag to suggest for a denied permission and what DenoTriton needs it for. */
 export interface PermissionUse {
@@ -110,12 +105,6 @@ export function permissionUse(
   if (name === "net" && resource?.endsWith(":0")) {
     // An ephemeral port: only the host can be granted ahead.
     return { grant: `--allow-net=${resource.slice(0, -2)}`, why: PART_NAMES[part] };
-  }
-  if (part === "grpc" && name === "env") {
-    return {
-      grant: `--allow-env=${GRPC_ENV_VARIABLES.join(",")}`,
-      why: "the gRPC front end (grpc-js reads these variables when it loads)",
-    };
   }
   if (part === "triton") {
     switch (name) {

@@ -662,7 +662,7 @@ export class Triton implements AsyncDisposable {
       const { tlsFiles, ...grpcOptions } = grpcOptionsOf(config);
       const engine = this.#engine;
       this.#grpc = await explainPermission(async () => {
-        // Loaded only when gRPC is on: grpc-js reads its GRPC_* variables when it loads.
+        // Loaded only when gRPC is on: a server without it loads none of its code.
         const { GrpcFrontend } = await import("./frontend/grpc/server.ts");
         return await GrpcFrontend.start(engine, {
           ...grpcOptions,
