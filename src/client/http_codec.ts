@@ -1,13 +1,20 @@
 /**
- * The HTTP inference wire format on the client side: the JSON header plus binary tensor data
- * (KServe's binary data extension) for requests, and the JSON-or-binary response.
+ * The HTTP inference wire format on the client side: requests with every input as binary data
+ * after the JSON header, and the JSON-or-binary response. The binary data extension's layout and
+ * checks are `protocol/binary_data.ts`'s, the front end's too.
  *
  * @module
  */
 
 import { fromKServe, kserveName } from "../tensor/dtype.ts";
-import { fromRawBytes, type NDArray, ndarray, rawByteSize, toRawBytes } from "../tensor/ndarray.ts";
-import { serializeBytes } from "../tensor/bytes_codec.ts";
+import { type NDArray, ndarray, toRawBytes } from "../tensor/ndarray.ts";
+import {
+  BINARY_DATA,
+  BINARY_DATA_OUTPUT,
+  BinaryDataReader,
+  binaryDataSize,
+  BinaryDataWriter,
+} from "../protocol/binary_data.ts";
 import { ClientInferenceServerError } from "./errors.ts";
 import type {
   ClientParameterValue,
@@ -23,7 +30,6 @@ export interface EncodedHttpRequest {
   readonly headerLength: number;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
@@ -51,37 +57,32 @@ const decoder = new TextDecoder();
  * ```
  */
 export function encodeHttpInferRequest(request: TransportInferRequest): EncodedHttpRequest {
-  const sizes = request.inputs.map(([, tensor]) => rawByteSize(tensor));
+  const binary = new BinaryDataWriter();
   const header: Record<string, unknown> = { id: request.id };
   const parameters: Record<string, ClientParameterValue> = { ...request.parameters };
-  if (request.outputs.length === 0) parameters["binary_data_output"] = true;
+  if (request.outputs.length === 0) parameters[BINARY_DATA_OUTPUT] = true;
   if (Object.keys(parameters).length > 0) header["parameters"] = parameters;
-  header["inputs"] = request.inputs.map(([name, tensor], i) => ({
+  header["inputs"] = request.inputs.map(([name, tensor]) => ({
     name,
     datatype: kserveName(tensor.dtype),
     shape: [...tensor.shape],
-    parameters: { binary_data_size: sizes[i] },
+    parameters: binary.add(toRawBytes(tensor)),
   }));
   if (request.outputs.length > 0) {
     header["outputs"] = request.outputs.map((name) => ({
       name,
-      parameters: { binary_data: true },
+      parameters: { [BINARY_DATA]: true },
     }));
   }
-  const json = encoder.encode(JSON.stringify(header));
-  const total = json.byteLength + sizes.reduce((sum, size) => sum + size, 0);
-  const body = new Uint8Array(total);
+  const { json, tensors, byteLength } = binary.finish(header);
+  // One buffer: fetch sends it as it is.
+  const body = new Uint8Array(byteLength);
   body.set(json, 0);
   let offset = json.byteLength;
-  request.inputs.forEach(([, tensor], i) => {
-    const size = sizes[i]!;
-    if (tensor.dtype === "bytes") {
-      serializeBytes(tensor.data, body.subarray(offset, offset + size));
-    } else {
-      body.set(toRawBytes(tensor), offset);
-    }
-    offset += size;
-  });
+  for (const bytes of tensors) {
+    body.set(bytes, offset);
+    offset += bytes.byteLength;
+  }
   return { body, headerLength: json.byteLength };
 }
 
@@ -138,21 +139,20 @@ export function decodeHttpInferResponse(
   body: Uint8Array,
   headerLength: number | undefined,
 ): TransportInferResponse {
-  const jsonLength = headerLength ?? body.byteLength;
-  if (!Number.isInteger(jsonLength) || jsonLength < 0 || jsonLength > body.byteLength) {
-    throw invalid(
-      `Inference-Header-Content-Length ${headerLength} is outside the body of ${body.byteLength} bytes`,
-    );
+  let reader: BinaryDataReader;
+  try {
+    reader = new BinaryDataReader(body, headerLength, "response");
+  } catch (error) {
+    throw invalid((error as Error).message, error);
   }
   let header: unknown;
   try {
-    header = JSON.parse(decoder.decode(body.subarray(0, jsonLength)));
+    header = JSON.parse(decoder.decode(reader.json));
   } catch (error) {
     throw invalid(`the JSON header does not parse: ${(error as Error).message}`, error);
   }
   if (!isObject(header)) throw invalid("the JSON header is not an object");
   const outputs: Record<string, NDArray> = {};
-  let offset = jsonLength;
   const list = Array.isArray(header["outputs"]) ? header["outputs"] : [];
   for (const output of list) {
     if (!isObject(output) || typeof output["name"] !== "string") {
@@ -170,25 +170,16 @@ export function decodeHttpInferResponse(
       throw invalid(`output '${name}' has a bad shape ${JSON.stringify(output["shape"])}`);
     }
     const parameters = isObject(output["parameters"]) ? output["parameters"] : {};
-    const size = parameters["binary_data_size"];
-    if (size === undefined) {
-      outputs[name] = jsonTensor(name, dtype, shape, output["data"]);
-      continue;
-    }
-    if (typeof size !== "number" || !Number.isInteger(size) || size < 0) {
-      throw invalid(`output '${name}' has a bad binary_data_size ${JSON.stringify(size)}`);
-    }
-    if (offset + size > body.byteLength) {
-      throw invalid(
-        `output '${name}' claims ${size} bytes at byte ${offset} but the body has ${body.byteLength}`,
-      );
-    }
+    const what = `output '${name}'`;
+    let size: number | undefined;
     try {
-      outputs[name] = fromRawBytes(dtype, shape, body.subarray(offset, offset + size));
+      size = binaryDataSize(parameters, what);
+      if (size !== undefined) outputs[name] = reader.tensor(what, dtype, shape, size);
     } catch (error) {
-      throw invalid(`output '${name}': ${(error as Error).message}`, error);
+      // The extension's rules answer in the front end's words; the client's error says whose.
+      throw invalid((error as Error).message, error);
     }
-    offset += size;
+    if (size === undefined) outputs[name] = jsonTensor(name, dtype, shape, output["data"]);
   }
   return {
     modelName: typeof header["model_name"] === "string" ? header["model_name"] : "",

@@ -129,14 +129,22 @@ Deno.test("decodeHttpInferResponse() refuses malformed bodies with clear errors"
   const cases: [Uint8Array, number | undefined, RegExp][] = [
     [text.encode("{"), undefined, /the JSON header does not parse/],
     [text.encode("[]"), undefined, /the JSON header is not an object/],
-    [text.encode("{}"), 5, /outside the body of 2 bytes/],
+    [
+      text.encode("{}"),
+      5,
+      /Invalid 'Inference-Header-Content-Length' header: expected an integer within \[0, 2\] \(the body size\), got '5'$/,
+    ],
     [
       ...responseBody(output({ parameters: { binary_data_size: 8 } }), [0, 0, 0, 0]),
-      /claims 8 bytes/,
+      /Unexpected size for output 'y': expecting 8 bytes but only 4 remain in the response body$/,
     ],
     [
       ...responseBody(output({ parameters: { binary_data_size: 2 } }), [0, 0]),
-      /expected 4 bytes, got 2/,
+      /Unexpected size for output 'y': shape \[1\] of float32 needs 4 bytes, 'binary_data_size' is 2$/,
+    ],
+    [
+      ...responseBody(output({ parameters: { binary_data_size: 1.5 } })),
+      /Unable to parse 'binary_data_size' of output 'y': expected a non-negative integer$/,
     ],
     [...responseBody(output({ datatype: "FP8" })), /unknown datatype "FP8"/],
     [...responseBody(output({ shape: [-1] })), /bad shape/],

@@ -14,6 +14,7 @@ import {
   ClientValueError,
 } from "./errors.ts";
 import { decodeHttpInferResponse, encodeHttpInferRequest } from "./http_codec.ts";
+import { HEADER_LENGTH_HEADER } from "../protocol/binary_data.ts";
 import { decodeGenerateResponse, encodeGenerateRequest, sseData } from "./http_generate.ts";
 import type {
   Transport,
@@ -201,7 +202,7 @@ export class HttpTransport implements Transport {
         body,
         headers: {
           "content-type": "application/octet-stream",
-          "inference-header-content-length": String(headerLength),
+          [HEADER_LENGTH_HEADER]: String(headerLength),
         },
       },
       options,
@@ -210,7 +211,7 @@ export class HttpTransport implements Transport {
     if (!response.ok) {
       throw httpErrorOf("Inference failed", response.status, new TextDecoder().decode(bytes));
     }
-    const length = response.headers.get("inference-header-content-length");
+    const length = response.headers.get(HEADER_LENGTH_HEADER);
     return decodeHttpInferResponse(bytes, length === null ? undefined : Number(length));
   }
 

@@ -26,6 +26,7 @@
 import type { ParameterValue } from "../callable/types.ts";
 import { InferenceError, TritonBadParameterError } from "../errors.ts";
 import { EMPTY_FINAL_PARAMETER } from "./constants.ts";
+import { BINARY_DATA_OUTPUT } from "./binary_data.ts";
 import type { InferParameter } from "./grpc_codec.ts";
 import { inferParameterChoice, inferParameterValue } from "./infer_parameter.ts";
 
@@ -141,7 +142,7 @@ function decode(
       if (!valid) throw invalid(name, "a non-negative integer or a string", parameter);
     } else if (name === "sequence_start" || name === "sequence_end") {
       boolean(name, parameter);
-    } else if (name === "binary_data_output" && protocol === "http") {
+    } else if (name === BINARY_DATA_OUTPUT && protocol === "http") {
       binaryDataOutput = boolean(name, parameter);
     } else if (name === EMPTY_FINAL_PARAMETER && protocol === "grpc") {
       enableEmptyFinalResponse = boolean(name, parameter);

@@ -1,10 +1,8 @@
 /**
  * Decoding `POST /v2/models/{m}/infer` bodies into a protocol-neutral `InferenceRequest`: the
- * JSON request (with JSON `data` or the binary tensor extension's trailing bytes), and the raw
- * binary request (`Inference-Header-Content-Length: 0`) whose whole body is the single input.
- *
- * Over 500 lines for a reason: the JSON request, the binary extension and the raw binary request
- * share the per-input checks (shape, datatype, byte size, shared-memory parameters).
+ * JSON request (with JSON `data` or the binary tensor extension's trailing bytes, read by
+ * `protocol/binary_data.ts`'s rules, which the client writes by), and the raw binary request
+ * (`Inference-Header-Content-Length: 0`) whose whole body is the single input.
  *
  * @module
  */
@@ -18,8 +16,14 @@ import {
   type RequestParameters,
 } from "../../protocol/request_parameters.ts";
 import { deserializeBytes } from "../../tensor/bytes_codec.ts";
-import { type DType, elementSize, fromKServe } from "../../tensor/dtype.ts";
+import { elementSize, fromKServe } from "../../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import {
+  BINARY_DATA,
+  BINARY_DATA_SIZE,
+  BinaryDataReader,
+  binaryDataSize,
+} from "../../protocol/binary_data.ts";
 import { sharedMemoryRef } from "../../protocol/shared_memory.ts";
 import { SharedMemoryBinding } from "../shared_memory.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -79,37 +83,6 @@ export interface DecodeInferOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
-}
-
-/**
- * Parses the `Inference-Header-Content-Length` header.
- *
- * @param value The header value (`null` when absent).
- * @param bodyLength The byte length of the (decompressed) body.
- * @returns The JSON length, or `undefined` when the header is absent.
- * @throws {InferenceError} (INVALID_ARG) Unless the value is an integer in `[0, bodyLength]`.
- *
- * @example
- * ```ts
- * import { parseHeaderLength } from "./infer_request.ts";
- * import assert from "node:assert/strict";
- *
- * assert.equal(parseHeaderLength("12", 20), 12);
- * assert.equal(parseHeaderLength(null, 20), undefined);
- * assert.throws(() => parseHeaderLength("21", 20), /Inference-Header-Content-Length/);
- * assert.throws(() => parseHeaderLength("-1", 20), /Inference-Header-Content-Length/);
- * ```
- */
-export function parseHeaderLength(value: string | null, bodyLength: number): number | undefined {
-  if (value === null) return undefined;
-  const text = value.trim();
-  const length = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
-  if (!(length >= 0 && length <= bodyLength)) {
-    throw InferenceError.invalidArg(
-      `Invalid 'Inference-Header-Content-Length' header: expected an integer within [0, ${bodyLength}] (the body size), got '${value}'`,
-    );
-  }
-  return length;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -193,20 +166,21 @@ function readOutputs(
             "Output can't set both 'shared_memory_region' and 'classification'",
           );
         }
-        if (parameters["binary_data"] === true) {
+        if (parameters[BINARY_DATA] === true) {
           throw InferenceError.invalidArg(
             "Output can't set both 'shared_memory_region' and 'binary_data'",
           );
         }
         sharedMemory.output(name, shm);
       }
-      if (parameters["binary_data"] !== undefined) {
-        if (typeof parameters["binary_data"] !== "boolean") {
+      const binaryData = parameters[BINARY_DATA];
+      if (binaryData !== undefined) {
+        if (typeof binaryData !== "boolean") {
           throw InferenceError.invalidArg(
             `Unable to parse 'binary_data' of output '${name}': expected a boolean`,
           );
         }
-        binary = parameters["binary_data"];
+        binary = binaryData;
       }
       if (parameters["classification"] !== undefined) {
         const count = nonNegativeInteger(parameters["classification"]);
@@ -252,10 +226,10 @@ export function decodeInferRequest(
   headerLength: number | undefined,
   options: DecodeInferOptions,
 ): HttpInferRequest {
-  const jsonEnd = headerLength ?? body.byteLength;
+  const reader = new BinaryDataReader(body, headerLength, "request", options.modelName);
   let parsed: unknown;
   try {
-    parsed = parseJsonBytes(body.subarray(0, jsonEnd));
+    parsed = parseJsonBytes(reader.json);
   } catch (error) {
     throw InferenceError.invalidArg(
       `Unable to parse the request JSON: ${error instanceof Error ? error.message : String(error)}`,
@@ -281,16 +255,7 @@ export function decodeInferRequest(
   }
   const sharedMemory = new SharedMemoryBinding(options.sharedMemory);
   try {
-    return decodeBody(
-      parsed,
-      parsed["inputs"],
-      body,
-      headerLength,
-      options,
-      sharedMemory,
-      id,
-      params,
-    );
+    return decodeBody(parsed, parsed["inputs"], reader, options, sharedMemory, id, params);
   } catch (error) {
     sharedMemory.release();
     throw error;
@@ -300,16 +265,13 @@ export function decodeInferRequest(
 function decodeBody(
   parsed: Record<string, unknown>,
   inputList: unknown[],
-  body: Uint8Array,
-  headerLength: number | undefined,
+  reader: BinaryDataReader,
   options: DecodeInferOptions,
   sharedMemory: SharedMemoryBinding,
   id: string | undefined,
   params: RequestParameters,
 ): HttpInferRequest {
-  const jsonEnd = headerLength ?? body.byteLength;
   const inputs = new Map<string, NDArray>();
-  let offset = jsonEnd;
   inputList.forEach((input: unknown, index: number) => {
     if (!isObject(input)) {
       throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': expected an object`);
@@ -339,7 +301,7 @@ function decodeBody(
       );
     }
     const hasData = input["data"] !== undefined;
-    const hasBinary = parameters?.["binary_data_size"] !== undefined;
+    const hasBinary = parameters?.[BINARY_DATA_SIZE] !== undefined;
     const shm = sharedMemoryRef(parameters, `input '${name}'`);
     if (shm !== undefined) {
       if (hasData || hasBinary) {
@@ -363,34 +325,10 @@ function decodeBody(
       inputs.set(name, jsonToNDArray(name, dtype, shape, input["data"]));
       return;
     }
-    const size = nonNegativeInteger(parameters!["binary_data_size"]);
-    if (size === undefined) {
-      throw InferenceError.invalidArg(
-        `Unable to parse 'binary_data_size' of input '${name}': expected a non-negative integer`,
-      );
-    }
-    if (headerLength === undefined) {
-      throw InferenceError.invalidArg(
-        `Input '${name}' has binary data but the request has no 'Inference-Header-Content-Length' header`,
-      );
-    }
-    if (offset + size > body.byteLength) {
-      throw InferenceError.invalidArg(
-        `Unexpected size for input '${name}': expecting ${size} bytes but only ${
-          body.byteLength - offset
-        } remain in the request body for model '${options.modelName}'`,
-      );
-    }
-    inputs.set(name, binaryToNDArray(name, dtype, shape, body.subarray(offset, offset + size)));
-    offset += size;
+    const what = `input '${name}'`;
+    inputs.set(name, reader.tensor(what, dtype, shape, binaryDataSize(parameters, what)!));
   });
-  if (offset !== body.byteLength) {
-    throw InferenceError.invalidArg(
-      `Unexpected additional input data for model '${options.modelName}': ${
-        body.byteLength - offset
-      } bytes after the last input`,
-    );
-  }
+  reader.end();
   const { names, formats } = readOutputs(parsed["outputs"], sharedMemory);
   const outputFormats = new Map<string, OutputFormat>();
   for (const [name, format] of formats) {
@@ -426,34 +364,6 @@ function inferenceRequest(
       : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
-}
-
-function binaryToNDArray(
-  name: string,
-  dtype: DType,
-  shape: readonly number[],
-  bytes: Uint8Array,
-): NDArray {
-  let count = 1;
-  for (const dim of shape) count *= dim;
-  if (dtype === "bytes") {
-    try {
-      return { dtype, shape, data: deserializeBytes(bytes, count) };
-    } catch (error) {
-      throw InferenceError.invalidArg(
-        `Invalid binary data of input '${name}': ${(error as Error).message}`,
-      );
-    }
-  }
-  const expected = count * elementSize(dtype);
-  if (bytes.byteLength !== expected) {
-    throw InferenceError.invalidArg(
-      `Unexpected size for input '${name}': shape [${shape}] of ${
-        dtype === "bool" ? "BOOL" : dtype
-      } needs ${expected} bytes, 'binary_data_size' is ${bytes.byteLength}`,
-    );
-  }
-  return fromRawBytes(dtype, shape, bytes);
 }
 
 /**

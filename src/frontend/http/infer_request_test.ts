@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ResolvedTensorSpec } from "../../config/tensor_spec.ts";
 import type { DType } from "../../tensor/dtype.ts";
-import { decodeInferRequest, decodeRawInferRequest, parseHeaderLength } from "./infer_request.ts";
+import { decodeInferRequest, decodeRawInferRequest } from "./infer_request.ts";
 
 const encoder = new TextEncoder();
 
@@ -233,17 +233,6 @@ Deno.test("decodeInferRequest() forwards headers after the body's parameters, wh
   // Sequence fields are checked and dropped; headers are strings and never set the priority.
   assert.deepEqual(request.parameters, { "x-user": "header", k: 1, priority: "9", triton_x: "1" });
   assert.equal(request.priority, undefined);
-});
-
-Deno.test("parseHeaderLength() accepts 0..body length only", () => {
-  assert.equal(parseHeaderLength("0", 0), 0);
-  assert.equal(parseHeaderLength(" 7 ", 7), 7);
-  for (const value of ["8", "-1", "abc", "1.5", "", "99999999999999999999"]) {
-    expectError(
-      () => parseHeaderLength(value, 7),
-      /Invalid 'Inference-Header-Content-Length' header/,
-    );
-  }
 });
 
 Deno.test("decodeRawInferRequest() makes the body the single input", () => {

@@ -1,8 +1,9 @@
 /**
  * Encoding an `InferenceResponse` as Triton's HTTP reply: JSON only (`application/json`), or,
  * when any output is binary, the JSON followed by each binary output's bytes in order
- * (`application/octet-stream` + `Inference-Header-Content-Length`). Also the `classification`
- * output parameter (top-N as BYTES `"<value>:<index>"`).
+ * (`application/octet-stream` + `Inference-Header-Content-Length`, laid out by
+ * `protocol/binary_data.ts`, which the client reads by). Also the `classification` output
+ * parameter (top-N as BYTES `"<value>:<index>"`).
  *
  * @module
  */
@@ -15,6 +16,7 @@ import type { OutputFormat } from "./infer_request.ts";
 import { ndarrayToJson } from "../../protocol/json_tensor.ts";
 import { isOwnMemory } from "../../tensor/foreign_memory.ts";
 import { type BodyChunks, oneChunk } from "./compression.ts";
+import { BinaryDataWriter } from "../../protocol/binary_data.ts";
 
 const encoder = new TextEncoder();
 
@@ -132,7 +134,11 @@ export function classify(
 export const BY_REFERENCE_FROM_BYTES = 64 * 1024;
 
 // The header, then the binary outputs: large ones as they are, the others copied together.
-function bodyOf(header: Uint8Array<ArrayBuffer>, binaries: Uint8Array[], size: number): BodyChunks {
+function bodyOf(
+  header: Uint8Array<ArrayBuffer>,
+  binaries: readonly Uint8Array[],
+  size: number,
+): BodyChunks {
   const chunks: Uint8Array<ArrayBuffer>[] = [];
   let run: Uint8Array[] = [header];
   let runSize = header.byteLength;
@@ -200,11 +206,10 @@ export function encodeInferResponse(
   const formats = options.outputFormats ?? new Map<string, OutputFormat>();
   const defaultBinary = options.defaultBinary ?? false;
   const outputs: Record<string, unknown>[] = [];
-  const binaries: Uint8Array[] = [];
-  let binarySize = 0;
+  const binary = new BinaryDataWriter();
   for (const [name, value] of response.outputs) {
     const format = formats.get(name);
-    const binary = format?.binary ?? defaultBinary;
+    const asBinary = format?.binary ?? defaultBinary;
     const array = format !== undefined && format.classification > 0
       ? classify(name, value, format.classification, options.batching ?? false)
       : value;
@@ -217,11 +222,8 @@ export function encodeInferResponse(
       outputs.push(entry);
       continue;
     }
-    if (binary) {
-      const bytes = toRawBytes(array);
-      entry["parameters"] = { binary_data_size: bytes.byteLength };
-      binaries.push(bytes);
-      binarySize += bytes.byteLength;
+    if (asBinary) {
+      entry["parameters"] = binary.add(toRawBytes(array));
     } else {
       entry["data"] = ndarrayToJson(name, array);
     }
@@ -236,15 +238,12 @@ export function encodeInferResponse(
     json["parameters"] = response.parameters;
   }
   json["outputs"] = outputs;
-  const header = encoder.encode(JSON.stringify(json));
-  if (binaries.length === 0) {
-    return { body: oneChunk(header), headers: { "content-type": "application/json" } };
+  const body = binary.finish(json);
+  if (body.tensors.length === 0) {
+    return { body: oneChunk(body.json), headers: { "content-type": "application/json" } };
   }
   return {
-    body: bodyOf(header, binaries, header.byteLength + binarySize),
-    headers: {
-      "content-type": "application/octet-stream",
-      "inference-header-content-length": String(header.byteLength),
-    },
+    body: bodyOf(body.json, body.tensors, body.byteLength),
+    headers: { "content-type": "application/octet-stream", ...body.headers },
   };
 }

@@ -30,8 +30,8 @@ import {
   decodeInferRequest,
   decodeRawInferRequest,
   type HttpInferRequest,
-  parseHeaderLength,
 } from "./infer_request.ts";
+import { HEADER_LENGTH_HEADER, parseHeaderLength } from "../../protocol/binary_data.ts";
 import { encodeInferResponse } from "./infer_response.ts";
 import { parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
@@ -145,7 +145,7 @@ export interface InferBody {
  * @throws {InferenceError} When the body is too large, badly encoded or its header length wrong.
  */
 export async function readInferBody(request: Request, maxRequestBytes: number): Promise<InferBody> {
-  const headerLengthField = request.headers.get("inference-header-content-length");
+  const headerLengthField = request.headers.get(HEADER_LENGTH_HEADER);
   // Binary tensors start after the JSON (the whole body of a raw request): placed on an 8-byte
   // boundary, they are viewed in place instead of copied.
   const alignAt = /^\s*\d{1,15}\s*$/.test(headerLengthField ?? "")
