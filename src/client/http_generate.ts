@@ -1,19 +1,24 @@
 /**
  * The client side of Triton's generate extension, which `ModelClient.inferStream` uses over HTTP:
- * a request becomes one JSON object (input name → scalar or flat list, `parameters`, `id`), and
- * each Server-Sent Event of `/generate_stream` is a JSON object with one key per output (the
- * single element or a flat list) or an `error`.
+ * a request becomes one JSON object, and each Server-Sent Event of `/generate_stream` one
+ * response, by the extension's rules (`protocol/generate.ts`, the front end's too).
  *
- * The wire carries no shapes: the server shapes each input from the model metadata (fixed
- * dimensions first, the innermost variable dimension takes the remaining elements, other
- * variable dimensions are 1), and this module shapes outputs from the model config the same way.
+ * The wire carries no shapes: the server shapes each input from the model metadata, and this
+ * module shapes outputs from the model config by the same rule (`generateShape`).
  * A tensor whose shape that rule cannot reproduce (two variable dimensions above 1), and FP16/BF16
  * tensors (JSON cannot carry them) are refused with a {@linkcode ClientValueError}: use gRPC.
  *
  * @module
  */
 
-import { GENERATE_METADATA_KEYS, generateShape } from "../protocol/generate.ts";
+import {
+  GENERATE_ERROR_KEY,
+  GENERATE_METADATA_KEYS,
+  GENERATE_RESERVED_KEYS,
+  generateElements,
+  generateShape,
+  generateValue,
+} from "../protocol/generate.ts";
 import { ndarrayToJson, parseJsonExact } from "../protocol/json_tensor.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
@@ -104,7 +109,7 @@ export function encodeGenerateRequest(
 ): string {
   const body: Record<string, unknown> = { id: request.id, parameters: request.parameters };
   for (const [name, tensor] of request.inputs) {
-    if (name === "id" || name === "parameters") {
+    if (GENERATE_RESERVED_KEYS.has(name)) {
       throw new ClientValueError(
         `Cannot stream over HTTP: input '${name}' has a name the generate extension reserves`,
       );
@@ -118,13 +123,13 @@ export function encodeGenerateRequest(
         `Cannot stream over HTTP: input '${name}' has shape [${tensor.shape}], which the generate extension cannot convey for declared shape [${spec.shape}]; use a grpc:// URL`,
       );
     }
-    body[name] = values.length === 1 ? values[0] : values;
+    body[name] = generateValue(values);
   }
   return JSON.stringify(body);
 }
 
 function outputOf(spec: GenerateTensorSpec, value: unknown): NDArray {
-  const values = Array.isArray(value) ? value : [value];
+  const values = generateElements(value);
   const shape = generateShape(spec.shape, values.length);
   const fail = (why: string): never => {
     throw new ClientInferenceServerError(
@@ -191,10 +196,11 @@ export function decodeGenerateResponse(
     );
   }
   const object = json as Record<string, unknown>;
-  if (typeof object["error"] === "string") {
-    throw new ClientInferenceServerError(`Inference failed: ${object["error"]}`, {
+  const error = object[GENERATE_ERROR_KEY];
+  if (typeof error === "string") {
+    throw new ClientInferenceServerError(`Inference failed: ${error}`, {
       status,
-      serverMessage: object["error"],
+      serverMessage: error,
     });
   }
   const outputs: Record<string, NDArray> = {};
@@ -214,49 +220,4 @@ export function decodeGenerateResponse(
     parameters,
     outputs,
   };
-}
-
-/**
- * Splits a Server-Sent Events byte stream into the `data` of each event (multi-line data joined
- * with `\n`; comments, `event:`, `id:` and `retry:` fields ignored).
- *
- * @param body The response body.
- * @returns The data of each event, as they arrive.
- *
- * @example
- * ```ts
- * import { sseData } from "./http_generate.ts";
- * import assert from "node:assert/strict";
- *
- * const body = new Response(": hi\n\ndata: {\"a\":1}\r\n\r\ndata:x\ndata: y\n\n").body!;
- * assert.deepEqual(await Array.fromAsync(sseData(body)), ['{"a":1}', "x\ny"]);
- * ```
- */
-export async function* sseData(
-  body: ReadableStream<Uint8Array>,
-): AsyncGenerator<string, void, undefined> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = "";
-  let data: string[] = [];
-  try {
-    while (true) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let newline: number;
-      while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
-        const line = buffer.slice(0, newline);
-        buffer = buffer.slice(newline + (buffer.startsWith("\r\n", newline) ? 2 : 1));
-        if (line === "") {
-          if (data.length > 0) yield data.join("\n");
-          data = [];
-        } else if (line.startsWith("data:")) {
-          data.push(line.slice(line.startsWith("data: ") ? 6 : 5));
-        }
-      }
-    }
-    if (data.length > 0) yield data.join("\n");
-  } finally {
-    await reader.cancel().catch(() => {});
-  }
 }

@@ -15,7 +15,8 @@ import {
 } from "./errors.ts";
 import { decodeHttpInferResponse, encodeHttpInferRequest } from "./http_codec.ts";
 import { HEADER_LENGTH_HEADER } from "../protocol/binary_data.ts";
-import { decodeGenerateResponse, encodeGenerateRequest, sseData } from "./http_generate.ts";
+import { decodeGenerateResponse, encodeGenerateRequest } from "./http_generate.ts";
+import { sseData } from "../protocol/generate.ts";
 import type {
   Transport,
   TransportCallOptions,

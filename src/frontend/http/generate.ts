@@ -1,15 +1,13 @@
 /**
  * Triton's generate extension on the HTTP front end: `POST /v2/models/{m}[/versions/{v}]/generate`
- * answers one JSON object, `/generate_stream` answers Server-Sent Events, one `data: {json}` event
- * per response. Triton 2.51's `http_server.cc` is the reference:
+ * answers one JSON object, `/generate_stream` answers Server-Sent Events, one per response. The
+ * wire rules (the request and response objects, tensor values and their shapes, the events) are
+ * `protocol/generate.ts`'s, which the client follows too. What only the server does, with Triton
+ * 2.51's `http_server.cc` as the reference:
  *
- * - Each top-level key of the request object (and each key of its `parameters` object) that names
- *   a model input becomes that input: a scalar or a flat list, shaped from the model metadata
- *   (fixed dimensions first, the innermost `-1` takes the remaining elements, other `-1`s are 1).
- *   Other keys become request parameters; `id` is the request id.
- * - A response is an object with `model_name`, `model_version`, `id` (when set), the response
- *   parameters and one key per output: the single element, or a flat list of them. Keys are in
- *   code-unit order, like Triton's `std::map`.
+ * - A request key that names no input becomes a request parameter (`priority` and `timeout` set
+ *   the request's fields, as on `/infer`); forwarded headers are added as string parameters.
+ * - A response's keys are in code-unit order, like Triton's `std::map`.
  * - `/generate` needs exactly one response; `/generate_stream` also serves decoupled models.
  * - A failure before the first response answers a JSON error with its status; a failure after
  *   responses were streamed is one last event `data: {"error": "..."}`.
@@ -31,7 +29,13 @@ import type {
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import { fromKServe } from "../../tensor/dtype.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
-import { generateShape } from "../../protocol/generate.ts";
+import {
+  generateElements,
+  generateErrorJson,
+  generateShape,
+  generateValue,
+  sseEvent,
+} from "../../protocol/generate.ts";
 import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { forwardedHeaders } from "../../protocol/request_parameters.ts";
 import { readRequestBody } from "./compression.ts";
@@ -67,8 +71,6 @@ export interface DecodeGenerateOptions {
 /** The message of `/generate` when a model does not answer exactly one response. */
 export const ONE_RESPONSE_MESSAGE =
   "generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses";
-
-const encoder = new TextEncoder();
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -151,7 +153,7 @@ export function decodeGenerateRequest(
     if (dtype === undefined) {
       throw InferenceError.invalidArg(`input '${key}' has unsupported datatype ${input.datatype}`);
     }
-    const elements = Array.isArray(value) ? value : [value];
+    const elements = generateElements(value);
     if (elements.some(Array.isArray)) {
       throw InferenceError.invalidArg(
         `Unable to parse input '${key}': expected a scalar or a flat list`,
@@ -165,6 +167,7 @@ export function decodeGenerateRequest(
     }
     inputs.set(key, jsonToNDArray(key, dtype, shape, elements));
   };
+  // The two reserved keys (GENERATE_RESERVED_KEYS) are never inputs.
   for (const [key, value] of Object.entries(json)) {
     if (key === "id") {
       if (typeof value !== "string") {
@@ -232,22 +235,13 @@ export function encodeGenerateResponse(response: InferenceResponse): string {
   const fields = new Map<string, unknown>();
   for (const [key, value] of Object.entries(response.parameters ?? {})) fields.set(key, value);
   for (const [name, array] of response.outputs) {
-    const data = ndarrayToJson(name, array);
-    fields.set(name, data.length === 1 ? data[0] : data);
+    fields.set(name, generateValue(ndarrayToJson(name, array)));
   }
   if (response.id !== undefined && response.id !== "") fields.set("id", response.id);
   fields.set("model_name", response.modelName);
   fields.set("model_version", response.modelVersion);
   const keys = [...fields.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return JSON.stringify(Object.fromEntries(keys.map((key) => [key, fields.get(key)])));
-}
-
-function sseEvent(json: string): Uint8Array {
-  return encoder.encode(`data: ${json}\n\n`);
-}
-
-function errorJson(error: unknown): string {
-  return JSON.stringify({ error: toInferenceError(error).message });
 }
 
 // A final step without outputs is Triton's flags-only final response: nothing to send.
@@ -353,7 +347,7 @@ export async function handleGenerate(
       } catch (error) {
         done = true;
         if (gone.signal.aborted) return;
-        controller.enqueue(sseEvent(errorJson(error)));
+        controller.enqueue(sseEvent(generateErrorJson(toInferenceError(error).message)));
         controller.close();
       }
     },
