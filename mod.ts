@@ -49,6 +49,31 @@ export {
   type TritonUrls,
 } from "./src/triton.ts";
 export type { LogFormat, LogSink } from "./src/log.ts";
+export {
+  type ChatMessage,
+  chatModel,
+  type ChatModelOptions,
+  type ChatRole,
+  type Embedding,
+  embeddingModel,
+  type EmbeddingModelOptions,
+  type EmbeddingResultTensors,
+  type EmbeddingTensors,
+  type EmbedFunc,
+  embedFunc,
+  type FinishReason,
+  type GenerateFunc,
+  generateFunc,
+  type GenerateInput,
+  type GenerateOptions,
+  type GenerateRequest,
+  type GenerateStep,
+  type GenerateStepTensors,
+  type GenerateTensors,
+  type OpenAIEndpoint,
+  type OpenAIModelConfig,
+  type OpenAIOptions,
+} from "./src/openai_models.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 

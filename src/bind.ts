@@ -21,6 +21,7 @@ import { TritonBadParameterError, TritonValidationError } from "./errors.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
 import type { FacadePlan } from "./wiring.ts";
+import { type OpenAIOptions, openAIServingOf } from "./openai_models.ts";
 
 /**
  * The callable `bind()` accepts for inputs `I` and outputs `O`: an {@linkcode InferCallable} of
@@ -82,6 +83,14 @@ export interface BindOptions<
    * @default {false}
    */
   strict?: boolean;
+  /**
+   * Serve the model on the OpenAI API too (`/v1/chat/completions`, `/v1/completions`,
+   * `/v1/embeddings`, `/v1/models`). Its tensors must follow the contract of those endpoints:
+   * `chatModel()` and `embeddingModel()` build such models.
+   *
+   * @default {undefined: KServe only}
+   */
+  openai?: OpenAIOptions;
 }
 
 const MODEL_NAME = /^[a-zA-Z0-9._-]+$/;
@@ -171,12 +180,18 @@ export function modelDefinitionOf(
       `Cannot bind model '${name}': responseCache is on but the server has no response cache (set responseCacheByteSize or a cacheConfig entry)`,
     );
   }
+  const inputs = resolveTensorSpecs(options.inputs, "input");
+  const outputs = resolveTensorSpecs(options.outputs, "output");
+  const openai = options.openai === undefined
+    ? undefined
+    : openAIServingOf(name, options.openai, { inputs, outputs, config });
   return {
     name,
     version,
-    inputs: resolveTensorSpecs(options.inputs, "input"),
-    outputs: resolveTensorSpecs(options.outputs, "output"),
+    inputs,
+    outputs,
     config,
+    ...(openai === undefined ? {} : { openai }),
     strict: options.strict ?? false,
     // The typed callable meets the engine's untyped requests here; the engine validates the wire.
     instances: instancesOf(name, options.inferFunc as BindOptions["inferFunc"]),

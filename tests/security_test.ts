@@ -245,7 +245,7 @@ Deno.test("security: unknown endpoint names are refused", () => {
     {
       name: "TritonValidationError",
       message:
-        'Invalid endpoint names: "stats" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging)',
+        'Invalid endpoint names: "stats" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging, openai)',
     },
   );
 });

@@ -8,6 +8,7 @@ import type { ResolvedModelConfig } from "../config/model_config.ts";
 import type { ResolvedTensorSpec, TensorSpec } from "../config/tensor_spec.ts";
 import type { DTypeOf } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
+import type { OpenAIServing } from "../protocol/openai.ts";
 
 /** A request parameter value (KServe body parameters and forwarded headers). */
 export type ParameterValue = string | number | boolean;
@@ -143,6 +144,8 @@ export interface ModelInfo {
   readonly config: ResolvedModelConfig;
   /** Whether outputs are validated strictly. */
   readonly strict: boolean;
+  /** How the model is served on the OpenAI API; `undefined` when it is not. */
+  readonly openai?: OpenAIServing;
 }
 
 /** The context passed as second argument to every inference callable (and through decorators). */

@@ -20,6 +20,9 @@ export const VALID_ENDPOINTS = [
   "statistics",
   "trace",
   "logging",
+  // DenoTriton's own: the OpenAI-compatible routes (/v1/...), whose clients send the token as
+  // their API key (`Authorization: Bearer <token>`).
+  "openai",
 ] as const;
 
 /** An endpoint group name. */
@@ -99,7 +102,7 @@ const TOKEN = /^[\x21-\x7e]+$/;
  * assert.equal(security.restrictedEndpoints.size, 0);
  * assert.equal(security.accessToken, undefined);
  * assert.throws(() => resolveSecurityConfig({ restrictedEndpoints: ["shared_memory"] }), {
- *   message: 'Invalid endpoint names: "shared_memory" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging)',
+ *   message: 'Invalid endpoint names: "shared_memory" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging, openai)',
  * });
  * ```
  */

@@ -57,7 +57,7 @@ Deno.test("resolveSecurityConfig() rejects unknown endpoint names", () => {
       assert.ok(error instanceof TritonValidationError);
       assert.equal(
         error.message,
-        'Invalid endpoint names: "model_config", "admin" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging)',
+        'Invalid endpoint names: "model_config", "admin" (valid: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging, openai)',
       );
       return true;
     },

@@ -16,6 +16,7 @@ import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 import type { CacheConfig } from "../config/cache_config.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
+import type { OpenAIServing } from "../protocol/openai.ts";
 
 export type { CacheConfig, TritonModelConfigJson };
 
@@ -147,6 +148,8 @@ export interface ModelHandle {
   readonly outputs: readonly ResolvedTensorSpec[];
   /** This version's metadata (`versions` names this version only). */
   readonly metadata: ModelMetadata;
+  /** How the model is served on the OpenAI API; `undefined` when it is not. */
+  readonly openai?: OpenAIServing;
 }
 
 /** A protocol-neutral inference request, as the front ends decode it. */

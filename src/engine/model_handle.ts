@@ -87,5 +87,6 @@ export function modelHandle(model: ModelInfo): ModelHandle {
     inputs: model.inputs,
     outputs: model.outputs,
     metadata: modelMetadataOf(model, [model.version]),
+    ...(model.openai === undefined ? {} : { openai: model.openai }),
   });
 }

@@ -10,6 +10,7 @@
 
 import { type ResolvedSecurityConfig, tokensEqual } from "../../config/security_config.ts";
 import { errorResponse } from "./errors.ts";
+import { openAIAccess } from "../openai/access.ts";
 import type { AccessCheck } from "./server.ts";
 
 /** The HTTP header that carries the access token. */
@@ -42,6 +43,7 @@ export function httpAccessCheck(security: ResolvedSecurityConfig): AccessCheck |
   if (restrictedEndpoints.size === 0 || accessToken === undefined) return undefined;
   return (request, group) => {
     if (!restrictedEndpoints.has(group)) return undefined;
+    if (group === "openai") return openAIAccess(request, accessToken);
     const given = request.headers.get(ACCESS_TOKEN_HEADER);
     if (given === null) {
       return errorResponse(

@@ -38,6 +38,7 @@ import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
+import { addOpenAIRoutes } from "../openai/routes.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 /** What a route handler receives. */
@@ -533,6 +534,8 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
         },
       );
   }
+  // The OpenAI-compatible API (/v1/...), for the models bound with `openai`.
+  addOpenAIRoutes(router, engine, settings);
   const unsupported = registry === undefined
     ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]]
     : [["cudasharedmemory", "CUDA"]];
