@@ -71,7 +71,10 @@ export interface OpenAIRoute {
 
 const decoder = new TextDecoder();
 
-async function readBody(context: RouteContext, settings: OpenAIRouteSettings) {
+async function readBody(
+  context: RouteContext,
+  settings: OpenAIRouteSettings,
+): Promise<Record<string, unknown>> {
   const body = await readRequestBody(context.request, settings.maxRequestBytes);
   return parseBody(decoder.decode(body));
 }
@@ -139,7 +142,11 @@ function listModels(engine: Engine): Promise<Response> {
   return Promise.resolve(json(modelList(modelEntries(engine))));
 }
 
-function retrieveModel(engine: Engine, _: OpenAIRouteSettings, { params }: RouteContext) {
+function retrieveModel(
+  engine: Engine,
+  _: OpenAIRouteSettings,
+  { params }: RouteContext,
+): Promise<Response> {
   const entry = modelEntries(engine).find((model) => model.id === params["model"]);
   if (entry === undefined) {
     throw new OpenAIError(404, `The model '${params["model"]}' does not exist`, {
@@ -150,7 +157,11 @@ function retrieveModel(engine: Engine, _: OpenAIRouteSettings, { params }: Route
   return Promise.resolve(json(modelObject(entry)));
 }
 
-async function chat(engine: Engine, settings: OpenAIRouteSettings, context: RouteContext) {
+async function chat(
+  engine: Engine,
+  settings: OpenAIRouteSettings,
+  context: RouteContext,
+): Promise<Response> {
   const request = chatRequestOf(await readBody(context, settings));
   const model = openAIModel(engine, request.model, "chat");
   return await answerGeneration(engine, model, { messages: request.messages }, request, context, {
@@ -159,7 +170,11 @@ async function chat(engine: Engine, settings: OpenAIRouteSettings, context: Rout
   });
 }
 
-async function completions(engine: Engine, settings: OpenAIRouteSettings, context: RouteContext) {
+async function completions(
+  engine: Engine,
+  settings: OpenAIRouteSettings,
+  context: RouteContext,
+): Promise<Response> {
   const request = completionRequestOf(await readBody(context, settings));
   const model = openAIModel(engine, request.model, "completions");
   return await answerGeneration(engine, model, { prompt: request.prompt }, request, context, {
@@ -300,7 +315,11 @@ async function answerGeneration(
   });
 }
 
-async function embeddings(engine: Engine, settings: OpenAIRouteSettings, context: RouteContext) {
+async function embeddings(
+  engine: Engine,
+  settings: OpenAIRouteSettings,
+  context: RouteContext,
+): Promise<Response> {
   const request = embeddingRequestOf(await readBody(context, settings));
   const model = openAIModel(engine, request.model, "embeddings");
   const dimensions = model.outputs[0]!.shape[0]!;
