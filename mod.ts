@@ -74,6 +74,13 @@ export {
   type OpenAIModelConfig,
   type OpenAIOptions,
 } from "./src/openai_models.ts";
+export {
+  EMBEDDING_INPUTS,
+  embeddingOutputs,
+  GENERATE_INPUTS,
+  GENERATE_OUTPUTS,
+  type OpenAIServing,
+} from "./src/protocol/openai.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 

@@ -413,8 +413,15 @@ async function checkPackageModules(
   try {
     await Deno.writeTextFile(
       `${dir}/deno.json`,
-      JSON.stringify({ imports: config.imports, compilerOptions: options ?? {} }),
+      JSON.stringify({
+        imports: config.imports,
+        compilerOptions: options ?? {},
+        nodeModulesDir: config.nodeModulesDir,
+      }),
     );
+    // The repository's package.json holds npm overrides the lockfile records: the same ones here
+    // keep the frozen lockfile up to date.
+    await Deno.copyFile(`${REPO_ROOT}/package.json`, `${dir}/package.json`);
     const modules = ["mod.ts"];
     for await (const entry of walk(`${REPO_ROOT}/src`)) {
       if (entry.endsWith(".ts") && !entry.endsWith("_test.ts")) modules.push(entry);
