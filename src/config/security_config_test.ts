@@ -47,7 +47,7 @@ Deno.test("resolveSecurityConfig() takes a custom list", () => {
   assert.ok(!security.restrictedEndpoints.has("statistics"));
   assert.match(security.accessToken ?? "", /^[A-Za-z0-9_-]{43}$/);
   const all = resolveSecurityConfig({ restrictedEndpoints: VALID_ENDPOINTS });
-  assert.equal(all.restrictedEndpoints.size, 9);
+  assert.equal(all.restrictedEndpoints.size, 10);
 });
 
 Deno.test("resolveSecurityConfig() rejects unknown endpoint names", () => {

@@ -13,6 +13,11 @@ const router = buildRoutes({} as Engine, {
 Deno.test("buildRoutes() maps every KServe v2 path to its endpoint group", () => {
   const cases: [string, string, string, Record<string, string>][] = [
     ["GET", "/v2/health/live", "health", {}],
+    ["GET", "/v1/models", "openai", {}],
+    ["GET", "/v1/models/SmolLM2", "openai", { model: "SmolLM2" }],
+    ["POST", "/v1/chat/completions", "openai", {}],
+    ["POST", "/v1/completions", "openai", {}],
+    ["POST", "/v1/embeddings", "openai", {}],
     ["GET", "/v2/health/ready", "health", {}],
     ["GET", "/v2", "metadata", {}],
     ["GET", "/v2/models/m", "metadata", { model: "m" }],
