@@ -1,5 +1,5 @@
 /*
- * The C ABI of DenoTriton's bridge, shared by its three files (see ffi/README.md, "Who runs
+ * The C ABI of DenoTriton's bridge, shared by its files (see ffi/README.md, "Who runs
  * what"): the core's types and the prototypes we call, declared by hand for Triton 2.51
  * (TRITONSERVER API 1.34, TRITONBACKEND API 1.19), and the helpers the files share.
  *
@@ -7,6 +7,8 @@
  *     slot calls JS makes on the batch an instance thread parked;
  *   - dt_client.c: the client side: the allocator and the completion callbacks (any Triton
  *     thread), the event queues JS drains, and response descriptions;
+ *   - dt_server.c: the calls that touch the core's process-wide state (creating and deleting a
+ *     server, loading a model, the core's log file), serialized across the process;
  *   - dt_pack.c: the packed-description writer both describe their structures with;
  *   - dt_json.c: the one lookup in the core's model-config JSON.
  *
@@ -38,6 +40,8 @@ typedef struct TRITONSERVER_InferenceRequest TRITONSERVER_InferenceRequest;
 typedef struct TRITONSERVER_InferenceResponse TRITONSERVER_InferenceResponse;
 typedef struct TRITONSERVER_ResponseAllocator TRITONSERVER_ResponseAllocator;
 typedef struct TRITONSERVER_Server TRITONSERVER_Server;
+typedef struct TRITONSERVER_ServerOptions TRITONSERVER_ServerOptions;
+typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
 typedef struct TRITONBACKEND_Backend TRITONBACKEND_Backend;
 typedef struct TRITONBACKEND_Model TRITONBACKEND_Model;
 typedef struct TRITONBACKEND_ModelInstance TRITONBACKEND_ModelInstance;
@@ -74,6 +78,17 @@ extern const char* TRITONSERVER_ErrorMessage(TRITONSERVER_Error* error);
 extern TRITONSERVER_Error* TRITONSERVER_MessageSerializeToJson(
     TRITONSERVER_Message* message, const char** base, size_t* byte_size);
 extern TRITONSERVER_Error* TRITONSERVER_MessageDelete(TRITONSERVER_Message* message);
+
+extern TRITONSERVER_Error* TRITONSERVER_ServerOptionsNew(TRITONSERVER_ServerOptions** options);
+extern TRITONSERVER_Error* TRITONSERVER_ServerOptionsDelete(TRITONSERVER_ServerOptions* options);
+extern TRITONSERVER_Error* TRITONSERVER_ServerOptionsSetLogFile(
+    TRITONSERVER_ServerOptions* options, const char* file);
+extern TRITONSERVER_Error* TRITONSERVER_ServerNew(
+    TRITONSERVER_Server** server, TRITONSERVER_ServerOptions* options);
+extern TRITONSERVER_Error* TRITONSERVER_ServerDelete(TRITONSERVER_Server* server);
+extern TRITONSERVER_Error* TRITONSERVER_ServerLoadModelWithParameters(
+    TRITONSERVER_Server* server, const char* model_name,
+    const TRITONSERVER_Parameter** parameters, uint64_t parameter_count);
 
 typedef TRITONSERVER_Error* (*dt_alloc_fn)(
     TRITONSERVER_ResponseAllocator* allocator, const char* tensor_name, size_t byte_size,

@@ -22,27 +22,24 @@ static uint64_t now_ns(void) {
 /*
  * Fault injection for tests: Triton 2.51's core never refuses a send or hands over a batch the
  * bridge cannot describe, so the error paths for both are reached on purpose. Off unless a test
- * arms it with `dt_debug_fault`.
+ * arms it with `dt_debug_fault`. The counts are per thread: a test arms them on its isolate's
+ * thread, where its engine's dt_send and dt_batch_read run, so the engines of other isolates in
+ * the process (the files of `deno test --parallel`) never take its faults.
  */
 enum { DT_FAULT_SEND = 1, DT_FAULT_DESCRIBE = 2 };
-static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t g_fault_counts[3];
+static _Thread_local uint32_t t_fault_counts[3];
 
-/** Arms `count` faults of kind `fault` (1: sends fail after the core took the response; 2: batch
- *  descriptions are malformed). Returns 0, or -1 for an unknown kind. */
+/** Arms `count` faults of kind `fault` on the calling thread (1: sends fail after the core took
+ *  the response; 2: batch descriptions are malformed). Returns 0, or -1 for an unknown kind. */
 DT_EXPORT int32_t dt_debug_fault(int32_t fault, uint32_t count) {
   if (fault != DT_FAULT_SEND && fault != DT_FAULT_DESCRIBE) return -1;
-  pthread_mutex_lock(&g_fault_mu);
-  g_fault_counts[fault] = count;
-  pthread_mutex_unlock(&g_fault_mu);
+  t_fault_counts[fault] = count;
   return 0;
 }
 
 static int take_fault(int fault) {
-  pthread_mutex_lock(&g_fault_mu);
-  int hit = g_fault_counts[fault] > 0;
-  if (hit) --g_fault_counts[fault];
-  pthread_mutex_unlock(&g_fault_mu);
+  int hit = t_fault_counts[fault] > 0;
+  if (hit) --t_fault_counts[fault];
   return hit;
 }
 

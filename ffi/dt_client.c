@@ -614,5 +614,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 6; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 7; }
 

@@ -159,3 +159,69 @@ export async function spawnServer(args: string[]): Promise<ServerProcess> {
   }
   return { child, firstLine: text.slice(0, text.indexOf("\n")), lines, log };
 }
+
+/** Set in the process {@linkcode testInOwnProcess} starts: the name of the test it runs. */
+const OWN_PROCESS = "DENOTRITON_TEST_OWN_PROCESS";
+
+/** What {@linkcode testInOwnProcess} runs. */
+export interface OwnProcessTest {
+  /** The test's name, unique in its file. */
+  readonly name: string;
+  /** The file that defines it: `import.meta.url`. */
+  readonly file: string;
+  /** Whether it is skipped. */
+  readonly ignore?: boolean;
+  /**
+   * Whether it runs in a process of its own; false runs it here, as `Deno.test` does (e.g. on
+   * the built-in engine, which keeps nothing once per process).
+   *
+   * @default {true}
+   */
+  readonly ownProcess?: boolean;
+  /** The test. */
+  readonly fn: () => Promise<void>;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/**
+ * Defines a test that runs in a process of its own: `deno test` of its file, filtered to it.
+ * For tests of what the Triton core keeps once per process (its one response cache, its metrics
+ * configuration), which every other core server of the process shares: the other files of
+ * `deno test --parallel` run in the same process (ffi/README.md, "Several engines in one
+ * process").
+ *
+ * @param test Name, defining file, whether it is skipped, and the test.
+ */
+export function testInOwnProcess(test: OwnProcessTest): void {
+  const { name, file, fn } = test;
+  const ignore = test.ignore ?? false;
+  if (test.ownProcess === false || Deno.env.get(OWN_PROCESS) === name) {
+    Deno.test({ name, ignore, fn });
+    return;
+  }
+  Deno.test({ name, ignore }, async () => {
+    const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "test",
+        "-A",
+        "--no-check",
+        `--filter=/^${escapeRegExp(name)}$/`,
+        new URL(file).pathname,
+      ],
+      env: { [OWN_PROCESS]: name, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(300_000),
+    }).output();
+    const decoder = new TextDecoder();
+    const output = decoder.decode(stdout) + decoder.decode(stderr);
+    if (code !== 0) throw new Error(`The test failed in its own process:\n${output}`);
+    // Exactly this test ran and passed (a filter that matched nothing would pass too).
+    if (!/^ok \| 1 passed \| 0 failed/m.test(output)) {
+      throw new Error(`The test did not run in its own process:\n${output}`);
+    }
+  });
+}

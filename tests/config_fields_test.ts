@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type BindOptions, Triton } from "../mod.ts";
 import type { InstanceProvider } from "../src/instances/instance.ts";
-import { ENGINES, startServer } from "./_helpers.ts";
+import { ENGINES, startServer, testInOwnProcess } from "./_helpers.ts";
 import { parsePrometheus } from "./_prometheus.ts";
 
 function identity(name: string): BindOptions {
@@ -94,17 +94,24 @@ for (const engine of ENGINES) {
 }
 
 for (const engine of ENGINES) {
-  Deno.test(`metricsConfig counter_latencies=false drops the latency counters [${engine}]`, async () => {
-    await using triton = await startServer({
-      engine,
-      models: [identity("NoLatencyCounters")],
-      config: { metricsConfig: ["counter_latencies=false"] },
-    });
-    assert.equal((await infer(triton.urls.http!, "NoLatencyCounters")).status, 200);
-    const names = await metricNames(triton);
-    assert.ok(names.has("nv_inference_request_success"));
-    assert.ok(names.has("nv_inference_count"));
-    for (const name of names) assert.doesNotMatch(name, /_duration_us$/);
+  // The core's metrics configuration is process-wide (the latest server's applies to every
+  // later load): on the core, in a process of its own.
+  testInOwnProcess({
+    ownProcess: engine === "triton",
+    name: `metricsConfig counter_latencies=false drops the latency counters [${engine}]`,
+    file: import.meta.url,
+    fn: async () => {
+      await using triton = await startServer({
+        engine,
+        models: [identity("NoLatencyCounters")],
+        config: { metricsConfig: ["counter_latencies=false"] },
+      });
+      assert.equal((await infer(triton.urls.http!, "NoLatencyCounters")).status, 200);
+      const names = await metricNames(triton);
+      assert.ok(names.has("nv_inference_request_success"));
+      assert.ok(names.has("nv_inference_count"));
+      for (const name of names) assert.doesNotMatch(name, /_duration_us$/);
+    },
   });
 }
 
@@ -142,27 +149,31 @@ Deno.test("the built-in engine refuses metrics, GPU, pinned memory and cache set
 });
 
 if (ENGINES.includes("triton")) {
-  Deno.test("the Triton engine hands summaries, GPU metrics and the pinned pool to the core", async () => {
-    await using triton = await startServer({
-      engine: "triton",
-      models: [identity("Summaries")],
-      config: {
-        metricsConfig: ["summary_latencies=true", "summary_quantiles=0.5:0.05"],
-        // The core only warns when the host has no GPU, for both.
-        allowGpuMetrics: true,
-        pinnedMemoryPoolByteSize: 1 << 20,
-      },
-    });
-    assert.equal((await infer(triton.urls.http!, "Summaries")).status, 200);
-    const text = await (await fetch(`${triton.urls.metrics}/metrics`)).text();
-    assert.match(
-      text,
-      /^nv_inference_request_summary_us_count\{model="Summaries",version="1"\} 1$/m,
-    );
-    assert.match(
-      text,
-      /^nv_inference_request_summary_us\{model="Summaries",version="1",quantile="0.5"\} /m,
-    );
+  testInOwnProcess({
+    name: "the Triton engine hands summaries, GPU metrics and the pinned pool to the core",
+    file: import.meta.url,
+    fn: async () => {
+      await using triton = await startServer({
+        engine: "triton",
+        models: [identity("Summaries")],
+        config: {
+          metricsConfig: ["summary_latencies=true", "summary_quantiles=0.5:0.05"],
+          // The core only warns when the host has no GPU, for both.
+          allowGpuMetrics: true,
+          pinnedMemoryPoolByteSize: 1 << 20,
+        },
+      });
+      assert.equal((await infer(triton.urls.http!, "Summaries")).status, 200);
+      const text = await (await fetch(`${triton.urls.metrics}/metrics`)).text();
+      assert.match(
+        text,
+        /^nv_inference_request_summary_us_count\{model="Summaries",version="1"\} 1$/m,
+      );
+      assert.match(
+        text,
+        /^nv_inference_request_summary_us\{model="Summaries",version="1",quantile="0.5"\} /m,
+      );
+    },
   });
 }
 

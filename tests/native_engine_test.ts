@@ -13,7 +13,7 @@ import { lentCount } from "../src/engine/native/tensors.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
-import { watchdog } from "./_helpers.ts";
+import { testInOwnProcess, watchdog } from "./_helpers.ts";
 
 const install = await findTritonInstall();
 const required = Deno.env.get("DENOTRITON_REQUIRE_TRITON") === "1";
@@ -156,9 +156,13 @@ Deno.test({ name: "native engine: Triton's dynamic batcher forms the batch", ign
   }
 });
 
-Deno.test(
-  { name: "native engine: the core's response cache answers repeats", ignore },
-  async () => {
+// The core keeps one response cache per process, taken until no core server is left in the
+// process: a test that needs it runs in a process of its own.
+testInOwnProcess({
+  name: "native engine: the core's response cache answers repeats",
+  file: import.meta.url,
+  ignore,
+  fn: async () => {
     let calls = 0;
     const engine = await started({ responseCacheByteSize: 1 << 20 });
     try {
@@ -179,7 +183,7 @@ Deno.test(
       await engine.stop();
     }
   },
-);
+});
 
 Deno.test({ name: "native engine: callable errors reach the client", ignore }, async () => {
   const engine = await started();
@@ -206,9 +210,11 @@ Deno.test({ name: "native engine: callable errors reach the client", ignore }, a
   }
 });
 
-Deno.test(
-  { name: "native engine: outputs bound to caller memory are written there once", ignore },
-  async () => {
+testInOwnProcess({
+  name: "native engine: outputs bound to caller memory are written there once",
+  file: import.meta.url,
+  ignore,
+  fn: async () => {
     const engine = await started({ responseCacheByteSize: 1 << 20 });
     try {
       await engine.loadModel(define([double]));
@@ -250,7 +256,7 @@ Deno.test(
       await engine.stop();
     }
   },
-);
+});
 
 Deno.test(
   { name: "native engine: the callable reads an input on the request's own ArrayBuffer", ignore },

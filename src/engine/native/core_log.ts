@@ -7,16 +7,19 @@
  * {@linkcode ROTATE_BYTES} the core is pointed at a fresh file and the old one is read to its
  * end and removed, so the file stays small.
  *
- * The core's log target is process-wide: the latest engine's file receives the lines of every
- * core server in the process, and when it stops the previous engine's file takes over again.
+ * The core's log target is process-wide, across isolates too (several test files of
+ * `deno test --parallel`, Workers): the bridge keeps the targets of the whole process
+ * (`ffi/dt_server.c`). The latest engine's file receives the lines of every core server in the
+ * process, except while a server is created or a model is loaded, when the engine doing it
+ * receives them (so a failed load's reasons reach the engine that loads); when an engine stops,
+ * the previous engine's file takes over again.
  *
  * @module
  */
 
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { type CoreLibrary, type LibcLibrary, openLibc } from "./ffi.ts";
-import { deleteServerOptions, newServerOptions } from "./server_options.ts";
+import { type LibcLibrary, type NativeLibraries, openLibc } from "./ffi.ts";
 import { check, cString } from "./status.ts";
 
 /** The size past which the core is pointed at a fresh file. */
@@ -223,22 +226,6 @@ function openForReading(path: string): number {
   return fd;
 }
 
-/** The forwarders of the process, the core's current target last. */
-const targets: CoreLog[] = [];
-
-function pointCoreAt(core: CoreLibrary, path: string): void {
-  const options = newServerOptions(core);
-  try {
-    check(
-      core,
-      core.TRITONSERVER_ServerOptionsSetLogFile(options, cString(path)),
-      "Cannot set the Triton core's log file",
-    );
-  } finally {
-    deleteServerOptions(core, options);
-  }
-}
-
 /**
  * Forwards the core's log to a {@linkcode Logger}: created before the core's server, disposed
  * after it is deleted.
@@ -247,13 +234,15 @@ function pointCoreAt(core: CoreLibrary, path: string): void {
  * ```ts ignore
  * import { CoreLog } from "./core_log.ts";
  *
- * using log = await CoreLog.open(core, logger);
- * const server = await createServer(core, install, repository, { logFile: log.path }, gpus);
+ * using log = await CoreLog.open(libraries, logger);
+ * const server = await createServer(libraries, install, repository, options, gpus, log.target);
  * log.drain(); // after each step, to keep the order of our lines and the core's
  * ```
  */
 export class CoreLog implements Disposable {
-  #core: CoreLibrary;
+  #libraries: NativeLibraries;
+  /** The bridge's id of this forwarder's target (0 once disposed). */
+  #target = 0n;
   #logger: Logger;
   #path: string;
   #libc: LibcLibrary;
@@ -271,7 +260,7 @@ export class CoreLog implements Disposable {
   #watches = new Set<CoreLogRecord[]>();
 
   private constructor(
-    core: CoreLibrary,
+    libraries: NativeLibraries,
     logger: Logger,
     path: string,
     fd: number,
@@ -279,7 +268,7 @@ export class CoreLog implements Disposable {
   ) {
     this.#libc = openLibc();
     this.#fd = fd;
-    this.#core = core;
+    this.#libraries = libraries;
     this.#rotateBytes = rotateBytes;
     this.#logger = logger;
     this.#path = path;
@@ -289,16 +278,16 @@ export class CoreLog implements Disposable {
   }
 
   /**
-   * Creates the file and points the core at it.
+   * Creates the file and registers it with the bridge as the core's newest log target.
    *
-   * @param core The core library.
+   * @param libraries The core and the bridge.
    * @param logger Where the lines go.
    * @param options The size past which the file is replaced.
    * @returns The forwarder.
    * @throws {Deno.errors.NotCapable} Without write access to the temporary directory.
    */
   static async open(
-    core: CoreLibrary,
+    libraries: NativeLibraries,
     logger: Logger,
     options: CoreLogOptions = {},
   ): Promise<CoreLog> {
@@ -306,20 +295,30 @@ export class CoreLog implements Disposable {
     let log: CoreLog | undefined;
     try {
       log = new CoreLog(
-        core,
+        libraries,
         logger,
         path,
         openForReading(path),
         options.rotateBytes ?? ROTATE_BYTES,
       );
-      pointCoreAt(core, path);
+      const id = new BigUint64Array(1);
+      check(
+        libraries.core,
+        libraries.bridge.dt_log_open(cString(path), id),
+        "Cannot set the Triton core's log file",
+      );
+      log.#target = id[0]!;
     } catch (error) {
       if (log === undefined) await Deno.remove(path).catch(() => {});
       else log.#close();
       throw error;
     }
-    targets.push(log);
     return log;
+  }
+
+  /** The bridge's id of this forwarder's target: a load or start points the core at it. */
+  get target(): bigint {
+    return this.#target;
   }
 
   /** The file the core writes to now. */
@@ -331,7 +330,7 @@ export class CoreLog implements Disposable {
   drain(): void {
     try {
       this.#readAll();
-      if (this.#read >= this.#rotateBytes && targets.at(-1) === this) this.#rotate();
+      if (this.#read >= this.#rotateBytes && this.#target !== 0n) this.#rotate();
     } catch (error) {
       // Forwarding runs on a timer too: it must never throw into serving.
       this.#logger.warn(`Cannot read the Triton core's log: ${(error as Error).message}`);
@@ -377,7 +376,11 @@ export class CoreLog implements Disposable {
     let fd: number;
     try {
       fd = openForReading(path);
-      pointCoreAt(this.#core, path);
+      check(
+        this.#libraries.core,
+        this.#libraries.bridge.dt_log_move(this.#target, cString(path)),
+        "Cannot set the Triton core's log file",
+      );
     } catch (error) {
       Deno.removeSync(path);
       throw error;
@@ -410,16 +413,9 @@ export class CoreLog implements Disposable {
    * process, or to stderr when there is none.
    */
   [Symbol.dispose](): void {
-    const index = targets.indexOf(this);
-    if (index < 0) return;
-    targets.splice(index, 1);
-    if (index === targets.length) {
-      try {
-        pointCoreAt(this.#core, targets.at(-1)?.path ?? "");
-      } catch {
-        // The core keeps writing here: nothing more is read.
-      }
-    }
+    if (this.#target === 0n) return;
+    this.#libraries.bridge.dt_log_close(this.#target);
+    this.#target = 0n;
     this.#readAll();
     if (this.#partial !== "") this.#forward(parseCoreLog(this.#partial));
     this.#close();

@@ -12,7 +12,8 @@ Deno.test({
   name: "CoreLog forwards the core's lines with their levels, across a rotation",
   ignore: install === undefined,
   async fn(): Promise<void> {
-    const { core } = openNative(install!);
+    const libraries = openNative(install!);
+    const { core } = libraries;
     const file = await Deno.makeTempFile();
     const logger = new Logger({ file, prefix: "t" });
     // TRITONSERVER_LogLevel: INFO 0, WARN 1, ERROR 2.
@@ -24,7 +25,7 @@ Deno.test({
     // The core's levels are process-wide: a server stopped earlier in this process may have
     // left info logging off (its default here), so the test sets the ones it checks.
     applyLogChange(core, { info: true, warning: true, error: true });
-    const forwarder = await CoreLog.open(core, logger, { rotateBytes: 1 });
+    const forwarder = await CoreLog.open(libraries, logger, { rotateBytes: 1 });
     const first = forwarder.path;
     try {
       log(2, "first error");

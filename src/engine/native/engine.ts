@@ -155,6 +155,7 @@ export class NativeEngine implements Engine {
       repository: this.#repository!,
       gpus: this.#gpus,
       stopping: this.#abandon.signal,
+      logTarget: this.#coreLog?.target ?? 0n,
       streamOf: (token) => this.#streams.get(token),
       delivered: () => this.#queue?.drain(),
       ...(logger ? { logger } : {}),
@@ -188,13 +189,14 @@ export class NativeEngine implements Engine {
     const repository = await Deno.makeTempDir({ prefix: "denotriton-repository-" });
     let coreLog: CoreLog | undefined;
     try {
-      coreLog = await CoreLog.open(libraries.core, this.#coreLogger);
+      coreLog = await CoreLog.open(libraries, this.#coreLogger);
       this.#server = await createServer(
-        libraries.core,
+        libraries,
         install,
         repository,
-        { ...this.#options, logFile: coreLog.path },
+        this.#options,
         this.#gpus,
+        coreLog.target,
       );
       coreLog.drain();
     } catch (error) {
@@ -614,7 +616,7 @@ export class NativeEngine implements Engine {
       this.#closeCoreLog();
       return;
     }
-    await deleteServer(this.#libraries.core, server, this.#options.logger);
+    await deleteServer(this.#libraries, server, this.#options.logger);
     this.#closeCoreLog();
     await this.#queue?.idle();
     this.#queue?.[Symbol.dispose]();

@@ -2,13 +2,15 @@
  * The one place DenoTriton calls `Deno.dlopen`: the Triton core (`libtritonserver-<hash>.so`,
  * after its bundled dependencies, leaves first), DenoTriton's own backend/bridge library, the
  * CUDA driver (`libcuda.so.1`, for GPU discovery and each GPU Worker's device), and the C library
- * (`shm_open`/`mmap` for system shared memory). Libraries are
- * opened once per process and never closed: Triton's threads may run code in them until the
- * process ends.
+ * (`shm_open`/`mmap` for system shared memory). Libraries are opened once per isolate (module
+ * state) and closed by Deno when that isolate ends (a Worker, a test file of `deno test`): the
+ * core stays loaded while any isolate of the process holds it (the bridge's globals with it), and
+ * is unloaded after the last one, once its servers were deleted (its own threads end then).
  *
- * Functions that block while Triton waits for backend code (`ServerNew`, model load/unload,
- * `ServerStop`, `ServerDelete`) and the bridge's waits are declared `nonblocking`, so the event
- * loop stays free to serve the batches those calls wait for.
+ * Functions that block while Triton waits for backend code (the bridge's `dt_server_new` and
+ * `dt_server_load`, model unload, `ServerStop`, the bridge's `dt_server_delete`) and the
+ * bridge's waits are declared `nonblocking`, so the event loop stays free to serve the batches
+ * those calls wait for, and to wait for the bridge's process-wide lock.
  *
  * @module
  */
@@ -56,8 +58,6 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerOptionsSetCpuMetrics: { parameters: [P, "bool"], result: P },
   TRITONSERVER_ServerOptionsSetMetricsInterval: { parameters: [P, "u64"], result: P },
   TRITONSERVER_ServerOptionsSetMetricsConfig: { parameters: [P, B, B, B], result: P },
-  TRITONSERVER_ServerNew: { parameters: [B, P], result: P, nonblocking: true },
-  TRITONSERVER_ServerDelete: { parameters: [P], result: P, nonblocking: true },
   TRITONSERVER_ServerStop: { parameters: [P], result: P, nonblocking: true },
   TRITONSERVER_ServerSetExitTimeout: { parameters: [P, "u32"], result: P },
   TRITONSERVER_ServerIsLive: { parameters: [P, B], result: P },
@@ -69,11 +69,6 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_ServerModelConfig: { parameters: [P, B, "i64", "u32", B], result: P },
   TRITONSERVER_ServerModelStatistics: { parameters: [P, B, "i64", B], result: P },
   TRITONSERVER_ServerModelIndex: { parameters: [P, "u32", B], result: P },
-  TRITONSERVER_ServerLoadModelWithParameters: {
-    parameters: [P, B, B, "u64"],
-    result: P,
-    nonblocking: true,
-  },
   TRITONSERVER_ServerUnloadModel: { parameters: [P, B], result: P, nonblocking: true },
   TRITONSERVER_ServerMetrics: { parameters: [P, B], result: P },
   TRITONSERVER_MetricsFormatted: { parameters: [P, "i32", B, B], result: P },
@@ -110,6 +105,14 @@ export const BRIDGE_SYMBOLS = {
   dt_response_read: { parameters: [P, B, "u64"], result: "u64" },
   // Tests only: makes the bridge fail sends or corrupt batch descriptions on purpose.
   dt_debug_fault: { parameters: ["i32", "u32"], result: "i32" },
+  // Creating and deleting servers and loading models touch the core's process-wide state:
+  // through the bridge, which serializes them across the process (`ffi/dt_server.c`).
+  dt_server_new: { parameters: [B, P, "u64"], result: P, nonblocking: true },
+  dt_server_delete: { parameters: [P], result: P, nonblocking: true },
+  dt_server_load: { parameters: [P, B, B, "u64", "u64"], result: P, nonblocking: true },
+  dt_log_open: { parameters: [B, B], result: P },
+  dt_log_move: { parameters: ["u64", B], result: P },
+  dt_log_close: { parameters: ["u64"], result: "void" },
 } as const;
 
 /** The opened core library. */
@@ -130,7 +133,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 6;
+export const BRIDGE_VERSION = 7;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.

@@ -59,6 +59,8 @@ export interface LoaderContext {
   readonly gpus: GpuInventory;
   /** Where loads, unloads and failures are logged. */
   readonly logger?: Logger;
+  /** The bridge's log target of the engine: the core's lines during a load go there. */
+  readonly logTarget: bigint;
   /** Called after a batch failed with a `TritonUnrecoverableError`. */
   readonly onUnrecoverable?: (error: TritonUnrecoverableError) => void;
   /** Aborted when the server gives up on running batches at stop. */
@@ -133,7 +135,7 @@ async function loadIntoCore(
   channel: bigint,
   count: number,
 ): Promise<void> {
-  const { core } = context.libraries;
+  const { core, bridge } = context.libraries;
   await Deno.mkdir(`${context.repository}/${model.name}/${model.version}`, { recursive: true });
   const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
   // One group per instance: Triton initializes them in order, so instance thread i attaches
@@ -159,11 +161,14 @@ async function loadIntoCore(
     const list = new BigUint64Array([BigInt(Deno.UnsafePointer.value(parameter))]);
     check(
       core,
-      await core.TRITONSERVER_ServerLoadModelWithParameters(
+      // Through the bridge: serialized with the process's other server starts, deletes and
+      // loads, which touch the same process-wide state in the core (`ffi/dt_server.c`).
+      await bridge.dt_server_load(
         context.server,
         cString(model.name),
         list,
         1n,
+        context.logTarget,
       ),
       `Failed to load model '${model.name}' version ${model.version}`,
     );

@@ -1,8 +1,9 @@
 /**
  * The Triton-core engine's options, and the `TRITONSERVER_ServerOptions` they become when the
  * core's in-process server is created: explicit model control over a temporary repository, our
- * backend directory, the pinned pool (only where there are GPUs), metrics, readiness, exit and log settings, and the
- * response cache.
+ * backend and cache directories, the pinned pool (only where there are GPUs), metrics,
+ * readiness, exit and log settings, and the response cache. The server is created through the
+ * bridge, which serializes it with the rest of the process's core calls (`ffi/dt_server.c`).
  *
  * @module
  */
@@ -11,9 +12,10 @@ import { parseMetricsSetting } from "../../config/metrics_config.ts";
 import type { GpuInventory } from "../../gpu/devices.ts";
 import type { LogFormat } from "../../log.ts";
 import type { CacheConfig, CommonEngineOptions } from "../engine.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import type { CoreLibrary, NativeLibraries } from "./ffi.ts";
 import type { TritonInstall } from "./install.ts";
-import { check, cString, pointerOf } from "./status.ts";
+import { InferenceError } from "../../errors.ts";
+import { check, cString, pointerOf, takeError } from "./status.ts";
 
 /** Options of {@linkcode NativeEngine}: the options both engines take, and the core's own. */
 export interface NativeEngineOptions extends CommonEngineOptions {
@@ -26,7 +28,7 @@ export interface NativeEngineOptions extends CommonEngineOptions {
   exitOnError?: boolean;
   /**
    * Where the core's log lines go when the engine has no `logger` (they go through the logger
-   * otherwise, `core_log.ts`); stderr when undefined too. `createServer` points the core at it.
+   * otherwise, `core_log.ts`): the engine's own logger writes them there; stderr when undefined.
    *
    * @default {undefined}
    */
@@ -89,25 +91,33 @@ function cacheOf(options: NativeEngineOptions): CacheConfig | undefined {
   return size > 0 ? { name: "local", config: { size: String(size) } } : undefined;
 }
 
+/** The core's words when the process's one response cache is taken (`cache_manager.cc`). */
+const CACHE_TAKEN = "TritonCacheManager already holds a cache";
+
 /**
  * Creates the core's in-process server.
  *
- * @param core The core library.
+ * @param libraries The core and the bridge.
  * @param install The install (backend and cache directories).
  * @param repository The temporary model repository.
  * @param options The engine's options.
  * @param gpus The host's GPUs (the pinned pool and GPU metrics default on where there are any).
+ * @param logTarget The bridge's log target of the engine (`CoreLog.target`): the core's lines
+ *   while the server starts go there; 0n leaves the core's log where it is.
  * @returns The `TRITONSERVER_Server*`.
  * @throws {InferenceError} When an option is refused or the server cannot start (the core's
- *   message).
+ *   message); UNAVAILABLE when another server of this process holds the core's one response
+ *   cache.
  */
 export async function createServer(
-  core: CoreLibrary,
+  libraries: NativeLibraries,
   install: TritonInstall,
   repository: string,
   options: NativeEngineOptions,
   gpus: GpuInventory,
+  logTarget = 0n,
 ): Promise<Deno.PointerValue> {
+  const { core, bridge } = libraries;
   const o = options;
   const handle = newServerOptions(core);
   try {
@@ -160,14 +170,14 @@ export async function createServer(
       handle,
       LOG_FORMAT_CODES[o.logger?.settings.format ?? "default"],
     ));
-    if (o.logFile !== undefined) {
-      set(core.TRITONSERVER_ServerOptionsSetLogFile(handle, cString(o.logFile)));
-    }
+    // The core's log file is set by CoreLog through the bridge, which keeps the process's
+    // targets: a file set here would take the log from the engines of other isolates.
+    // The directory even without a cache: the first server alive in the process creates the
+    // core's one cache manager with its directory, and a later server's cache is looked for
+    // there (with the core's default, /opt/tritonserver/caches, it is not found).
+    set(core.TRITONSERVER_ServerOptionsSetCacheDirectory(handle, cString(install.cacheDirectory)));
     const cache = cacheOf(o);
     if (cache !== undefined) {
-      set(
-        core.TRITONSERVER_ServerOptionsSetCacheDirectory(handle, cString(install.cacheDirectory)),
-      );
       set(core.TRITONSERVER_ServerOptionsSetCacheConfig(
         handle,
         cString(cache.name),
@@ -175,7 +185,18 @@ export async function createServer(
       ));
     }
     const slot = new BigUint64Array(1);
-    check(core, await core.TRITONSERVER_ServerNew(slot, handle), "Cannot start the Triton server");
+    const failure = takeError(
+      core,
+      await bridge.dt_server_new(slot, handle, logTarget),
+      "Cannot start the Triton server",
+    );
+    if (failure?.message.endsWith(CACHE_TAKEN)) {
+      throw InferenceError.unavailable(
+        `Cannot start the Triton server with a response cache: the Triton core holds one response cache per process, and another server of this process holds it (it stays taken until no Triton-engine server is left in the process); stop the other Triton-engine servers of this process first, or serve this one from a process of its own`,
+        { cause: failure },
+      );
+    }
+    if (failure !== undefined) throw failure;
     return pointerOf(slot);
   } finally {
     deleteServerOptions(core, handle);

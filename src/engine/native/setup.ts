@@ -97,6 +97,7 @@ const BACKEND_SOURCES: readonly string[] = [
   "dt_pack.c",
   "dt_backend.c",
   "dt_client.c",
+  "dt_server.c",
 ];
 
 /** The backend's sources by file name, in {@linkcode BACKEND_SOURCES} order. */

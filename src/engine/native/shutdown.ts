@@ -12,7 +12,7 @@
 
 import type { Logger } from "../../log.ts";
 import type { RepositoryIndexEntry } from "../engine.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import type { CoreLibrary, NativeLibraries } from "./ffi.ts";
 import { disposeInstances, type LoadedModel, type LoaderContext } from "./model_loader.ts";
 import { repositoryIndex } from "./queries.ts";
 import { takeError } from "./status.ts";
@@ -91,17 +91,20 @@ export async function releaseServer(
 }
 
 /**
- * Deletes the core's server (after {@linkcode releaseServer} said it may).
+ * Deletes the core's server (after {@linkcode releaseServer} said it may), through the bridge:
+ * the delete resets process-wide state in the core that another server's start sets, so the
+ * two are serialized (`ffi/dt_server.c`).
  *
- * @param core The core library.
+ * @param libraries The core and the bridge.
  * @param server The server.
  * @param logger Where a failure is logged.
  */
 export async function deleteServer(
-  core: CoreLibrary,
+  libraries: NativeLibraries,
   server: Deno.PointerValue,
   logger: Logger | undefined,
 ): Promise<void> {
-  const failure = takeError(core, await core.TRITONSERVER_ServerDelete(server));
+  const { core, bridge } = libraries;
+  const failure = takeError(core, await bridge.dt_server_delete(server));
   if (failure !== undefined) logger?.warn(`Triton delete: ${failure.message}`);
 }
