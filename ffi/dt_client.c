@@ -11,6 +11,8 @@
 
 #include "dt_abi.h"
 
+#include <sys/stat.h>
+
 /* ---- Event queues ------------------------------------------------------------------------ */
 
 enum { EVENT_RESPONSE = 1, EVENT_RELEASE = 2 };
@@ -199,8 +201,19 @@ DT_EXPORT void dt_wake_events(uint64_t id) {
   pthread_mutex_unlock(&q_mu);
 }
 
-/* Whether `table` binds output `name` to caller memory (see bound_output, below the reader). */
-static int bound_output(const uint8_t* table, const char* name, void** address, uint64_t* size);
+/* An output buffer in caller memory (see bound_output, below the reader). */
+typedef struct {
+  void* address;
+  uint64_t size;
+  /* The descriptor of the object the buffer is mapped from (-1: none), the size that object must
+     have for the buffer to be backed, and the error's message when it has less. */
+  int64_t fd;
+  uint64_t minimum_size;
+  const char* refusal;
+} dt_bound;
+
+/* Whether `table` binds output `name` to caller memory, and where. */
+static int bound_output(const uint8_t* table, const char* name, dt_bound* bound);
 
 /* The buffer_userp of bound outputs: their memory is the caller's, never freed here. */
 static char g_caller_memory;
@@ -228,17 +241,24 @@ static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
   *buffer_userp = NULL;
   *actual_memory_type = DT_MEM_CPU;
   *actual_memory_type_id = 0;
-  void* bound = NULL;
-  uint64_t bound_size = 0;
-  if (userp && bound_output(userp, tensor_name, &bound, &bound_size)) {
+  dt_bound bound;
+  if (userp && bound_output(userp, tensor_name, &bound)) {
     /* Triton's words (its HTTP and gRPC allocators) for a region too small. */
-    if (byte_size > bound_size) {
+    if (byte_size > bound.size) {
       return dt_error(DT_CODE_INTERNAL,
                       "shared memory size specified with the request for output '%s' (%llu "
                       "bytes) should be at least %zu bytes to hold the results",
-                      tensor_name, (unsigned long long)bound_size, byte_size);
+                      tensor_name, (unsigned long long)bound.size, byte_size);
     }
-    *buffer = byte_size == 0 ? NULL : bound;
+    /* A client's object may have shrunk since the request was decoded, and the core writes
+       here as soon as this returns: a page past the object's end would raise SIGBUS. */
+    struct stat st;
+    if (bound.fd >= 0 && byte_size > 0 &&
+        (fstat((int)bound.fd, &st) != 0 || st.st_size < 0 ||
+         (uint64_t)st.st_size < bound.minimum_size)) {
+      return TRITONSERVER_ErrorNew(DT_CODE_INVALID_ARG, bound.refusal);
+    }
+    *buffer = byte_size == 0 ? NULL : bound.address;
     *buffer_userp = &g_caller_memory;
     return NULL;
   }
@@ -382,21 +402,25 @@ static const char* rd_str(dt_reader* r) {
  * Output buffers the caller already has (a client's shared-memory region), handed to `dt_infer`
  * as a table in the caller's memory that outlives the request's last response: u64 table length
  * in bytes, u32 count, then per output its name (a string as above), u64 address and u64 byte
- * size. The allocator hands out that memory for those outputs, so the backend's copy of the
- * result is its only write, and the response is read where it lies.
+ * size, and its guard: i64 descriptor of the object the buffer is mapped from (-1: none), u64
+ * size that object must have, and the refusal (a string). The allocator hands out that memory
+ * for those outputs, so the backend's copy of the result is its only write, and the response is
+ * read where it lies.
  */
-static int bound_output(const uint8_t* table, const char* name, void** address, uint64_t* size) {
+static int bound_output(const uint8_t* table, const char* name, dt_bound* bound) {
   uint64_t length = 0;
   memcpy(&length, table, 8);
   dt_reader r = {table + 8, table + length, 0};
   uint32_t count = rd_u32(&r);
   for (uint32_t i = 0; i < count && !r.bad; ++i) {
-    const char* bound = rd_str(&r);
+    const char* output = rd_str(&r);
     uint64_t at = rd_u64(&r);
     uint64_t bytes = rd_u64(&r);
-    if (!r.bad && strcmp(bound, name) == 0) {
-      *address = (void*)(uintptr_t)at;
-      *size = bytes;
+    int64_t fd = (int64_t)rd_u64(&r);
+    uint64_t minimum_size = rd_u64(&r);
+    const char* refusal = rd_str(&r);
+    if (!r.bad && strcmp(output, name) == 0) {
+      *bound = (dt_bound){(void*)(uintptr_t)at, bytes, fd, minimum_size, refusal};
       return 1;
     }
   }

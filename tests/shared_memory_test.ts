@@ -4,16 +4,23 @@
  * - `tests/interop/shared_memory_client.py` drives the server with `tritonclient`'s own
  *   `shared_memory` module over HTTP and gRPC: register/status/unregister, inputs and outputs in
  *   regions, a callable that writes into its input (the client sees the write: a view, not a
- *   copy), and the bad-input cases with Triton's status and message;
+ *   copy), the bad-input cases with Triton's status and message, and a region the client
+ *   truncates after registering it;
  * - a region unregistered while a request uses it stays mapped until that request is answered;
+ * - a region whose object the client shrinks (before a request, or while one runs) is refused
+ *   with 400 / INVALID_ARGUMENT naming it, over HTTP and gRPC, and the server serves on (a read
+ *   or write past the object's end would raise SIGBUS and end the process);
  * - 100 register/unregister cycles leave no mapping and no descriptor behind;
  * - `perf_analyzer --shared-memory system` over HTTP and gRPC, with zero failures.
  */
 
+import * as grpc from "@grpc/grpc-js";
 import assert from "node:assert/strict";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import { type BindOptions, workers } from "../mod.ts";
+import { codecs, type ModelInferRequest } from "../src/protocol/grpc_codec.ts";
 import { ENGINES, PEERS_REQUIRED, startServer, watchdog } from "./_helpers.ts";
+import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
 import { slowModel } from "./_models.ts";
 import { findPerfAnalyzer, PYTHON, runPerfAnalyzer } from "./_peers.ts";
 
@@ -108,7 +115,7 @@ for (const engine of ENGINES) {
         }
         assert.match(
           stdout,
-          new RegExp(`^interop shm ${protocol}: 5 passed, 0 failed$`, "m"),
+          new RegExp(`^interop shm ${protocol}: 6 passed, 0 failed$`, "m"),
           `${stdout}\n${stderr}`,
         );
         assert.equal(result.code, 0, `${stdout}\n${stderr}`);
@@ -201,6 +208,155 @@ for (const engine of ENGINES) {
         openDescriptors() <= descriptors + 2,
         `descriptors: ${descriptors} before, ${openDescriptors()} after`,
       );
+    } finally {
+      remove();
+    }
+  });
+}
+
+/** What a shrunk region is answered with (`SystemRegion`), over HTTP and gRPC alike. */
+function shrunk(name: string, key: string, byteSize: number): string {
+  return `Invalid shared memory region: '${name}': '${key}' shrank below offset 0 + byte_size ${byteSize} since it was registered`;
+}
+
+/** An inference of `Slow` with `x` in region `region`, or inline, and `y` in `into`, or not. */
+function slowRequest(
+  x: { region: string } | { data: number[] },
+  into?: string,
+): Record<string, unknown> {
+  return {
+    inputs: [{
+      name: "x",
+      datatype: "FP32",
+      shape: [1, 4],
+      ...("region" in x
+        ? { parameters: { shared_memory_region: x.region, shared_memory_byte_size: 16 } }
+        : { data: x.data }),
+    }],
+    outputs: [{
+      name: "y",
+      parameters: into === undefined
+        ? { binary_data: false }
+        : { shared_memory_region: into, shared_memory_byte_size: 16 },
+    }],
+  };
+}
+
+/** The same over gRPC (`ModelInferRequest`). */
+function slowGrpcRequest(
+  x: { region: string } | { data: number[] },
+  into?: string,
+): ModelInferRequest {
+  const region = (name: string) => ({
+    shared_memory_region: { string_param: name },
+    shared_memory_byte_size: { int64_param: 16n },
+  });
+  return {
+    model_name: "Slow",
+    inputs: [{
+      name: "x",
+      datatype: "FP32",
+      shape: [1, 4],
+      ...("region" in x ? { parameters: region(x.region) } : {}),
+    }],
+    ...("data" in x
+      ? { raw_input_contents: [new Uint8Array(new Float32Array(x.data).buffer)] }
+      : {}),
+    outputs: [{ name: "y", ...(into === undefined ? {} : { parameters: region(into) }) }],
+  };
+}
+
+function grpcInfer(client: TestGrpcClient, request: ModelInferRequest): Promise<unknown> {
+  return client.call("ModelInfer", codecs.ModelInferRequest, codecs.ModelInferResponse, request);
+}
+
+for (const engine of ENGINES) {
+  Deno.test(`A region whose object shrank is refused over HTTP and gRPC, and the server serves on [${engine}]`, async () => {
+    await using triton = await startServer({ engine, models: [slowModel(1)] });
+    const http = triton.urls.http!;
+    using client = new TestGrpcClient(triton.urls.grpc!);
+    const key = `/dt_${unique}_shrink_${engine}`;
+    const path = `/dev/shm/${key.slice(1)}`;
+    const remove = shmObject(key, new Uint8Array(new Float32Array([1, 2, 3, 4]).buffer));
+    try {
+      const register = await post(`${http}/v2/systemsharedmemory/region/shrink/register`, {
+        key,
+        offset: 0,
+        byte_size: 16,
+      });
+      assert.equal(register.status, 200, await register.text());
+      const served = await post(`${http}/v2/models/Slow/infer`, slowRequest({ region: "shrink" }));
+      assert.equal(served.status, 200);
+      assert.deepEqual((await served.json()).outputs[0].data, [1, 2, 3, 4]);
+
+      // The client shrinks its object: reading the region's last page would raise SIGBUS.
+      await Deno.truncate(path, 0);
+      const refusal = shrunk("shrink", key, 16);
+      for (
+        const body of [
+          slowRequest({ region: "shrink" }),
+          slowRequest({ data: [5, 6, 7, 8] }, "shrink"),
+        ]
+      ) {
+        const response = await post(`${http}/v2/models/Slow/infer`, body);
+        assert.equal(response.status, 400);
+        assert.deepEqual(await response.json(), { error: refusal });
+      }
+      for (
+        const request of [
+          slowGrpcRequest({ region: "shrink" }),
+          slowGrpcRequest({ data: [5, 6, 7, 8] }, "shrink"),
+        ]
+      ) {
+        await rejectsWith(grpcInfer(client, request), grpc.status.INVALID_ARGUMENT, refusal);
+      }
+      // The server serves on: a request without the region, and the region once it is whole.
+      const plain = await post(`${http}/v2/models/Slow/infer`, slowRequest({ data: [6, 7, 8, 9] }));
+      assert.equal(plain.status, 200);
+      assert.deepEqual((await plain.json()).outputs[0].data, [6, 7, 8, 9]);
+      await Deno.writeFile(path, new Uint8Array(new Float32Array([4, 3, 2, 1]).buffer));
+      const again = await post(`${http}/v2/models/Slow/infer`, slowRequest({ region: "shrink" }));
+      assert.equal(again.status, 200);
+      assert.deepEqual((await again.json()).outputs[0].data, [4, 3, 2, 1]);
+    } finally {
+      remove();
+    }
+  });
+
+  Deno.test(`A region whose object shrinks while its request runs is refused, and the server serves on [${engine}]`, async () => {
+    await using triton = await startServer({ engine, models: [slowModel(300)] });
+    const http = triton.urls.http!;
+    using client = new TestGrpcClient(triton.urls.grpc!);
+    const key = `/dt_${unique}_running_${engine}`;
+    const path = `/dev/shm/${key.slice(1)}`;
+    const remove = shmObject(key, new Uint8Array(16));
+    try {
+      const register = await post(`${http}/v2/systemsharedmemory/region/running/register`, {
+        key,
+        byte_size: 16,
+      });
+      assert.equal(register.status, 200, await register.text());
+      const refusal = shrunk("running", key, 16);
+      // The output goes to the region, written once the model answers (by the front end on the
+      // built-in engine, by the core on the Triton engine): by then the object has no pages.
+      const shrinkSoon = () => setTimeout(() => Deno.truncateSync(path, 0), 100);
+      shrinkSoon();
+      const response = await post(
+        `${http}/v2/models/Slow/infer`,
+        slowRequest({ data: [1, 2, 3, 4] }, "running"),
+      );
+      assert.equal(response.status, 400);
+      assert.deepEqual(await response.json(), { error: refusal });
+      await Deno.truncate(path, 16);
+      shrinkSoon();
+      await rejectsWith(
+        grpcInfer(client, slowGrpcRequest({ data: [1, 2, 3, 4] }, "running")),
+        grpc.status.INVALID_ARGUMENT,
+        refusal,
+      );
+      const plain = await post(`${http}/v2/models/Slow/infer`, slowRequest({ data: [6, 7, 8, 9] }));
+      assert.equal(plain.status, 200);
+      assert.deepEqual((await plain.json()).outputs[0].data, [6, 7, 8, 9]);
     } finally {
       remove();
     }

@@ -152,6 +152,20 @@ export interface ModelHandle {
   readonly openai?: OpenAIServing;
 }
 
+/**
+ * An output buffer in a mapped object its client may shrink (a system shared-memory region): a
+ * write to a mapped page past the object's end raises SIGBUS, which would end the server. The
+ * Triton engine checks the object's size right before the core writes there.
+ */
+export interface OutputGuard {
+  /** The object's descriptor (the region keeps it open while the request holds it). */
+  readonly fd: number;
+  /** The size in bytes the object must have for the buffer to be backed. */
+  readonly minimumSize: number;
+  /** The INVALID_ARG error's message when it has less (it names the region). */
+  readonly refusal: string;
+}
+
 /** A protocol-neutral inference request, as the front ends decode it. */
 export interface InferenceRequest {
   /** Target model. */
@@ -171,6 +185,11 @@ export interface InferenceRequest {
    * answers as usual. The bytes must stay valid until the response is written.
    */
   readonly outputBuffers?: ReadonlyMap<string, Uint8Array>;
+  /**
+   * For outputs in {@linkcode InferenceRequest.outputBuffers} that lie in a client's mapped
+   * object: what to check right before writing there (see {@linkcode OutputGuard}).
+   */
+  readonly outputGuards?: ReadonlyMap<string, OutputGuard>;
   /** Request parameters (body parameters and forwarded headers). */
   readonly parameters: Readonly<Record<string, ParameterValue>>;
   /** Priority level (0 = the model's default). */

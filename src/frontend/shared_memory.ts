@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ServerMetadata } from "../engine/engine.ts";
+import type { InferenceRequest, ServerMetadata } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
 import type { RegionView, SharedMemoryRegistry } from "../shm/registry.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -126,14 +126,18 @@ export class SharedMemoryBinding {
 
   /**
    * The request's fields for its outputs in shared memory: `outputBuffers`, each output's bytes
-   * in its region (for an engine to write there directly), or nothing when there are none.
+   * in its region (for an engine to write there directly), and `outputGuards`, what the engine
+   * checks before it does (the client may shrink the region meanwhile); nothing when there are
+   * none.
    *
    * @returns Fields to spread into the `InferenceRequest`.
    */
-  requestFields(): { outputBuffers?: ReadonlyMap<string, Uint8Array> } {
+  requestFields(): Pick<InferenceRequest, "outputBuffers" | "outputGuards"> {
     if (this.#outputs.size === 0) return {};
+    const outputs = [...this.#outputs];
     return {
-      outputBuffers: new Map([...this.#outputs].map(([name, view]) => [name, view.bytes])),
+      outputBuffers: new Map(outputs.map(([name, view]) => [name, view.bytes])),
+      outputGuards: new Map(outputs.map(([name, view]) => [name, view.guard])),
     };
   }
 
@@ -142,7 +146,8 @@ export class SharedMemoryBinding {
    *
    * @param outputs The engine's outputs.
    * @throws {InferenceError} (INTERNAL) When an output is larger than its region's bytes, with
-   *   Triton's message.
+   *   Triton's message; (INVALID_ARG) when the region's object shrank below its registered range
+   *   while the request ran.
    */
   writeOutputs(outputs: ReadonlyMap<string, NDArray>): void {
     for (const [name, view] of this.#outputs) {
@@ -157,6 +162,8 @@ export class SharedMemoryBinding {
       // Already there: the engine wrote into the region (Triton engine), or an identity model
       // handed back the input's own view.
       if (bytes.buffer !== view.bytes.buffer || bytes.byteOffset !== view.bytes.byteOffset) {
+        // The client may have shrunk the region's object while the request ran.
+        view.check();
         view.bytes.set(bytes);
       }
     }

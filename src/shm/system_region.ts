@@ -4,9 +4,16 @@
  * that use it: {@linkcode SystemRegion.close} unmaps at once when nothing holds it, otherwise
  * when the last {@linkcode RegionView} is released.
  *
+ * The object is the client's: it may shrink (`ftruncate`) after it was registered, and a read or
+ * write of a mapped page past its new end raises SIGBUS, which would end the whole server. The
+ * region keeps its descriptor and looks at the object's size before each use (each view a
+ * request takes, and each write of an output), refusing a region that no longer holds its
+ * registered range with INVALID_ARG.
+ *
  * @module
  */
 
+import type { OutputGuard } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
 import { type LibcLibrary, openLibc } from "../engine/native/ffi.ts";
 import { foreignBuffer } from "../tensor/foreign_memory.ts";
@@ -37,6 +44,15 @@ export interface RegionSpec {
 export interface RegionView {
   /** The bytes, over the mapping (no copy), on an `ArrayBuffer` of their own. */
   readonly bytes: Uint8Array<ArrayBuffer>;
+  /**
+   * Checks, right before the bytes are used again (an output written into them), that the
+   * region's object still holds them.
+   *
+   * @throws {InferenceError} (INVALID_ARG) When the object shrank below the registered range.
+   */
+  check(): void;
+  /** What an engine checks before it writes into the bytes itself (the Triton core does). */
+  readonly guard: OutputGuard;
   /** Gives the hold back; the second call does nothing. */
   release(): void;
 }
@@ -65,6 +81,11 @@ export function keyProblem(key: string): string | undefined {
   if (name.includes("\0")) return "a key may hold no NUL character";
   if (name.length > 255) return "a key is at most 255 characters";
   return undefined;
+}
+
+/** The object's size now (its end, by `lseek`; the descriptor is never read from), or -1. */
+function objectSize(libc: LibcLibrary, fd: number): number {
+  return Number(libc.lseek(fd, 0n, SEEK_END));
 }
 
 function errnoText(libc: LibcLibrary): string {
@@ -97,11 +118,15 @@ export class SystemRegion {
   /** What the client registered. */
   readonly spec: RegionSpec;
   #libc: LibcLibrary;
+  /** The object's descriptor, kept to look at its size before each use; closed on unmap. */
+  #fd: number;
   #mapping: Deno.PointerObject;
   #mappedBytes: number;
   // Where `spec.offset` lies in the mapping (mmap offsets are whole pages).
   #start: number;
   #holds = 0;
+  /** The object's size the registered range needs, and the refusal when it has less. */
+  #guard: OutputGuard;
   // ArrayBuffers of released holds, by `offset:byteSize`, for the next hold of the same bytes.
   #spare = new Map<string, ArrayBuffer[]>();
   #closed = false;
@@ -110,12 +135,21 @@ export class SystemRegion {
   private constructor(
     spec: RegionSpec,
     libc: LibcLibrary,
+    fd: number,
     mapping: Deno.PointerObject,
     mappedBytes: number,
     start: number,
   ) {
     this.spec = spec;
     this.#libc = libc;
+    this.#fd = fd;
+    this.#guard = {
+      fd,
+      minimumSize: spec.offset + spec.byteSize,
+      // One message, also the one the bridge answers when the core's write finds it shrunk.
+      refusal:
+        `Invalid shared memory region: '${spec.name}': '${spec.key}' shrank below offset ${spec.offset} + byte_size ${spec.byteSize} since it was registered`,
+    };
     this.#mapping = mapping;
     this.#mappedBytes = mappedBytes;
     this.#start = start;
@@ -161,7 +195,7 @@ export class SystemRegion {
       );
     }
     try {
-      const size = Number(libc.lseek(fd, 0n, SEEK_END));
+      const size = objectSize(libc, fd);
       if (size < 0) {
         throw InferenceError.internal(
           `Invalid shared memory region: '${key}': ${errnoText(libc)}`,
@@ -189,11 +223,27 @@ export class SystemRegion {
           `failed to register shared memory region '${name}': unable to map it: ${errnoText(libc)}`,
         );
       }
-      return new SystemRegion(spec, libc, mapping, mappedBytes, start);
-    } finally {
-      // The mapping keeps the object; the descriptor is not needed past mmap.
+      return new SystemRegion(spec, libc, fd, mapping, mappedBytes, start);
+    } catch (error) {
       libc.close(fd);
+      throw error;
     }
+  }
+
+  /**
+   * Throws unless the object still holds the registered range: a client may have shrunk it
+   * since, and touching a mapped page past its end would raise SIGBUS. One `lseek` per call.
+   */
+  #check(): void {
+    const size = objectSize(this.#libc, this.#fd);
+    if (size < 0) {
+      throw InferenceError.invalidArg(
+        `Invalid shared memory region: '${this.spec.name}': the size of '${this.spec.key}' cannot be read: ${
+          errnoText(this.#libc)
+        }`,
+      );
+    }
+    if (size < this.#guard.minimumSize) throw InferenceError.invalidArg(this.#guard.refusal);
   }
 
   /**
@@ -208,6 +258,7 @@ export class SystemRegion {
     if (this.#closed) {
       throw InferenceError.notFound(`Unable to find shared memory region: '${this.spec.name}'`);
     }
+    this.#check();
     this.#holds++;
     // Each hold gets its own ArrayBuffer: a Worker may take it by transfer without detaching
     // anyone else's view. Released ones are reused: V8 counts each new one as external memory,
@@ -222,6 +273,16 @@ export class SystemRegion {
     let released = false;
     return {
       bytes,
+      guard: this.#guard,
+      check: () => {
+        // A view released, or of an unmapped region, must not be used: it says so.
+        if (released || this.#unmapped) {
+          throw InferenceError.internal(
+            `A view of shared memory region '${this.spec.name}' was used after its release`,
+          );
+        }
+        this.#check();
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -248,5 +309,6 @@ export class SystemRegion {
     this.#unmapped = true;
     this.#spare.clear();
     this.#libc.munmap(this.#mapping, BigInt(this.#mappedBytes));
+    this.#libc.close(this.#fd);
   }
 }

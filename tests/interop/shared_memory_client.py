@@ -2,8 +2,8 @@
 
 Drives one server over HTTP or gRPC: register/status/unregister, AddSub with inputs and outputs
 in regions (all in regions, and mixed with request tensors), a model that writes into its input
-(proof that the callable sees the region itself), and the bad-input cases with Triton's status
-and message. Prints `PASS name` / `FAIL name: reason` per scenario and a summary line.
+(proof that the callable sees the region itself), the bad-input cases with Triton's status
+and message, and a region the client shrinks after registering it (refused, not a SIGBUS). Prints `PASS name` / `FAIL name: reason` per scenario and a summary line.
 
 Usage: shared_memory_client.py --protocol http|grpc --url host:port --http-url host:port --tag T
 """
@@ -278,12 +278,39 @@ def bad_inputs():
         client.unregister_system_shared_memory()
 
 
+def shrunk_region_refused():
+    # The client truncates its object after registering it: the server's mapping then has no
+    # pages behind it, and reading them would raise SIGBUS in the server. It refuses the region
+    # instead, and serves the next request.
+    handle = region("shrunk", SIZE)
+    shm.set_shared_memory_region(handle, [A])
+    client.register_system_shared_memory("shrunk", key("shrunk"), SIZE)
+    try:
+        with open(f"/dev/shm{key('shrunk')}", "r+b") as shrinking:
+            shrinking.truncate(0)
+        a, b = infer_input("a", [1, 16]), infer_input("b", [1, 16])
+        a.set_shared_memory("shrunk", SIZE)
+        b.set_data_from_numpy(B)
+        expect_error(
+            lambda: client.infer("AddSub", [a, b]),
+            BAD,
+            f"Invalid shared memory region: 'shrunk': '{key('shrunk')}' shrank below offset 0 "
+            f"+ byte_size {SIZE} since it was registered",
+        )
+        a.set_data_from_numpy(A)
+        result = client.infer("AddSub", [a, b], outputs=[requested("add")])
+        np.testing.assert_array_equal(result.as_numpy("add"), A + B)
+    finally:
+        client.unregister_system_shared_memory()
+
+
 for test in [
     register_status_unregister,
     add_sub_all_in_regions,
     add_sub_mixed,
     callable_sees_the_region,
     bad_inputs,
+    shrunk_region_refused,
 ]:
     scenario(test)
 

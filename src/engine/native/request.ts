@@ -205,8 +205,11 @@ const PARAMETER_DOUBLE = 3;
 
 /**
  * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
- * `ffi/dt_client.c`): u64 table length, u32 count, then name, address and byte size per
- * requested output found in `request.outputBuffers`; `undefined` when there are none.
+ * `ffi/dt_client.c`): u64 table length, u32 count, then per requested output found in
+ * `request.outputBuffers` its name, address and byte size, and its guard
+ * (`request.outputGuards`): the descriptor of the object the buffer is mapped from (-1: none),
+ * the size that object must have, and the refusal when it has less; `undefined` when there are
+ * none.
  */
 function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
   const buffers = request.outputBuffers;
@@ -218,6 +221,10 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
     tablePacker.string(name);
     tablePacker.i64(bytes.byteLength === 0 ? 0n : addressOf(bytes));
     tablePacker.i64(bytes.byteLength);
+    const guard = request.outputGuards?.get(name);
+    tablePacker.i64(guard?.fd ?? -1);
+    tablePacker.i64(guard?.minimumSize ?? 0);
+    tablePacker.string(guard?.refusal ?? "");
   }
   const table = tablePacker.bytes().slice();
   new DataView(table.buffer).setBigUint64(0, BigInt(table.byteLength), true);

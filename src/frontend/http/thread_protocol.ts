@@ -172,8 +172,15 @@ export function toWireInferRequest(
 ): WireInferRequest {
   // Not cloneable or not sent: the model (named beside it), the signal, and shared-memory outputs
   // (a thread forwards requests that use shared memory).
-  const { modelName: _, modelVersion: _v, signal: _s, outputBuffers: _o, inputs, ...rest } =
-    request;
+  const {
+    modelName: _,
+    modelVersion: _v,
+    signal: _s,
+    outputBuffers: _o,
+    outputGuards: _g,
+    inputs,
+    ...rest
+  } = request;
   const counts = zeroCounts();
   const wire: (readonly [string, WireTensor])[] = [];
   for (const [name, array] of inputs) {
