@@ -321,7 +321,7 @@ export class CoreLog implements Disposable {
     return this.#target;
   }
 
-  /** The file the core writes to now. */
+  /** This forwarder's file (the core writes there while it is the newest target, or borrowed). */
   get path(): string {
     return this.#path;
   }
