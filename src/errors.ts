@@ -393,7 +393,10 @@ export function grpcStatusOf(code: ErrorCode): number {
 }
 
 /**
- * Turns anything thrown into an {@linkcode InferenceError}, keeping an existing code.
+ * Turns anything thrown into an {@linkcode InferenceError}, keeping an existing code. A
+ * {@linkcode TritonValidationError} is INVALID_ARG: thrown while a request runs, it is
+ * DenoTriton's own check (a tensor helper such as `zip` in a model's code) refusing the
+ * request's values, which are the client's, not a failure of the server.
  *
  * @param error What was thrown.
  * @param code The code to use when `error` has none.
@@ -402,15 +405,21 @@ export function grpcStatusOf(code: ErrorCode): number {
  * @example
  * ```ts
  * import { toInferenceError } from "./errors.ts";
+ * import { TritonValidationError } from "../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const error = toInferenceError(new RangeError("division by zero"));
  * assert.equal(error.code, "INTERNAL");
  * assert.match(error.message, /division by zero/);
+ * const refused = toInferenceError(new TritonValidationError("Cannot zip tensors"));
+ * assert.equal(refused.code, "INVALID_ARG");
  * ```
  */
 export function toInferenceError(error: unknown, code: ErrorCode = "INTERNAL"): InferenceError {
   if (error instanceof InferenceError) return error;
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new InferenceError(message, { code, cause: error });
+  return new InferenceError(message, {
+    code: error instanceof TritonValidationError ? "INVALID_ARG" : code,
+    cause: error,
+  });
 }

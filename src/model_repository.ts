@@ -170,8 +170,8 @@ export class BoundModelRepository implements ModelRepository {
    *
    * @param name The model name.
    * @returns When every version is ready.
-   * @throws {InferenceError} Triton's INTERNAL `failed to load '<name>', failed to poll from
-   *   model repository` for a name not bound; the load's error otherwise.
+   * @throws {InferenceError} NOT_FOUND `failed to load '<name>', failed to poll from model
+   *   repository` (Triton's message) for a name not bound; the load's error otherwise.
    */
   load(name: string): Promise<void> {
     return this.exclusive(name, async () => {

@@ -162,7 +162,7 @@ for (const engine of ENGINES) {
     });
     await t.step("load", async () => {
       await expectEmpty(await post("/v2/repository/models/Add/load"), 200);
-      const unknown = await expectJson(await post("/v2/repository/models/Nope/load"), 500);
+      const unknown = await expectJson(await post("/v2/repository/models/Nope/load"), 404);
       assert.deepEqual(unknown, {
         error: "failed to load 'Nope', failed to poll from model repository",
       });

@@ -33,23 +33,23 @@ export interface ModelRepository {
 }
 
 /**
- * Triton's answer to a load of a model its repository does not hold.
+ * The answer to a load of a model the repository does not hold: Triton's message, as NOT_FOUND
+ * (HTTP 404). Triton answers INTERNAL (500), but the name is the client's: a 5xx would say the
+ * server failed.
  *
  * @param name The model name.
- * @returns INTERNAL `failed to load '<name>', failed to poll from model repository`.
+ * @returns NOT_FOUND `failed to load '<name>', failed to poll from model repository`.
  *
  * @example
  * ```ts
  * import { notInRepository } from "./repository.ts";
  * import assert from "node:assert/strict";
  *
- * assert.equal(notInRepository("m").code, "INTERNAL");
+ * assert.equal(notInRepository("m").code, "NOT_FOUND");
  * ```
  */
 export function notInRepository(name: string): InferenceError {
-  return InferenceError.internal(
-    `failed to load '${name}', failed to poll from model repository`,
-  );
+  return InferenceError.notFound(`failed to load '${name}', failed to poll from model repository`);
 }
 
 /**

@@ -40,7 +40,9 @@ export const LOG_SETTING_KINDS: Readonly<Record<keyof TritonLogSettings, LogSett
   log_format: "string",
 };
 
-const UINT32_MAX = 2 ** 32 - 1;
+// The wire's field is a uint32, but the Triton core takes the level as a C int: a level it
+// cannot hold is refused here, on both engines, before the logger or the core changes.
+const MAX_VERBOSE_LEVEL = 2 ** 31 - 1;
 
 /** The logger setting behind each on/off setting. */
 const SWITCHES = { log_info: "info", log_warning: "warning", log_error: "error" } as const;
@@ -94,6 +96,9 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
     const setting = name as keyof TritonLogSettings;
     switch (setting) {
       case "log_file":
+        if (typeof value !== "string") {
+          throw InferenceError.invalidArg(`Invalid '${name}': expected a string`);
+        }
         // Like Triton: a network peer must not choose where the server writes files.
         throw InferenceError.unsupported(
           "Cannot change 'log_file' over the network: set logFile in the server's TritonConfig",
@@ -108,10 +113,11 @@ function toChange(changes: Readonly<Record<string, unknown>>): LogSettingsChange
         break;
       case "log_verbose_level":
         if (
-          typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > UINT32_MAX
+          typeof value !== "number" || !Number.isInteger(value) || value < 0 ||
+          value > MAX_VERBOSE_LEVEL
         ) {
           throw InferenceError.invalidArg(
-            "Invalid 'log_verbose_level': expected a non-negative integer",
+            `Invalid 'log_verbose_level': expected an integer from 0 to ${MAX_VERBOSE_LEVEL}`,
           );
         }
         change.verbose = value;

@@ -14,6 +14,7 @@ import {
   InferenceError,
   TritonError,
   TritonUnrecoverableError,
+  TritonValidationError,
 } from "../errors.ts";
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { DType } from "../tensor/dtype.ts";
@@ -303,6 +304,8 @@ export function toWireError(error: unknown): WireError {
 export function fromWireError(wire: WireError): Error {
   if (wire.code !== undefined) return new InferenceError(wire.message, { code: wire.code });
   if (wire.name === "TritonUnrecoverableError") return new TritonUnrecoverableError(wire.message);
+  // Its class decides the request's status (toInferenceError): INVALID_ARG, not INTERNAL.
+  if (wire.name === "TritonValidationError") return new TritonValidationError(wire.message);
   const error = wire.name.startsWith("Triton")
     ? new TritonError(wire.message)
     : new Error(wire.message);

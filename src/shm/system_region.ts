@@ -88,12 +88,23 @@ function objectSize(libc: LibcLibrary, fd: number): number {
   return Number(libc.lseek(fd, 0n, SEEK_END));
 }
 
-function errnoText(libc: LibcLibrary): string {
+function errnoOf(libc: LibcLibrary): number {
   const at = libc.__errno_location();
-  const errno = at === null ? 0 : new Deno.UnsafePointerView(at).getInt32();
+  return at === null ? 0 : new Deno.UnsafePointerView(at).getInt32();
+}
+
+function errnoText(libc: LibcLibrary, errno = errnoOf(libc)): string {
   const text = libc.strerror(errno);
   return text === null ? `errno ${errno}` : Deno.UnsafePointerView.getCString(text);
 }
+
+/**
+ * The `shm_open` errors that a client's key causes (Linux numbers): no such object (ENOENT),
+ * one the server may not open (EACCES), a name that is no valid object name (EINVAL,
+ * ENAMETOOLONG), a link (ELOOP: links are not followed). Any other (EMFILE, ENFILE, ...) is the
+ * server's.
+ */
+const KEY_ERRNOS: ReadonlySet<number> = new Set([2, 13, 22, 36, 40]);
 
 /**
  * A mapped region. Create it with {@linkcode SystemRegion.open}; take views with
@@ -160,9 +171,9 @@ export class SystemRegion {
    *
    * @param spec Name, key, offset and size.
    * @returns The mapped region.
-   * @throws {InferenceError} (INVALID_ARG) For a bad key, or an offset and size beyond the
-   *   object; (INTERNAL) when the object cannot be opened or mapped; (UNSUPPORTED) without
-   *   `--allow-ffi`.
+   * @throws {InferenceError} (INVALID_ARG) For a bad key, a key naming no object the server may
+   *   open, or an offset and size beyond the object; (INTERNAL) when the server cannot open
+   *   (out of descriptors) or map it; (UNSUPPORTED) without `--allow-ffi`.
    */
   static open(spec: RegionSpec): SystemRegion {
     const { name, key, offset, byteSize } = spec;
@@ -190,8 +201,11 @@ export class SystemRegion {
     const path = new TextEncoder().encode(`/${key.startsWith("/") ? key.slice(1) : key}\0`);
     const fd = libc.shm_open(path, O_RDWR, 0o600);
     if (fd < 0) {
-      throw InferenceError.internal(
-        `Unable to open shared memory region: '${key}': ${errnoText(libc)}`,
+      const errno = errnoOf(libc);
+      // Triton answers INTERNAL; a key naming no object the server may open is the client's.
+      throw new InferenceError(
+        `Unable to open shared memory region: '${key}': ${errnoText(libc, errno)}`,
+        { code: KEY_ERRNOS.has(errno) ? "INVALID_ARG" : "INTERNAL" },
       );
     }
     try {

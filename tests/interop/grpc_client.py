@@ -160,7 +160,7 @@ def infer_errors(client):
     expect_error(lambda: client.infer("AddSub", [wrong]), "StatusCode.INVALID_ARGUMENT", "")
     expect_error(
         lambda: client.load_model("Missing"),
-        "StatusCode.INTERNAL",
+        "StatusCode.NOT_FOUND",
         "failed to load 'Missing', failed to poll from model repository",
     )
     # The server keeps serving after every error.

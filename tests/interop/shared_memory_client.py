@@ -191,7 +191,7 @@ def bad_inputs():
     shm.set_shared_memory_region(handle, [A])
     expect_error(
         lambda: client.register_system_shared_memory("nokey", key("never_created"), 16),
-        INTERNAL,
+        BAD,
         f"Unable to open shared memory region: '{key('never_created')}'",
     )
     expect_error(

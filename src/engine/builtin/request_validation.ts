@@ -10,6 +10,7 @@ import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { shapeSize } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
+import { refuseMissingInputs } from "../required_inputs.ts";
 
 /** What validation learned about a request. */
 export interface ValidatedRequest {
@@ -132,15 +133,7 @@ export function validateInferenceRequest(
     }
     keyParts.push(`${name}:${array.dtype}:${shape.slice(batching ? 1 : 0).join(",")}`);
   }
-  const missing = model.inputs.filter((spec) => !spec.optional && !request.inputs.has(spec.name));
-  if (missing.length > 0) {
-    throw invalid(
-      model,
-      `missing required input${missing.length > 1 ? "s" : ""} ${
-        missing.map((spec) => `'${spec.name}'`).join(", ")
-      }`,
-    );
-  }
+  refuseMissingInputs(model, (name) => request.inputs.has(name));
   let outputs: string[];
   if (request.outputs === undefined || request.outputs.length === 0) {
     outputs = model.outputs.map((spec) => spec.name);

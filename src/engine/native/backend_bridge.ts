@@ -26,6 +26,7 @@ import {
 } from "../../errors.ts";
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
+import { refuseMissingInputs } from "../required_inputs.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "./ffi.ts";
@@ -362,6 +363,8 @@ async function runBatch(
           locations[input.name] = { address: input.address, byteLength: input.size };
         }
       }
+      // The core counts the inputs of a model with optional ones, but not which came.
+      refuseMissingInputs(model, (name) => data[name] !== undefined);
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
       const { [STREAM_PARAMETER]: token, ...parameters } = entry.parameters;

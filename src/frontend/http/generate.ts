@@ -8,7 +8,8 @@
  * - A request key that names no input becomes a request parameter (`priority` and `timeout` set
  *   the request's fields, as on `/infer`); forwarded headers are added as string parameters.
  * - A response's keys are in code-unit order, like Triton's `std::map`.
- * - `/generate` needs exactly one response; `/generate_stream` also serves decoupled models.
+ * - `/generate` needs exactly one response (a second one ends the request with 400 at once);
+ *   `/generate_stream` also serves decoupled models.
  * - A failure before the first response answers a JSON error with its status; a failure after
  *   responses were streamed is one last event `data: {"error": "..."}`.
  * - A client that disconnects aborts the request's signal (the callable sees `request.signal`
@@ -318,10 +319,20 @@ export async function handleGenerate(
   const iterator = responsesOf(engine, request, model);
 
   if (!streaming) {
-    const responses: InferenceResponse[] = [];
-    for await (const response of iterator) responses.push(response);
-    if (responses.length !== 1) throw InferenceError.invalidArg(ONE_RESPONSE_MESSAGE);
-    return new Response(encodeGenerateResponse(responses[0]!), {
+    const only = await iterator.next();
+    if (only.done) throw InferenceError.invalidArg(ONE_RESPONSE_MESSAGE);
+    // A second response already answers 400: the model stops there, instead of the front end
+    // keeping every response of a model that may stream without end.
+    if (!(await iterator.next()).done) {
+      gone.abort(
+        InferenceError.cancelled(
+          `Request for model '${modelName}' was cancelled: generate takes exactly one response`,
+        ),
+      );
+      iterator.return().catch(() => {});
+      throw InferenceError.invalidArg(ONE_RESPONSE_MESSAGE);
+    }
+    return new Response(encodeGenerateResponse(only.value), {
       headers: { "content-type": "application/json" },
     });
   }
