@@ -153,7 +153,7 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
  * The HTTP front end's options (the facade adds its logger and access check).
  *
  * @param config The resolved config.
- * @returns Address, port, body limit, threads and header forwarding.
+ * @returns Address, port, body limit, threads, header forwarding, CORS and the docs page.
  *
  * @example
  * ```ts
@@ -162,7 +162,13 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(httpOptionsOf(resolveTritonConfig({ env: {} })), {
- *   hostname: "0.0.0.0", port: 8000, maxRequestBytes: 67108864, threads: 1,
+ *   hostname: "0.0.0.0", port: 8000, maxRequestBytes: 67108864, threads: 1, docs: true,
+ * });
+ * const cors = httpOptionsOf(resolveTritonConfig({
+ *   env: {}, config: { httpCorsOrigins: ["http://app.test:3000"] },
+ * })).cors;
+ * assert.deepEqual(cors, {
+ *   origins: ["http://app.test:3000"], allowCredentials: false, maxAge: 600,
  * });
  * ```
  */
@@ -174,7 +180,15 @@ export function httpOptionsOf(
     port: config.httpPort,
     maxRequestBytes: config.maxRequestBytes,
     threads: config.httpThreadCount,
+    docs: config.httpDocs,
   };
+  if (config.httpCorsOrigins.length > 0) {
+    options.cors = {
+      origins: config.httpCorsOrigins,
+      allowCredentials: config.httpCorsAllowCredentials,
+      maxAge: config.httpCorsMaxAge,
+    };
+  }
   if (config.httpHeaderForwardPattern !== undefined) {
     options.headerForwardPattern = config.httpHeaderForwardPattern;
   }

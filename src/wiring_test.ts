@@ -23,7 +23,7 @@ function fieldsRead(
   return seen;
 }
 
-// TLS on, so the TLS fields are read too (they matter only then).
+// TLS on, so the TLS fields are read too (they matter only then); CORS on for the same reason.
 const CONFIG = resolveTritonConfig({
   env: {},
   config: {
@@ -34,6 +34,7 @@ const CONFIG = resolveTritonConfig({
     logFile: "/tmp/x.log",
     httpHeaderForwardPattern: "^x-",
     grpcHeaderForwardPattern: "^x-",
+    httpCorsOrigins: ["http://app.test"],
   },
 });
 

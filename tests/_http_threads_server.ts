@@ -1,6 +1,7 @@
 /**
  * A server on three HTTP threads, for `http_threads_test.ts`: `deno run -A --unstable-net
- * tests/_http_threads_server.ts <engine>`. It restricts inference to the token `t0k3n`, logs
+ * tests/_http_threads_server.ts <engine>`. It restricts inference to the token `t0k3n`, allows
+ * calls from the origin `http://app.test:3000` (CORS), logs
  * every request (`logVerbose: 1`, to stderr), prints `{"url": ...}` once it serves, stops when
  * its stdin closes, and then prints `{"lent": n}`: how many results the main isolate still counts
  * as lent to the core (0 once every response was deleted and reported back).
@@ -25,6 +26,7 @@ const triton = new Triton({
     allowMetrics: false,
     httpThreadCount: 3,
     httpHeaderForwardPattern: HEADER_PATTERN,
+    httpCorsOrigins: ["http://app.test:3000"],
     logVerbose: 1,
   },
 });

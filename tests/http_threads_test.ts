@@ -17,6 +17,8 @@ import { ENGINES, spawnServer, watchdog } from "./_helpers.ts";
 const SERVER = new URL("./_http_threads_server.ts", import.meta.url).pathname;
 const UNSTABLE_NET = typeof (Deno as { listenDatagram?: unknown }).listenDatagram === "function";
 const TOKEN = { "triton-access-token": "t0k3n" };
+/** The origin `_http_threads_server.ts` allows. */
+const APP = "http://app.test:3000";
 
 Deno.test({
   name: "httpThreadCount above 1 without --unstable-net fails with one line naming the flag",
@@ -280,6 +282,37 @@ async function checkServer(url: string): Promise<void> {
     const missing = await send(`${url}/v3/nothing`);
     assert.equal(missing.status, 404);
     assert.deepEqual(await missing.json(), { error: "Not Found" });
+
+    // CORS (httpCorsOrigins): a preflight for inference, answered by the thread itself, and one
+    // for the metadata, which it forwards; answers from either carry the origin.
+    for (const path of ["/v2/models/AddSub/infer", "/v2/models/AddSub"]) {
+      const preflight = await send(`${url}${path}`, {
+        method: "OPTIONS",
+        headers: {
+          origin: APP,
+          "access-control-request-method": path.endsWith("infer") ? "POST" : "GET",
+          "access-control-request-headers": "content-type, triton-access-token",
+        },
+      });
+      assert.equal(preflight.status, 204, path);
+      assert.equal(preflight.headers.get("access-control-allow-origin"), APP);
+      assert.equal(
+        preflight.headers.get("access-control-allow-headers"),
+        "content-type, triton-access-token",
+      );
+    }
+    const crossOrigin = await send(infer, {
+      method: "POST",
+      headers: { ...TOKEN, origin: APP },
+      body: ADD_SUB,
+    });
+    assert.deepEqual(await crossOrigin.json(), ADD_SUB_REPLY);
+    assert.equal(crossOrigin.headers.get("access-control-allow-origin"), APP);
+    assert.equal(crossOrigin.headers.get("vary"), "Origin");
+    const forwarded = await send(`${url}/v2/models/AddSub`, { headers: { origin: APP } });
+    await forwarded.body?.cancel();
+    assert.equal(forwarded.headers.get("access-control-allow-origin"), APP);
+    assert.equal(forwarded.headers.get("vary"), "Origin");
   }
 }
 

@@ -155,6 +155,13 @@ Deno.test("a user project: import, serve with the README's flags, one line per m
       await using _ = server;
       const urls = await ready(server);
       assert.deepEqual(await double(urls.http, [1, 2]), [2, 4]);
+      // The docs page's files come with the npm package as text imports: no more flags.
+      const bundle = await fetch(`${urls.http}/docs/swagger-ui-bundle.js`);
+      assert.equal(bundle.status, 200);
+      assert.ok((await bundle.text()).includes("SwaggerUIBundle"));
+      const described = await fetch(`${urls.http}/v2/openapi.json`);
+      assert.equal(described.status, 200);
+      assert.ok((await described.json()).paths["/v2/models/Double/infer"] !== undefined);
       if (urls.grpc) assert.deepEqual(await double(urls.grpc, [3]), [6]);
       if (urls.metrics) {
         const response = await fetch(`${urls.metrics}/metrics`);

@@ -10,7 +10,7 @@
  * {@linkcode TRITON_CONFIG_FIELD_USES} says which part of the server reads each field, or why a
  * field accepts only its default.
  *
- * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 38 fields (what
+ * Over 500 lines for a reason: {@linkcode TritonConfig} documents each of its 42 fields (what
  * each engine does with it, and what it refuses), which is half of this file.
  *
  * @module
@@ -270,6 +270,42 @@ export interface TritonConfig {
    */
   httpThreadCount?: number;
   /**
+   * Origins whose pages may call the HTTP front end from a browser (CORS): exact origins such as
+   * `https://app.example:8443` (scheme, host and port, no path), or `"*"` for any. Empty, the
+   * front end answers no preflight and adds no CORS header, as `tritonserver` does. A
+   * preflight from an allowed origin is answered 204 with the method asked for, the headers
+   * asked for (`Content-Type`, `Content-Encoding`, `Inference-Header-Content-Length`,
+   * `triton-access-token`, and headers `httpHeaderForwardPattern` forwards) and
+   * `httpCorsMaxAge`; answers expose `Inference-Header-Content-Length`. In an environment
+   * variable, the origins are comma-separated. Both engines.
+   *
+   * @default {[]}
+   */
+  httpCorsOrigins?: readonly string[];
+  /**
+   * Let allowed origins send credentials (cookies, HTTP authentication) with their calls
+   * (`Access-Control-Allow-Credentials: true`). Needs exact origins in `httpCorsOrigins`, not
+   * `"*"`. The access token travels in a header, which needs no credentials.
+   *
+   * @default {false}
+   */
+  httpCorsAllowCredentials?: boolean;
+  /**
+   * How long a browser may keep the answer to a CORS preflight, in seconds
+   * (`Access-Control-Max-Age`; browsers cap it, Chromium at 7200).
+   *
+   * @default {600}
+   */
+  httpCorsMaxAge?: number;
+  /**
+   * Serve the docs page at `/docs`: Swagger UI over the server's OpenAPI document
+   * (`/v2/openapi.json`, which is served either way), with "Try it out" against this server.
+   * Its files come with the `swagger-ui-dist` npm package and need no permission. Both engines.
+   *
+   * @default {true}
+   */
+  httpDocs?: boolean;
+  /**
    * Largest gRPC message received or sent, in bytes.
    *
    * @default {67108864}
@@ -408,6 +444,10 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     traceConfig: { accepts: [], refused: "DenoTriton does not trace requests" },
     maxRequestBytes: { consumers: ["http"] },
     httpThreadCount: { consumers: ["http"] },
+    httpCorsOrigins: { consumers: ["http"] },
+    httpCorsAllowCredentials: { consumers: ["http"] },
+    httpCorsMaxAge: { consumers: ["http"] },
+    httpDocs: { consumers: ["http"] },
     grpcMaxMessageBytes: { consumers: ["grpc"] },
     grpcInferResponseCompressionLevel: {
       accepts: "none",
@@ -614,6 +654,18 @@ export function resolveTritonConfig(
     }
   }
 
+  if (
+    get("httpCorsAllowCredentials") === true && (get("httpCorsOrigins") ?? []).includes("*")
+  ) {
+    throw new TritonValidationError(
+      `Invalid TritonConfig: httpCorsAllowCredentials (from ${
+        sourceOf("httpCorsAllowCredentials")
+      }) needs exact origins in httpCorsOrigins (from ${
+        sourceOf("httpCorsOrigins")
+      }), not "*": browsers refuse credentialed answers to "*"`,
+    );
+  }
+
   for (const name of FIELD_NAMES) {
     const use: TritonConfigFieldUse = TRITON_CONFIG_FIELD_USES[name];
     const entry = merged.get(name);
@@ -633,6 +685,7 @@ export function resolveTritonConfig(
     metricsAddress: get("metricsAddress") ?? get("httpAddress") ?? DEFAULTS.httpAddress,
     metricsConfig: Object.freeze([...(get("metricsConfig") ?? [])]),
     traceConfig: Object.freeze([...(get("traceConfig") ?? [])]),
+    httpCorsOrigins: Object.freeze([...(get("httpCorsOrigins") ?? [])]),
     cacheConfig: Object.freeze(cache.cacheConfig),
     responseCacheByteSize: cache.responseCacheByteSize,
   };

@@ -57,6 +57,30 @@ const metricsSettings = field(
   "a list of strings",
 );
 
+// An origin as browsers send it: scheme://host[:port], nothing after.
+const origins = field(
+  "settings",
+  z.array(
+    z.string().superRefine((origin, context) => {
+      if (origin === "*") return;
+      let serialized: string | undefined;
+      try {
+        serialized = new URL(origin).origin;
+      } catch {
+        serialized = undefined;
+      }
+      if (serialized !== origin) {
+        context.addIssue({
+          code: "custom",
+          message:
+            `not an origin: expected "*" or scheme://host[:port], without a path or a final slash`,
+        });
+      }
+    }),
+  ),
+  "a list of origins",
+);
+
 const FIELDS = {
   id: nonEmptyString,
   modelRepository: nonEmptyString,
@@ -96,6 +120,10 @@ const FIELDS = {
   traceConfig: settings,
   maxRequestBytes: positive,
   httpThreadCount: positive,
+  httpCorsOrigins: origins,
+  httpCorsAllowCredentials: flag,
+  httpCorsMaxAge: nonNegative,
+  httpDocs: flag,
   grpcMaxMessageBytes: field(
     "integer",
     z.int().min(1).max(2 ** 31 - 1),
@@ -163,6 +191,10 @@ export const DEFAULTS: Defaults = {
   traceConfig: [],
   maxRequestBytes: MIB_64,
   httpThreadCount: 1,
+  httpCorsOrigins: [],
+  httpCorsAllowCredentials: false,
+  httpCorsMaxAge: 600,
+  httpDocs: true,
   grpcMaxMessageBytes: MIB_64,
   grpcInferResponseCompressionLevel: "none",
   grpcKeepaliveTime: 7_200_000,

@@ -1,12 +1,15 @@
 /**
  * A tiny route table for the KServe v2 paths: each route has a method, an anchored path pattern
- * with named groups, and the endpoint group it belongs to (the unit Triton's restricted-API
- * settings and access tokens work on).
+ * with named groups (written as a path template, which the OpenAPI document expands, or as a
+ * pattern), the endpoint group it belongs to (the unit Triton's restricted-API settings and
+ * access tokens work on), and its description for the OpenAPI document.
  *
  * @module
  */
 
 import { type EndpointGroup, VALID_ENDPOINTS } from "../../config/security_config.ts";
+import { compilePathTemplate } from "./path_template.ts";
+import type { RouteDoc } from "./route_doc.ts";
 
 export type { EndpointGroup };
 
@@ -22,10 +25,17 @@ export interface Route<H> {
   readonly method: Method;
   /** An anchored pattern over the URL path; named groups become parameters. */
   readonly pattern: RegExp;
-  /** The endpoint group, for access control. */
-  readonly group: EndpointGroup;
+  /** The path template the pattern was compiled from (`path_template.ts`), if any. */
+  readonly template: string | undefined;
+  /**
+   * The endpoint group, for access control; `undefined` for a route no access check applies to
+   * (the docs page's static files).
+   */
+  readonly group: EndpointGroup | undefined;
   /** What runs it. */
   readonly handler: H;
+  /** Its description in the OpenAPI document (a route with a template can carry one). */
+  readonly doc: RouteDoc | undefined;
 }
 
 /** The outcome of {@linkcode Router.match}. */
@@ -74,15 +84,44 @@ export class Router<H> {
    * Adds a route.
    *
    * @param method The method.
-   * @param pattern An anchored pattern (`^...$`) with named groups.
-   * @param group The endpoint group.
+   * @param path A path template (`/v2/models/{model}[/versions/{version}]`), or an anchored
+   *   pattern (`^...$`) with named groups.
+   * @param group The endpoint group; `undefined` for a route no access check applies to.
    * @param handler The handler.
+   * @param doc Its description for the OpenAPI document (only a template's path can be
+   *   described).
    * @returns This router.
+   * @throws {Error} For a description of a route given as a pattern, or a bad template.
    */
-  add(method: Method, pattern: RegExp, group: EndpointGroup, handler: H): this {
-    this.#routes.push({ method, pattern, group, handler });
+  add(
+    method: Method,
+    path: string | RegExp,
+    group: EndpointGroup | undefined,
+    handler: H,
+    doc?: RouteDoc,
+  ): this {
+    const template = typeof path === "string" ? path : undefined;
+    if (doc !== undefined && template === undefined) {
+      throw new Error(`Cannot describe the route ${method} ${path}: give its path as a template`);
+    }
+    const pattern = template === undefined ? path as RegExp : compilePathTemplate(template);
+    this.#routes.push({ method, pattern, template, group, handler, doc });
     this.#cache.clear();
     return this;
+  }
+
+  /**
+   * The methods the routes serve at a path (what a CORS preflight may ask for).
+   *
+   * @param path The URL path, still percent-encoded.
+   * @returns The methods, in route order; empty when no route matches the path.
+   */
+  methodsAt(path: string): Method[] {
+    const methods: Method[] = [];
+    for (const route of this.#routes) {
+      if (route.pattern.test(path) && !methods.includes(route.method)) methods.push(route.method);
+    }
+    return methods;
   }
 
   /**

@@ -31,16 +31,9 @@ Deno.test("buildRoutes() maps every KServe v2 path to its endpoint group", () =>
     ["GET", "/v2/models/m/versions/2/stats", "statistics", { model: "m", version: "2" }],
     ["POST", "/v2/repository/index", "model-repository", {}],
     ["POST", "/v2/repository/r/index", "model-repository", { repo: "r" }],
-    ["POST", "/v2/repository/models/m/load", "model-repository", { model: "m", action: "load" }],
-    ["POST", "/v2/repository/models/m/unload", "model-repository", {
-      model: "m",
-      action: "unload",
-    }],
-    ["POST", "/v2/repository/r/models/m/load", "model-repository", {
-      repo: "r",
-      model: "m",
-      action: "load",
-    }],
+    ["POST", "/v2/repository/models/m/load", "model-repository", { model: "m" }],
+    ["POST", "/v2/repository/models/m/unload", "model-repository", { model: "m" }],
+    ["POST", "/v2/repository/r/models/m/load", "model-repository", { repo: "r", model: "m" }],
     ["GET", "/v2/systemsharedmemory/status", "shared-memory", {}],
     ["POST", "/v2/cudasharedmemory/region/r/register", "shared-memory", { region: "r" }],
     ["GET", "/v2/trace/setting", "trace", {}],
@@ -54,7 +47,7 @@ Deno.test("buildRoutes() maps every KServe v2 path to its endpoint group", () =>
     assert.equal(found.route.group, group, path);
     assert.deepEqual(found.params, params, path);
   }
-  for (const route of router.routes) assert.ok(ENDPOINT_GROUPS.includes(route.group));
+  for (const route of router.routes) assert.ok(ENDPOINT_GROUPS.includes(route.group!));
 });
 
 Deno.test("buildRoutes() gives not-found and method-not-allowed", () => {

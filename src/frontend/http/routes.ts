@@ -40,6 +40,26 @@ import { handleGenerate } from "./generate.ts";
 import { Router } from "./router.ts";
 import { addOpenAIRoutes } from "../openai/routes.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import {
+  BODY_ERRORS,
+  errorResponses,
+  type HeaderDoc,
+  jsonContent,
+  type JsonSchema,
+  MODEL_ERRORS,
+  type ResponseDoc,
+  type RouteDoc,
+  schemaRef,
+} from "./route_doc.ts";
+import {
+  BINARY_BODY,
+  modelGenerateExample,
+  modelGenerateRequestSchema,
+  modelGenerateResponseSchema,
+  modelInferExample,
+  modelInferRequestSchema,
+  modelInferResponseSchema,
+} from "./openapi_schemas.ts";
 
 /** What a route handler receives. */
 export interface RouteContext {
@@ -68,9 +88,8 @@ export interface RouteSettings {
   readonly sharedMemory?: SharedMemoryRegistry;
 }
 
-/** The path of a model's endpoints, with its optional version (named groups `model`, `version`). */
-export const MODEL_PATH = String.raw`/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
-const REPO_ACTION = String.raw`(?<action>load|unload)`;
+/** The path template of a model's endpoints, with its optional version. */
+export const MODEL_PATH = "/v2/models/{model}[/versions/{version}]";
 
 function empty(status: number): Response {
   return new Response(null, { status });
@@ -251,10 +270,11 @@ async function repositoryAction(
   repository: ModelRepository,
   settings: RouteSettings,
   context: RouteContext,
+  action: "load" | "unload",
 ): Promise<Response> {
   const model = context.params["model"]!;
   const body = await readJsonBody(context.request, settings);
-  if (context.params["action"] === "unload") {
+  if (action === "unload") {
     await repository.unload(model);
     return empty(200);
   }
@@ -278,9 +298,29 @@ function traceSettings(): Record<string, unknown> {
   };
 }
 
+/** Triton's trace settings, each a string (`trace_level` a list of strings), or null. */
+const TRACE_SETTINGS = new Set(Object.keys(traceSettings()));
+
 async function traceSetting(settings: RouteSettings, context: RouteContext): Promise<Response> {
   if (context.request.method === "POST") {
     const body = await readJsonBody(context.request, settings) ?? {};
+    // A malformed request is the client's (400) before an unsupported one is ours (501).
+    for (const [key, value] of Object.entries(body)) {
+      if (!TRACE_SETTINGS.has(key)) {
+        throw InferenceError.invalidArg(
+          `Unknown trace setting '${key}': expected one of ${[...TRACE_SETTINGS].join(", ")}`,
+        );
+      }
+      const valid = value === null ||
+        (key === "trace_level"
+          ? Array.isArray(value) && value.every((entry) => typeof entry === "string")
+          : typeof value === "string");
+      if (!valid) {
+        throw InferenceError.invalidArg(
+          `Invalid '${key}': expected ${key === "trace_level" ? "a list of strings" : "a string"}`,
+        );
+      }
+    }
     const level = body["trace_level"];
     const off = level === undefined || level === null ||
       (Array.isArray(level) && level.every((entry) => entry === "OFF"));
@@ -340,6 +380,184 @@ async function registerSystemRegion(
   return empty(200);
 }
 
+const INFER_ERRORS = errorResponses({
+  ...BODY_ERRORS,
+  ...MODEL_ERRORS,
+  400: "The request is not valid for the model (names, datatypes, shapes, data, parameters)",
+  501: "The model is decoupled (use generate_stream or gRPC), or an unsupported Content-Encoding",
+  503: "The model was unloaded or is not ready, or its queue is full or timed out",
+});
+
+const HEADER_LENGTH_DOC: HeaderDoc = {
+  description:
+    "Binary data extension: the JSON's length in bytes; the tensors' bytes follow it. 0: the whole body is the model's only input, as raw bytes.",
+  schema: { type: "integer", minimum: 0 },
+};
+
+const BINARY_RESPONSE: ResponseDoc = {
+  description: "Outputs asked for as binary data follow the JSON",
+  content: {
+    "application/octet-stream": {
+      schema: {
+        type: "string",
+        format: "binary",
+        description:
+          "The JSON response (its length in `Inference-Header-Content-Length`), then the bytes of each output asked for as binary data, in the order of the JSON's outputs.",
+      },
+    },
+  },
+  headers: {
+    [HEADER_LENGTH_HEADER]: {
+      description: "With binary outputs: the JSON's length in bytes; their bytes follow it.",
+      schema: { type: "integer", minimum: 0 },
+    },
+  },
+};
+
+function inferResponses(json: JsonSchema): Record<string, ResponseDoc> {
+  return {
+    200: {
+      description:
+        "The outputs: JSON, or with binary data (`application/octet-stream`, the JSON's length in `Inference-Header-Content-Length`) when asked for",
+      content: { ...jsonContent(json), ...BINARY_RESPONSE.content },
+      headers: BINARY_RESPONSE.headers!,
+    },
+    ...INFER_ERRORS,
+  };
+}
+
+const INFER_DOC: RouteDoc = {
+  operationId: "modelInfer",
+  summary: "Run an inference",
+  description:
+    "KServe v2 inference, with Triton's binary data extension: JSON tensors, or tensors as bytes after the JSON. A model the server serves has its own path below, with its inputs and outputs.",
+  headers: { [HEADER_LENGTH_HEADER]: HEADER_LENGTH_DOC },
+  requestBody: {
+    required: true,
+    content: {
+      ...jsonContent(schemaRef("InferenceRequest")),
+      "application/octet-stream": { schema: BINARY_BODY },
+    },
+  },
+  responses: inferResponses(schemaRef("InferenceResponse")),
+  forModel: (model) => {
+    if (model.decoupled) return undefined;
+    const example = modelInferExample(model);
+    return {
+      requestBody: {
+        required: true,
+        content: {
+          ...jsonContent(modelInferRequestSchema(model), example),
+          "application/octet-stream": { schema: BINARY_BODY },
+        },
+      },
+      responses: inferResponses(modelInferResponseSchema(model)),
+    };
+  },
+};
+
+const GENERATE_ERRORS = errorResponses({
+  ...BODY_ERRORS,
+  ...MODEL_ERRORS,
+  400:
+    "The request is not valid for the model, or (generate) the model did not answer exactly one response",
+  503: "The model was unloaded or is not ready, or its queue is full or timed out",
+});
+
+const GENERATE_DOC: RouteDoc = {
+  operationId: "modelGenerate",
+  summary: "Generate: one JSON object in, one out (Triton's generate extension)",
+  requestBody: { content: jsonContent(schemaRef("GenerateRequest")) },
+  responses: {
+    200: { description: "The response", content: jsonContent(schemaRef("GenerateResponse")) },
+    ...GENERATE_ERRORS,
+  },
+  forModel: (model) => ({
+    requestBody: {
+      content: jsonContent(modelGenerateRequestSchema(model), modelGenerateExample(model)),
+    },
+    responses: {
+      200: {
+        description: "The response",
+        content: jsonContent(modelGenerateResponseSchema(model)),
+      },
+    },
+  }),
+};
+
+/** The Server-Sent Events of generate_stream: OpenAPI 3.1's schema of one event. */
+function eventStream(response: JsonSchema): ResponseDoc {
+  return {
+    description:
+      'Server-Sent Events: one `data: <generate response>` event per response; a failure after the first is a last `data: {"error": "..."}`',
+    content: {
+      "text/event-stream": {
+        schema: {
+          type: "object",
+          required: ["data"],
+          properties: {
+            event: { type: "string" },
+            data: {
+              type: "string",
+              contentMediaType: "application/json",
+              contentSchema: { anyOf: [response, schemaRef("Error")] },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+const GENERATE_STREAM_DOC: RouteDoc = {
+  operationId: "modelGenerateStream",
+  summary: "Generate, streamed: every response of the model as a Server-Sent Event",
+  requestBody: { content: jsonContent(schemaRef("GenerateRequest")) },
+  responses: { 200: eventStream(schemaRef("GenerateResponse")), ...GENERATE_ERRORS },
+  forModel: (model) => ({
+    requestBody: {
+      content: jsonContent(modelGenerateRequestSchema(model), modelGenerateExample(model)),
+    },
+    responses: { 200: eventStream(modelGenerateResponseSchema(model)) },
+  }),
+};
+
+function traceDoc(operationId: string, summary: string, change = false): RouteDoc {
+  const settings = {
+    description: "The settings",
+    content: jsonContent(schemaRef("TraceSettings")),
+  };
+  return change
+    ? {
+      operationId,
+      summary,
+      requestBody: { content: jsonContent(schemaRef("TraceSettingsRequest")) },
+      responses: {
+        200: settings,
+        ...errorResponses({ ...BODY_ERRORS, 501: "Any level but OFF: this server does not trace" }),
+      },
+    }
+    : { operationId, summary, responses: { 200: settings } };
+}
+
+function systemStatusDoc(
+  operationId: string,
+  summary: string,
+  errors: Readonly<Record<number, string>> = {},
+): RouteDoc {
+  return {
+    operationId,
+    summary,
+    responses: {
+      200: {
+        description: "The regions",
+        content: jsonContent(schemaRef("SystemSharedMemoryStatus")),
+      },
+      ...errorResponses(errors),
+    },
+  };
+}
+
 /**
  * Builds the route table of the KServe v2 HTTP API over an engine.
  *
@@ -367,47 +585,80 @@ async function registerSystemRegion(
  */
 export function buildRoutes(engine: Engine, settings: RouteSettings): Router<RouteHandler> {
   const router = new Router<RouteHandler>();
-  const route = (path: string): RegExp => new RegExp(`^${path}$`);
   const repository = settings.repository ?? engineRepository(engine);
+  const model = MODEL_PATH;
 
   router
     .add(
       "GET",
-      route("/v2/health/live"),
+      "/v2/health/live",
       "health",
       () => Promise.resolve(empty(engine.isLive() ? 200 : 400)),
+      {
+        operationId: "serverLive",
+        summary: "Whether the server is live",
+        responses: { 200: { description: "Live" }, 400: { description: "Not live" } },
+      },
     )
     .add(
       "GET",
-      route("/v2/health/ready"),
+      "/v2/health/ready",
       "health",
       () => Promise.resolve(empty(engine.isReady() ? 200 : 400)),
+      {
+        operationId: "serverReady",
+        summary: "Whether the server is ready",
+        description: "With `strictReadiness` (the default), only when every model is ready too.",
+        responses: { 200: { description: "Ready" }, 400: { description: "Not ready" } },
+      },
     )
     .add(
       "GET",
-      route("/v2"),
+      "/v2",
       "metadata",
       () =>
         Promise.resolve(
           jsonResponse(withSharedMemoryExtension(engine.serverMetadata(), settings.sharedMemory)),
         ),
+      {
+        operationId: "serverMetadata",
+        summary: "The server's name, version and protocol extensions",
+        responses: {
+          200: { description: "The metadata", content: jsonContent(schemaRef("ServerMetadata")) },
+        },
+      },
     )
     .add(
       "GET",
-      route("/v2/models/stats"),
+      "/v2/models/stats",
       "statistics",
       () => Promise.resolve(jsonResponse(engine.modelStatistics())),
+      {
+        operationId: "modelsStatistics",
+        summary: "Statistics of every model",
+        responses: {
+          200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
+        },
+      },
     )
     .add(
       "GET",
-      route(MODEL_PATH),
+      model,
       "metadata",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelMetadata(params["model"]!, versionOf(params)))),
+      {
+        operationId: "modelMetadata",
+        summary: "A model's inputs and outputs",
+        responses: {
+          200: { description: "The metadata", content: jsonContent(schemaRef("ModelMetadata")) },
+          ...errorResponses(MODEL_ERRORS),
+        },
+      },
     )
     .add(
       "GET",
-      route(`${MODEL_PATH}/ready`),
+      `${model}/ready`,
       "health",
       ({ params }) =>
         Promise.resolve(
@@ -415,60 +666,113 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
             ? empty(200)
             : errorResponse(400, "Model version not ready"),
         ),
+      {
+        operationId: "modelReady",
+        summary: "Whether a model is ready",
+        responses: {
+          200: { description: "Ready" },
+          ...errorResponses({ 400: "Not ready, or unknown" }),
+        },
+      },
     )
     .add(
       "GET",
-      route(`${MODEL_PATH}/config`),
+      `${model}/config`,
       "model-config",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelConfig(params["model"]!, versionOf(params)))),
+      {
+        operationId: "modelConfig",
+        summary: "A model's configuration, in Triton's model-config JSON",
+        responses: {
+          200: { description: "The configuration", content: jsonContent(schemaRef("ModelConfig")) },
+          ...errorResponses(MODEL_ERRORS),
+        },
+      },
     )
     .add(
       "POST",
-      route(`${MODEL_PATH}/infer`),
+      `${model}/infer`,
       "inference",
       (context) => infer(engine, settings, context),
+      INFER_DOC,
     )
     .add(
       "POST",
-      route(`${MODEL_PATH}/generate`),
+      `${model}/generate`,
       "inference",
       (context) => handleGenerate(engine, settings, context, false),
+      GENERATE_DOC,
     )
     .add(
       "POST",
-      route(`${MODEL_PATH}/generate_stream`),
+      `${model}/generate_stream`,
       "inference",
       (context) => handleGenerate(engine, settings, context, true),
+      GENERATE_STREAM_DOC,
     )
     .add(
       "GET",
-      route(`${MODEL_PATH}/stats`),
+      `${model}/stats`,
       "statistics",
       ({ params }) =>
         Promise.resolve(jsonResponse(engine.modelStatistics(params["model"]!, versionOf(params)))),
+      {
+        operationId: "modelStatistics",
+        summary: "A model's statistics",
+        responses: {
+          200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
+          ...errorResponses({
+            ...MODEL_ERRORS,
+            400: "The model or version is not available (Triton's answer for statistics)",
+          }),
+        },
+      },
     )
     .add(
       "GET",
-      route(`${MODEL_PATH}/trace/setting`),
+      `${model}/trace/setting`,
       "trace",
       (context) => traceSetting(settings, context),
+      traceDoc("modelTraceSettings", "A model's trace settings (tracing is off)"),
     )
     .add(
       "POST",
-      route(`${MODEL_PATH}/trace/setting`),
+      `${model}/trace/setting`,
       "trace",
       (context) => traceSetting(settings, context),
+      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true),
     )
-    .add("GET", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
-    .add("POST", route("/v2/trace/setting"), "trace", (context) => traceSetting(settings, context))
-    .add("GET", route("/v2/logging"), "logging", (context) => logging(settings, context))
+    .add(
+      "GET",
+      "/v2/trace/setting",
+      "trace",
+      (context) => traceSetting(settings, context),
+      traceDoc("traceSettings", "The trace settings (tracing is off)"),
+    )
     .add(
       "POST",
-      route("/v2/logging"),
-      "logging",
-      (context) => logging(settings, context),
-    );
+      "/v2/trace/setting",
+      "trace",
+      (context) => traceSetting(settings, context),
+      traceDoc("updateTraceSettings", "Change the trace settings", true),
+    )
+    .add("GET", "/v2/logging", "logging", (context) => logging(settings, context), {
+      operationId: "logSettings",
+      summary: "The log settings",
+      responses: {
+        200: { description: "The settings", content: jsonContent(schemaRef("LogSettings")) },
+      },
+    })
+    .add("POST", "/v2/logging", "logging", (context) => logging(settings, context), {
+      operationId: "updateLogSettings",
+      summary: "Change the log settings",
+      requestBody: { content: jsonContent(schemaRef("LogSettingsRequest")) },
+      responses: {
+        200: { description: "The settings now", content: jsonContent(schemaRef("LogSettings")) },
+        ...errorResponses({ ...BODY_ERRORS, 501: "The request changes `log_file`" }),
+      },
+    });
 
   const index = async ({ request }: RouteContext): Promise<Response> => {
     const body = await readJsonBody(request, settings);
@@ -478,103 +782,221 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     }
     return jsonResponse(repository.index(ready));
   };
-  router
-    .add("POST", route("/v2/repository/index"), "model-repository", index)
-    .add(
+  const indexDoc = (operationId: string): RouteDoc => ({
+    operationId,
+    summary: "The models of the repository and their state",
+    requestBody: { content: jsonContent(schemaRef("RepositoryIndexRequest")) },
+    responses: {
+      200: { description: "The models", content: jsonContent(schemaRef("RepositoryIndex")) },
+      ...errorResponses(BODY_ERRORS),
+    },
+  });
+  router.add(
+    "POST",
+    "/v2/repository/index",
+    "model-repository",
+    index,
+    indexDoc("repositoryIndex"),
+  );
+  for (const action of ["load", "unload"] as const) {
+    router.add(
       "POST",
-      route(`/v2/repository/models/(?<model>[^/]+)/${REPO_ACTION}`),
+      `/v2/repository/models/{model}/${action}`,
       "model-repository",
-      (context) => repositoryAction(repository, settings, context),
-    )
-    // Triton ignores a repository name on the index, and refuses it on load/unload.
-    .add("POST", route("/v2/repository/(?<repo>[^/]+)/index"), "model-repository", index)
-    .add(
-      "POST",
-      route(`/v2/repository/(?<repo>[^/]+)/models/(?<model>[^/]+)/${REPO_ACTION}`),
-      "model-repository",
-      () => {
-        throw InferenceError.unsupported(
-          "'repository_name' specification is not supported",
-        );
+      (context) => repositoryAction(repository, settings, context, action),
+      {
+        operationId: `repositoryModel${action === "load" ? "Load" : "Unload"}`,
+        summary: action === "load"
+          ? "Load a bound model that was unloaded"
+          : "Unload a model; it stays bound, so a load serves it again",
+        requestBody: { content: jsonContent(schemaRef("RepositoryLoadRequest")) },
+        responses: {
+          200: { description: action === "load" ? "Loaded" : "Unloaded" },
+          ...errorResponses({
+            ...BODY_ERRORS,
+            404: "No model of that name is bound",
+            501: "A load with a new configuration or files, or an unsupported Content-Encoding",
+            503: "The server is not running",
+          }),
+        },
       },
     );
+  }
+  // Triton ignores a repository name on the index, and refuses it on load/unload.
+  router.add(
+    "POST",
+    "/v2/repository/{repo}/index",
+    "model-repository",
+    index,
+    indexDoc("namedRepositoryIndex"),
+  );
+  for (const action of ["load", "unload"] as const) {
+    router.add(
+      "POST",
+      `/v2/repository/{repo}/models/{model}/${action}`,
+      "model-repository",
+      () => {
+        throw InferenceError.unsupported("'repository_name' specification is not supported");
+      },
+      {
+        operationId: `namedRepositoryModel${action === "load" ? "Load" : "Unload"}`,
+        summary: `Not supported: ${action} in a named repository`,
+        responses: errorResponses({ 501: "Always: the server has one repository" }),
+      },
+    );
+  }
 
   const registry = settings.sharedMemory;
   if (registry !== undefined) {
     router
       .add(
         "GET",
-        route("/v2/systemsharedmemory/status"),
+        "/v2/systemsharedmemory/status",
         "shared-memory",
         () => Promise.resolve(jsonResponse(registry.status())),
+        systemStatusDoc("systemSharedMemoryStatus", "Every registered system shared-memory region"),
       )
       .add(
         "GET",
-        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/status"),
+        "/v2/systemsharedmemory/region/{region}/status",
         "shared-memory",
         ({ params }) => Promise.resolve(jsonResponse(registry.status(params["region"]!))),
+        systemStatusDoc("systemSharedMemoryRegionStatus", "One system shared-memory region", {
+          404: "No region of that name is registered",
+        }),
       )
       .add(
         "POST",
-        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/register"),
+        "/v2/systemsharedmemory/region/{region}/register",
         "shared-memory",
         (context) => registerSystemRegion(registry, settings, context),
+        {
+          operationId: "systemSharedMemoryRegister",
+          summary: "Register a system shared-memory region (`shm_open` key, offset, size)",
+          requestBody: {
+            required: true,
+            content: jsonContent(schemaRef("SystemSharedMemoryRegisterRequest")),
+          },
+          responses: {
+            200: { description: "Registered" },
+            ...errorResponses({
+              ...BODY_ERRORS,
+              501:
+                "The server may not map shared memory (no --allow-ffi), or an unsupported Content-Encoding",
+            }),
+          },
+        },
       )
-      .add("POST", route("/v2/systemsharedmemory/unregister"), "shared-memory", () => {
-        registry.unregister();
-        return Promise.resolve(empty(200));
-      })
       .add(
         "POST",
-        route("/v2/systemsharedmemory/region/(?<region>[^/]+)/unregister"),
+        "/v2/systemsharedmemory/unregister",
+        "shared-memory",
+        () => {
+          registry.unregister();
+          return Promise.resolve(empty(200));
+        },
+        {
+          operationId: "systemSharedMemoryUnregisterAll",
+          summary: "Unregister every system shared-memory region",
+          responses: { 200: { description: "Unregistered" } },
+        },
+      )
+      .add(
+        "POST",
+        "/v2/systemsharedmemory/region/{region}/unregister",
         "shared-memory",
         ({ params }) => {
           registry.unregister(params["region"]!);
           return Promise.resolve(empty(200));
+        },
+        {
+          operationId: "systemSharedMemoryUnregister",
+          summary: "Unregister one system shared-memory region",
+          responses: {
+            200: { description: "Unregistered (also when no region had that name)" },
+          },
         },
       );
   }
   // The OpenAI-compatible API (/v1/...), for the models bound with `openai`.
   addOpenAIRoutes(router, engine, settings);
   const unsupported = registry === undefined
-    ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]]
-    : [["cudasharedmemory", "CUDA"]];
+    ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]] as const
+    : [["cudasharedmemory", "CUDA"]] as const;
   for (const [prefix, kind] of unsupported) {
+    const id = `${kind === "CUDA" ? "cuda" : "system"}SharedMemory`;
+    const statusSchema = kind === "CUDA" ? "CudaSharedMemoryStatus" : "SystemSharedMemoryStatus";
     router
       .add(
         "GET",
-        route(`/v2/${prefix}/status`),
+        `/v2/${prefix}/status`,
         "shared-memory",
         () => Promise.resolve(jsonResponse([])),
+        {
+          operationId: `${id}Status`,
+          summary: `${kind} shared-memory regions: none, as this server cannot register them`,
+          responses: {
+            200: { description: "An empty list", content: jsonContent(schemaRef(statusSchema)) },
+          },
+        },
       )
       .add(
         "GET",
-        route(`/v2/${prefix}/region/(?<region>[^/]+)/status`),
+        `/v2/${prefix}/region/{region}/status`,
         "shared-memory",
         ({ params }) => {
           throw InferenceError.notFound(
-            `Unable to find ${kind!.toLowerCase()} shared memory region: '${params["region"]}'`,
+            `Unable to find ${kind.toLowerCase()} shared memory region: '${params["region"]}'`,
           );
+        },
+        {
+          operationId: `${id}RegionStatus`,
+          summary: `One ${kind} shared-memory region: never found`,
+          responses: errorResponses({ 404: "Always: no region can be registered" }),
         },
       )
       .add(
         "POST",
-        route(`/v2/${prefix}/region/(?<region>[^/]+)/register`),
+        `/v2/${prefix}/region/{region}/register`,
         "shared-memory",
-        () => sharedMemoryUnsupported(kind!),
+        () => sharedMemoryUnsupported(kind),
+        {
+          operationId: `${id}Register`,
+          summary: `Not supported: register a ${kind} shared-memory region`,
+          requestBody: {
+            content: jsonContent(
+              schemaRef(
+                kind === "CUDA"
+                  ? "CudaSharedMemoryRegisterRequest"
+                  : "SystemSharedMemoryRegisterRequest",
+              ),
+            ),
+          },
+          responses: errorResponses({ 501: "Always: send tensors in the request body" }),
+        },
       )
       // Nothing can be registered, so unregistering always succeeds.
       .add(
         "POST",
-        route(`/v2/${prefix}/unregister`),
+        `/v2/${prefix}/unregister`,
         "shared-memory",
         () => Promise.resolve(empty(200)),
+        {
+          operationId: `${id}UnregisterAll`,
+          summary: `Unregister every ${kind} shared-memory region (there are none)`,
+          responses: { 200: { description: "Unregistered" } },
+        },
       )
       .add(
         "POST",
-        route(`/v2/${prefix}/region/(?<region>[^/]+)/unregister`),
+        `/v2/${prefix}/region/{region}/unregister`,
         "shared-memory",
         () => Promise.resolve(empty(200)),
+        {
+          operationId: `${id}Unregister`,
+          summary: `Unregister one ${kind} shared-memory region (there are none)`,
+          responses: { 200: { description: "Unregistered" } },
+        },
       );
   }
   return router;

@@ -7,7 +7,7 @@
  */
 
 import type { Engine } from "../../engine/engine.ts";
-import type { ModelRepository } from "../../engine/repository.ts";
+import { engineRepository, type ModelRepository } from "../../engine/repository.ts";
 import { InferenceError, TritonPermissionError, TritonValidationError } from "../../errors.ts";
 import { HttpThreads } from "./threads.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
@@ -19,6 +19,8 @@ import type { EndpointGroup } from "./router.ts";
 import { buildRoutes, type RouteHandler, type RouteSettings, runHandler } from "./routes.ts";
 import type { Router } from "./router.ts";
 import { httpAccessCheck } from "./access.ts";
+import { Cors, type CorsSettings, resolveCorsSettings } from "./cors.ts";
+import { addDocRoutes } from "./docs_page.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
@@ -93,6 +95,19 @@ export interface HttpFrontendOptions {
    */
   security?: ResolvedSecurityConfig;
   /**
+   * Cross-origin calls from browsers: the origins allowed (exact, or `*`), whether credentials
+   * are, and how long a preflight's answer may be kept. Without origins, nothing changes.
+   *
+   * @default {undefined}
+   */
+  cors?: CorsSettings;
+  /**
+   * Serve the docs page at `/docs` (Swagger UI over `/v2/openapi.json`, which is always served).
+   *
+   * @default {true}
+   */
+  docs?: boolean;
+  /**
    * How many threads serve HTTP (Triton's `--http-thread-count`): at 1 the main isolate; above
    * that, as many Workers, each listening on the port through `reusePort` (which needs Deno's
    * `--unstable-net` flag), while the main isolate keeps to the engine. A Worker decodes and
@@ -139,13 +154,58 @@ export function createHttpHandler(
   options: HttpFrontendOptions = {},
 ): (request: Request) => Promise<Response> {
   const logger = options.logger ?? new Logger();
+  const router = httpRouter(engine, { ...options, logger });
+  const pattern = routeSettingsOf(options).headerForwardPattern;
+  const cors = resolveCorsSettings(options.cors);
+  const { cors: _cors, headerForwardPattern: _pattern, ...rest } = options;
+  return handlerOver(router, {
+    ...rest,
+    logger,
+    ...(cors === undefined ? {} : { cors }),
+    ...(pattern === undefined ? {} : { headerForwardPattern: pattern }),
+  });
+}
+
+/**
+ * The route table the front end serves over an engine: the KServe v2 routes, the OpenAPI
+ * document that describes them (`/v2/openapi.json`) and the docs page.
+ *
+ * @param engine The engine.
+ * @param options The front end's options (body limit, header forwarding, logger, repository,
+ *   shared memory, security for the document, the docs page).
+ * @returns The router.
+ *
+ * @example Every route describes itself
+ * ```ts
+ * import { httpRouter } from "./server.ts";
+ * import type { Engine } from "../../engine/engine.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const router = httpRouter({} as Engine);
+ * assert.ok(router.routes.every((route) => route.doc !== undefined));
+ * ```
+ */
+export function httpRouter(
+  engine: Engine,
+  options: HttpFrontendOptions = {},
+): Router<RouteHandler> {
+  const repository = options.repository ?? engineRepository(engine);
   const router = buildRoutes(engine, {
     ...routeSettingsOf(options),
-    logger,
-    ...(options.repository === undefined ? {} : { repository: options.repository }),
+    logger: options.logger ?? new Logger(),
+    repository,
     ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
   });
-  return handlerOver(router, { ...options, logger });
+  const security = options.security;
+  // Every table the front end serves is described: a table added here joins `tables`.
+  return addDocRoutes(router, {
+    tables: [router],
+    engine,
+    repository,
+    // httpAccessCheck restricts nothing without a token.
+    restricted: security?.accessToken === undefined ? new Set() : security.restrictedEndpoints,
+    docsPage: options.docs ?? true,
+  });
 }
 
 /**
@@ -179,6 +239,10 @@ export interface HandlerOptions {
    * default answers 404 or 405.
    */
   readonly unmatched?: (request: Request) => Promise<Response>;
+  /** CORS, resolved ({@linkcode resolveCorsSettings}); none when undefined. */
+  readonly cors?: Required<CorsSettings>;
+  /** Forwarded headers, which a cross-origin call may send too. */
+  readonly headerForwardPattern?: RegExp;
 }
 
 /**
@@ -197,7 +261,7 @@ export function handlerOver(
   const accessCheck = options.accessCheck ??
     (options.security === undefined ? undefined : httpAccessCheck(options.security));
   const lateLinks = new LateCalls(LINK_DELAY_MS);
-  return async (request: Request): Promise<Response> => {
+  const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     logger.debug(1, () => `HTTP request: ${request.method} ${url.pathname}`);
     const found = router.match(request.method, url.pathname);
@@ -231,7 +295,7 @@ export function handlerOver(
       },
     };
     try {
-      if (accessCheck !== undefined) {
+      if (accessCheck !== undefined && found.route.group !== undefined) {
         const refused = await accessCheck(request, found.route.group);
         if (refused !== undefined) return refused;
       }
@@ -251,6 +315,19 @@ export function handlerOver(
       cancelLink?.();
       if (linked) request.signal.removeEventListener("abort", onAbort);
     }
+  };
+  if (options.cors === undefined) return handle;
+  const cors = new Cors(options.cors, options.headerForwardPattern);
+  const methodsAt = (path: string): readonly string[] => router.methodsAt(path);
+  return async (request: Request): Promise<Response> => {
+    if (cors.isPreflight(request)) {
+      // A path this table lacks may be the main isolate's (an HTTP thread's table is partial).
+      if (unmatched !== undefined && methodsAt(new URL(request.url).pathname).length === 0) {
+        return unmatched(request);
+      }
+      return cors.preflight(request, methodsAt);
+    }
+    return cors.decorate(request, await handle(request));
   };
 }
 
@@ -341,6 +418,7 @@ export class HttpFrontend implements AsyncDisposable {
         `DenoTriton needs --unstable-net for ${threads} HTTP threads (httpThreadCount): they share the port through reusePort`,
       );
     }
+    const cors = resolveCorsSettings(options.cors);
     const handler = createHttpHandler(engine, { ...options, logger });
     if (threads > 1) {
       // The Workers alone listen: the main isolate runs the engine and what they forward.
@@ -356,6 +434,7 @@ export class HttpFrontend implements AsyncDisposable {
             : { headerForwardPattern: { source: pattern.source, flags: pattern.flags } }),
           log: { settings: logger.settings, prefix: logger.prefix, relay: logger.hasSink },
           ...(options.security === undefined ? {} : { security: options.security }),
+          ...(cors === undefined ? {} : { cors }),
         },
         engine,
         handler,

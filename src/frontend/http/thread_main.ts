@@ -244,13 +244,17 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
   });
   const router = new Router<RouteHandler>().add(
     "POST",
-    new RegExp(`^${MODEL_PATH}/infer$`),
+    `${MODEL_PATH}/infer`,
     "inference",
     inferRoute(routeSettings),
   );
   const handler = handlerOver(router, {
     logger,
     ...(settings.security === undefined ? {} : { security: settings.security }),
+    ...(settings.cors === undefined ? {} : { cors: settings.cors }),
+    ...(routeSettings.headerForwardPattern === undefined
+      ? {}
+      : { headerForwardPattern: routeSettings.headerForwardPattern }),
     unmatched: (request) => forward(request),
   });
   try {

@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { CorsSettings } from "./cors.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../../engine/engine.ts";
 import type { ParameterValue } from "../../callable/types.ts";
@@ -42,6 +43,8 @@ export interface ThreadSettings {
   };
   /** The token and restricted groups, when inference may be restricted. */
   readonly security?: ResolvedSecurityConfig;
+  /** CORS, when origins are allowed. */
+  readonly cors?: Required<CorsSettings>;
   /** The engine, when the thread may submit to it itself (the Triton core). */
   readonly engine?: SharedEngineData;
 }
