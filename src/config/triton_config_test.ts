@@ -749,3 +749,28 @@ Deno.test("resolveTritonConfig() accepts only the metrics settings the core read
     /summary_quantiles must be <quantile>:<error> pairs in \[0, 1\] separated by commas/,
   );
 });
+
+Deno.test("resolveTritonConfig() reads CORS origins from a comma-separated variable and checks them", () => {
+  const config = resolveTritonConfig({
+    env: { DENOTRITON_TRITON_CONFIG_HTTP_CORS_ORIGINS: "https://a.test,http://b.test:8080" },
+  });
+  assert.deepEqual(config.httpCorsOrigins, ["https://a.test", "http://b.test:8080"]);
+  assert.throws(
+    () => resolveTritonConfig({ env: {}, config: { httpCorsOrigins: ["https://a.test/app"] } }),
+    (error: Error) => {
+      assert.equal(
+        error.message,
+        'Invalid TritonConfig from the config argument: httpCorsOrigins[0] "https://a.test/app": not an origin: expected "*" or scheme://host[:port], without a path or a final slash',
+      );
+      return true;
+    },
+  );
+  assert.throws(
+    () =>
+      resolveTritonConfig({
+        env: { DENOTRITON_TRITON_CONFIG_HTTP_CORS_ALLOW_CREDENTIALS: "true" },
+        config: { httpCorsOrigins: ["*"] },
+      }),
+    /httpCorsAllowCredentials \(from environment variable DENOTRITON_TRITON_CONFIG_HTTP_CORS_ALLOW_CREDENTIALS\) needs exact origins in httpCorsOrigins \(from the config argument\), not "\*"/,
+  );
+});
