@@ -275,7 +275,7 @@ export interface TritonConfig {
    * front end answers no preflight and adds no CORS header, as `tritonserver` does. A
    * preflight from an allowed origin is answered 204 with the method asked for, the headers
    * asked for (`Content-Type`, `Content-Encoding`, `Inference-Header-Content-Length`,
-   * `triton-access-token`, and headers `httpHeaderForwardPattern` forwards) and
+   * `triton-access-token`, `Authorization`, and headers `httpHeaderForwardPattern` forwards) and
    * `httpCorsMaxAge`; answers expose `Inference-Header-Content-Length`. In an environment
    * variable, the origins are comma-separated. Both engines.
    *

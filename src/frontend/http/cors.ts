@@ -38,12 +38,17 @@ export interface CorsSettings {
   readonly maxAge?: number;
 }
 
-/** The request headers a cross-origin call may send beside the CORS-safelisted ones. */
+/**
+ * The request headers a cross-origin call may send beside the CORS-safelisted ones: the body's
+ * type and encoding, the binary data extension's length, and the access token (the OpenAI routes
+ * take it as `Authorization: Bearer`).
+ */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [
   "content-type",
   "content-encoding",
   HEADER_LENGTH_HEADER,
   ACCESS_TOKEN_HEADER,
+  "authorization",
 ];
 
 /** The response headers a cross-origin page may read beside the CORS-safelisted ones. */

@@ -86,7 +86,7 @@ Deno.test("CORS: a preflight from another origin, for another method or header, 
     [
       preflight("/v2/health/live", APP, "GET", "x-secret"),
       403,
-      "CORS: request header 'x-secret' not allowed: expected content-type, content-encoding, inference-header-content-length, triton-access-token or a forwarded header",
+      "CORS: request header 'x-secret' not allowed: expected content-type, content-encoding, inference-header-content-length, triton-access-token, authorization or a forwarded header",
     ],
     [preflight("/v3/nothing", APP, "GET"), 404, "Not Found"],
   ];
@@ -138,6 +138,15 @@ Deno.test("CORS: '*' answers any origin with '*'; credentials name the origin", 
     () => handler({ cors: { origins: ["*"], allowCredentials: true } }),
     /credentials need exact origins/,
   );
+});
+
+Deno.test("CORS: the OpenAI routes' API key header may be sent", async () => {
+  const handle = handler({ cors: { origins: [APP] } });
+  const answer = await handle(
+    preflight("/v1/chat/completions", APP, "POST", "authorization, content-type"),
+  );
+  assert.equal(answer.status, 204);
+  assert.equal(answer.headers.get("access-control-allow-headers"), "authorization, content-type");
 });
 
 Deno.test("CORS: headers the server forwards as parameters may be sent too", async () => {
