@@ -5,12 +5,13 @@
  *
  * cuBLAS 12 or 13 is looked for, in order, at `$CUBLAS_LIBRARY`, by the dynamic loader's search
  * (`libcublas.so.12`, `.13`), in the CUDA toolkits (`/usr/local/cuda`, `/usr/local/cuda-13.0`,
- * ...), and in Python environments that have the `nvidia-cublas-cu12` wheel
- * (`…/site-packages/nvidia/cublas/lib`).
+ * ...), and in Python environments that have NVIDIA's cuBLAS wheel: the search shared with the
+ * text_direction example, in `examples/_gpu/libraries.ts`.
  *
  * @module
  */
 
+import { gpuLibraryCandidates, openGpuLibrary } from "../_gpu/libraries.ts";
 import { IN_FEATURES, type LinearWeights, OUT_FEATURES } from "./linear.ts";
 
 const DRIVER_SYMBOLS = {
@@ -47,101 +48,24 @@ const CUBLAS_SYMBOLS = {
 } as const;
 
 const CUBLAS_OP_N = 0;
-// cuBLAS 12 and 13 both export cublasSgemm_v2 with this signature.
-const SONAMES = ["libcublas.so.12", "libcublas.so.13"];
 const FLOAT_BYTES = 4;
 
 type Driver = Deno.DynamicLibrary<typeof DRIVER_SYMBOLS>["symbols"];
 type Cublas = Deno.DynamicLibrary<typeof CUBLAS_SYMBOLS>["symbols"];
 
-function envValue(name: string): string | undefined {
-  const granted = Deno.permissions.querySync({ name: "env", variable: name }).state === "granted";
-  return granted ? Deno.env.get(name) : undefined;
-}
-
-function pythonWheelPaths(): string[] {
-  const home = envValue("HOME");
-  const roots = [
-    envValue("VIRTUAL_ENV"),
-    envValue("CONDA_PREFIX"),
-    home === undefined ? undefined : `${home}/.local`,
-    "/usr/local",
-    "/usr",
-    "/opt/conda",
-  ].filter((root): root is string => root !== undefined).map((root) => `${root}/lib`);
-  const paths: string[] = [];
-  for (const lib of roots) {
-    let entries: Deno.DirEntry[];
-    try {
-      entries = [...Deno.readDirSync(lib)];
-    } catch {
-      continue;
-    }
-    for (const entry of entries) {
-      if (!/^python3\.\d+$/.test(entry.name)) continue;
-      for (const packages of ["site-packages", "dist-packages"]) {
-        for (const name of SONAMES) {
-          paths.push(`${lib}/${entry.name}/${packages}/nvidia/cublas/lib/${name}`);
-        }
-      }
-    }
-  }
-  return paths;
-}
-
 /**
- * Where cuBLAS may be, in the order tried.
+ * Where cuBLAS may be, in the order tried (see `examples/_gpu/libraries.ts`).
  *
  * @returns Library names and paths.
  */
 export function cublasCandidates(): string[] {
-  const explicit = envValue("CUBLAS_LIBRARY");
-  return [
-    ...(explicit === undefined || explicit === "" ? [] : [explicit]),
-    ...SONAMES,
-    ...toolkitPaths(),
-    ...pythonWheelPaths(),
-  ];
-}
-
-/** The CUDA toolkits' libraries: `/usr/local/cuda`, then versioned installs (`cuda-13.0`). */
-function toolkitPaths(): string[] {
-  const roots = ["/usr/local/cuda"];
-  try {
-    for (const entry of Deno.readDirSync("/usr/local")) {
-      if (/^cuda-\d+(\.\d+)*$/.test(entry.name)) roots.push(`/usr/local/${entry.name}`);
-    }
-  } catch {
-    // No /usr/local, or no permission to list it: /usr/local/cuda alone.
-  }
-  return roots.flatMap((root) =>
-    ["lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"].flatMap((dir) =>
-      SONAMES.map((name) => `${root}/${dir}/${name}`)
-    )
-  );
+  return gpuLibraryCandidates("cublas");
 }
 
 function openCublas(): { symbols: Cublas; path: string } {
-  const failures: string[] = [];
-  for (const path of cublasCandidates()) {
-    if (path.startsWith("/")) {
-      try {
-        Deno.statSync(path);
-      } catch {
-        continue;
-      }
-    }
-    try {
-      return { symbols: Deno.dlopen(path, CUBLAS_SYMBOLS).symbols, path };
-    } catch (error) {
-      failures.push(`${path}: ${(error as Error).message}`);
-    }
-  }
-  throw new Error(
-    `cuBLAS not found (set CUBLAS_LIBRARY, or pip install nvidia-cublas-cu12)${
-      failures.length > 0 ? `: ${failures.join("; ")}` : ""
-    }`,
-  );
+  // cuBLAS 12 and 13 both export cublasSgemm_v2 with this signature.
+  const { library, path } = openGpuLibrary("cublas", CUBLAS_SYMBOLS);
+  return { symbols: library.symbols, path };
 }
 
 function check(what: string, code: number): void {
