@@ -1,9 +1,13 @@
 /*
  * A stand-in for the CUDA driver (`libcuda.so.1`) for tests on hosts without a GPU: the few
- * driver API entry points DenoTriton calls, with the signatures of CUDA 12's `cuda.h` (declared
- * here by hand), describing STAND_IN_GPUS fake devices. Compiled with -DSTAND_IN_INIT_ERROR=N,
- * cuInit fails with N like a host whose driver finds no device. The current context is
- * per-thread like the driver's, so a test can check which device a thread made current.
+ * driver API entry points DenoTriton and its GPU examples call, with the signatures of CUDA 12's
+ * `cuda.h` (declared here by hand), describing STAND_IN_GPUS fake devices. Compiled with
+ * -DSTAND_IN_INIT_ERROR=N, cuInit fails with N like a host whose driver finds no device. The
+ * current context is per-thread like the driver's, so a test can check which device a thread
+ * made current.
+ *
+ * This file: initialisation, devices and contexts. Device memory is in cuda_stand_in_memory.c,
+ * modules and kernel launches in cuda_stand_in_module.c; cuda_stand_in.h is what they share.
  *
  * It checks DenoTriton's FFI marshalling and plumbing; it is not a GPU, and nothing here says
  * the real driver path works.
@@ -12,6 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_stand_in.h"
+
 #ifndef STAND_IN_GPUS
 #define STAND_IN_GPUS 2
 #endif
@@ -19,7 +25,6 @@
 #define STAND_IN_INIT_ERROR 0
 #endif
 
-typedef int CUresult;
 typedef int CUdevice;
 typedef struct { int device; } StandInContext;
 typedef StandInContext* CUcontext;
@@ -42,7 +47,13 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
     case 3: *name = "CUDA_ERROR_NOT_INITIALIZED"; return 0;
     case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 101: *name = "CUDA_ERROR_INVALID_DEVICE"; return 0;
+    case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
+    case 200: *name = "CUDA_ERROR_INVALID_IMAGE"; return 0;
     case 201: *name = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+    case 218: *name = "CUDA_ERROR_INVALID_PTX"; return 0;
+    case 400: *name = "CUDA_ERROR_INVALID_HANDLE"; return 0;
+    case 500: *name = "CUDA_ERROR_NOT_FOUND"; return 0;
+    case 700: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
     default: *name = NULL; return 1;
   }
 }
@@ -114,4 +125,26 @@ CUresult cuCtxGetDevice(CUdevice* device) {
   if (current < 0) return 201;
   *device = current;
   return 0;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* context) {
+  if (!initialized) return 3;
+  *context = current < 0 ? NULL : &contexts[current];
+  return 0;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+  if (!initialized) return 3;
+  if (device < 0 || device >= STAND_IN_GPUS) return 101;
+  return 0;
+}
+
+/* Kernels and copies run to completion when called: there is nothing to wait for. */
+CUresult cuCtxSynchronize(void) {
+  return stand_in_require_context();
+}
+
+CUresult stand_in_require_context(void) {
+  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  return current < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
