@@ -14,11 +14,12 @@ import assert from "node:assert/strict";
 import { discoverGpus } from "../mod.ts";
 import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
 import { buildStandInLibraries, standInMissing } from "./_gpu/stand_in.ts";
-import { FONT_PATH, fontAvailable } from "../examples/ocr/render.ts";
+import type { RgbImage } from "../examples/ocr/image.ts";
+import { fontAvailable } from "../examples/ocr/render.ts";
 import { loadClassifierPlan, openBackend } from "../examples/text_direction/classifier.ts";
 import { renderedCrops, runClient } from "../examples/text_direction/client.ts";
 import { CpuBackend } from "../examples/text_direction/cpu.ts";
-import { compileKernels, cString, openCuda } from "../examples/text_direction/cuda.ts";
+import { compileKernels, cString, openCuda, openNvrtc } from "../examples/text_direction/cuda.ts";
 import { GpuBackend, KERNELS, KERNELS_SOURCE } from "../examples/text_direction/gpu.ts";
 import { bindTextDirection } from "../examples/text_direction/model.ts";
 import { classifierInput, CLS_SAMPLE } from "../examples/text_direction/preprocess.ts";
@@ -30,6 +31,7 @@ const FONT = fontAvailable();
 const SOURCE = Deno.readTextFileSync(KERNELS_SOURCE);
 const PLAN = loadClassifierPlan();
 const CPU = new CpuBackend(PLAN);
+const UPRIGHT_THEN_TURNED = ["0", "180", "0", "180", "0", "180", "0", "180"];
 
 /** Rendered lines (upright, upside down) when the font is there, then noise: `count` samples. */
 function inputs(count: number, seed: number): Float32Array {
@@ -42,6 +44,20 @@ function inputs(count: number, seed: number): Float32Array {
     out[i] = (state / 2 ** 32) * 2 - 1;
   }
   return out;
+}
+
+/** Text lines when the font is there, else `count` crops of noise (their answers still compare). */
+function someCrops(count = 8): RgbImage[] {
+  if (FONT) return renderedCrops();
+  let state = 5;
+  return Array.from({ length: count }, () => ({
+    width: 200,
+    height: 40,
+    data: Uint8Array.from({ length: 200 * 40 * 3 }, () => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return state >>> 24;
+    }),
+  }));
 }
 
 function maxDiff(a: Float32Array, b: Float32Array): number {
@@ -400,13 +416,12 @@ Deno.test({
 Deno.test({
   name:
     `text_direction: served from Workers pinned to a stand-in cuda:1 and to the CPU, both answer alike${STAND_IN}`,
-  ignore: LIBS === undefined || (!FONT && !PEERS_REQUIRED),
+  ignore: LIBS === undefined,
   async fn(): Promise<void> {
-    assert.ok(FONT, `The test needs the font ${FONT_PATH}`);
     const gpus = discoverGpus({ driverLibrary: LIBS!.driver });
     await using triton = await startServer({ engine: "builtin", gpus });
     await bindTextDirection(triton, { devices: ["cuda:1", "cpu"], libraries: LIBS! });
-    const crops = renderedCrops();
+    const crops = someCrops();
     const expected = CPU.run(classifierInput(crops), crops.length);
     const seen = new Set<string>();
     for (let round = 0; round < 20 && seen.size < 2; round++) {
@@ -414,16 +429,7 @@ Deno.test({
         [0, 1, 2, 3].map(() => runClient(triton.urls.http!, crops)),
       );
       for (const batch of answers) {
-        assert.deepEqual(batch.map((a) => a.label), [
-          "0",
-          "180",
-          "0",
-          "180",
-          "0",
-          "180",
-          "0",
-          "180",
-        ]);
+        if (FONT) assert.deepEqual(batch.map((a) => a.label), UPRIGHT_THEN_TURNED);
         const probs = Float32Array.from(batch.flatMap((a) => a.probs));
         assert.ok(
           maxDiff(probs, expected) < 1e-5,
@@ -457,9 +463,11 @@ const nvrtcMissing = "missing" in NVRTC ? ` (skipped: ${NVRTC.missing})` : "";
 Deno.test({
   name:
     `text_direction: kernels.cu compiles with the real NVRTC to a CUBIN for sm_90 and to PTX with every kernel${nvrtcMissing}`,
-  ignore: "missing" in NVRTC,
+  // CI installs NVRTC (.ci/run): there a missing one fails the test instead of skipping it.
+  ignore: "missing" in NVRTC && !PEERS_REQUIRED,
   fn(): void {
-    const { nvrtc } = openCuda({ ...LIBS!, nvrtc: (NVRTC as { path: string }).path });
+    assert.ok(!("missing" in NVRTC), `The test needs NVRTC:${nvrtcMissing}`);
+    const nvrtc = openNvrtc(NVRTC.path);
     const cubin = compileKernels(nvrtc, SOURCE, [9, 0]);
     assert.equal(cubin.target, "sm_90");
     assert.equal(cubin.log, "");
@@ -543,24 +551,15 @@ for (const engine of ENGINES) {
   Deno.test({
     name:
       `text_direction: served on the ${engine} engine from a Worker on this host's cuda:0, answered on the GPU${gpuSkipped}`,
-    ignore: GPU_MISSING !== undefined || (!FONT && !PEERS_REQUIRED),
+    ignore: GPU_MISSING !== undefined,
     async fn(): Promise<void> {
       await using triton = await startServer({ engine });
       await bindTextDirection(triton, { devices: ["cuda:0"] });
-      const crops = renderedCrops();
+      const crops = someCrops();
       const expected = CPU.run(classifierInput(crops), crops.length);
       for (const url of [triton.urls.http!, triton.urls.grpc!]) {
         const answers = await runClient(url, crops);
-        assert.deepEqual(answers.map((a) => a.label), [
-          "0",
-          "180",
-          "0",
-          "180",
-          "0",
-          "180",
-          "0",
-          "180",
-        ]);
+        if (FONT) assert.deepEqual(answers.map((a) => a.label), UPRIGHT_THEN_TURNED);
         assert.deepEqual(new Set(answers.map((a) => a.device)), new Set(["cuda:0 GPU"]));
         const diff = maxDiff(Float32Array.from(answers.flatMap((a) => a.probs)), expected);
         assert.ok(diff < 1e-4, `max abs diff ${diff}`);

@@ -52,7 +52,8 @@ const DRIVER_SYMBOLS = {
 const CUBLAS_SYMBOLS = {
   cublasCreate_v2: { parameters: ["buffer"], result: "i32" },
   cublasDestroy_v2: { parameters: ["pointer"], result: "i32" },
-  cublasGetVersion_v2: { parameters: ["pointer", "buffer"], result: "i32" },
+  // Only for the log line: optional, so that no cuBLAS is refused for lacking it.
+  cublasGetVersion_v2: { parameters: ["pointer", "buffer"], result: "i32", optional: true },
   cublasSgemm_v2: {
     parameters: [
       "pointer", // handle
@@ -198,6 +199,17 @@ export function openCuda(paths: CudaLibraryPaths = {}): Cuda {
     nvrtc: nvrtc.library.symbols,
     paths: { driver: driverPath, cublas: cublas.path, nvrtc: nvrtc.path },
   };
+}
+
+/**
+ * Opens NVRTC alone (it needs no GPU): to compile kernels on any host.
+ *
+ * @param path The library, instead of the search of `examples/_gpu/libraries.ts`.
+ * @returns NVRTC's functions.
+ * @throws {Error} `NVRTC not found ...`.
+ */
+export function openNvrtc(path?: string): Nvrtc {
+  return openGpuLibrary("nvrtc", NVRTC_SYMBOLS, path).library.symbols;
 }
 
 /** Throws for a driver status other than `CUDA_SUCCESS`, naming the call and the status. */

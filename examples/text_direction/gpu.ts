@@ -92,7 +92,7 @@ export interface GpuBackendInfo {
   readonly nvrtcVersion: string;
   /** The number of kernels loaded. */
   readonly kernels: number;
-  /** cuBLAS's version (`cublasGetVersion`: 130000 for 13.0.0). */
+  /** cuBLAS's version (`cublasGetVersion`: 130000 for 13.0.0; 0 when it cannot say). */
   readonly cublasVersion: number;
 }
 
@@ -203,7 +203,9 @@ export class GpuBackend implements Disposable {
     checkCublas("cublasCreate", cuda.cublas.cublasCreate_v2(handleSlot));
     const cublas = Deno.UnsafePointer.create(handleSlot[0]!);
     const cublasVersion = new Int32Array(1);
-    checkCublas("cublasGetVersion", cuda.cublas.cublasGetVersion_v2(cublas, cublasVersion));
+    if (cuda.cublas.cublasGetVersion_v2 !== null) {
+      checkCublas("cublasGetVersion", cuda.cublas.cublasGetVersion_v2(cublas, cublasVersion));
+    }
 
     // One blob of weights and biases, each on a 256-byte boundary.
     const weightOffsets = new Map<number, { weights: number; bias: number }>();
