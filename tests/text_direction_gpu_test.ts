@@ -22,6 +22,7 @@ import { CpuBackend } from "../examples/text_direction/cpu.ts";
 import { compileKernels, cString, openCuda, openNvrtc } from "../examples/text_direction/cuda.ts";
 import { GpuBackend, KERNELS, KERNELS_SOURCE } from "../examples/text_direction/gpu.ts";
 import { bindTextDirection } from "../examples/text_direction/model.ts";
+import { planModel } from "../examples/text_direction/plan.ts";
 import { classifierInput, CLS_SAMPLE } from "../examples/text_direction/preprocess.ts";
 import { openGpuLibrary } from "../examples/_gpu/libraries.ts";
 
@@ -440,6 +441,120 @@ Deno.test({
     }
     assert.deepEqual([...seen].sort(), ["cpu CPU", "cuda:1 GPU"]);
   },
+});
+
+// ---- Shapes the classifier does not have -------------------------------------------------------
+
+/** A direct convolution, NCHW, one sample: the reference for the test below. */
+function directConv(
+  x: Float32Array,
+  [channels, height, width]: [number, number, number],
+  w: Float32Array,
+  [outChannels, perGroup, kh, kw]: number[],
+  [sh, sw]: number[],
+  [ph, pw]: number[],
+): { y: Float32Array; shape: [number, number, number] } {
+  const oh = Math.floor((height + 2 * ph! - kh!) / sh!) + 1;
+  const ow = Math.floor((width + 2 * pw! - kw!) / sw!) + 1;
+  const y = new Float32Array(outChannels! * oh * ow);
+  const groups = channels! / perGroup!;
+  for (let o = 0; o < outChannels!; o++) {
+    const group = Math.floor(o / (outChannels! / groups));
+    for (let oy = 0; oy < oh; oy++) {
+      for (let ox = 0; ox < ow; ox++) {
+        let sum = 0;
+        for (let i = 0; i < perGroup!; i++) {
+          const c = group * perGroup! + i;
+          for (let ky = 0; ky < kh!; ky++) {
+            for (let kx = 0; kx < kw!; kx++) {
+              const iy = oy * sh! - ph! + ky;
+              const ix = ox * sw! - pw! + kx;
+              if (iy < 0 || iy >= height! || ix < 0 || ix >= width!) continue;
+              sum += x[(c * height! + iy) * width! + ix]! *
+                w[((o * perGroup! + i) * kh! + ky) * kw! + kx]!;
+            }
+          }
+        }
+        y[(o * oh + oy) * ow + ox] = Math.max(0, sum);
+      }
+    }
+  }
+  return { y, shape: [outChannels!, oh, ow] };
+}
+
+Deno.test("text_direction: both backends compute convolutions of shapes the classifier lacks as a direct loop does (stride 2 across, a 2 x 4 depthwise kernel)", () => {
+  let state = 3;
+  const random = (count: number): Float32Array =>
+    Float32Array.from({ length: count }, () => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return (state / 2 ** 32) * 2 - 1;
+    });
+  // x [2, 7, 9] → full 3x3, stride (1, 2) → depthwise 3x3, stride (2, 1) → depthwise 2x4,
+  // stride (1, 2), padding (1, 2); each followed by ReLU.
+  const layers = [
+    { dims: [4, 2, 3, 3], group: 1, strides: [1, 2], pads: [1, 1] },
+    { dims: [4, 1, 3, 3], group: 4, strides: [2, 1], pads: [1, 1] },
+    { dims: [4, 1, 2, 4], group: 4, strides: [1, 2], pads: [1, 2] },
+  ].map((layer) => ({ ...layer, weights: random(layer.dims.reduce((a, b) => a * b, 1)) }));
+  const nodes = layers.flatMap((layer, i) => [
+    {
+      name: `conv${i}`,
+      opType: "Conv",
+      inputs: [i === 0 ? "x" : `relu${i - 1}`, `w${i}`],
+      outputs: [`conv${i}`],
+      attributes: new Map<string, number | number[]>([
+        ["group", layer.group],
+        ["strides", layer.strides],
+        ["pads", [...layer.pads, ...layer.pads]],
+      ]),
+    },
+    {
+      name: `relu${i}`,
+      opType: "Relu",
+      inputs: [`conv${i}`],
+      outputs: [`relu${i}`],
+      attributes: new Map(),
+    },
+  ]);
+  const plan = planModel({
+    opset: 9,
+    producer: "test",
+    nodes,
+    initializers: new Map(
+      layers.map((layer, i) => [`w${i}`, { name: `w${i}`, dims: layer.dims, data: layer.weights }]),
+    ),
+    inputs: [{ name: "x", dims: [-1, 2, 7, 9] }],
+    outputs: [{ name: "relu2", dims: [-1, 4, 5, 3] }],
+  }, [2, 7, 9]);
+  assert.deepEqual(plan.output.shape, [4, 5, 3]);
+  const batch = 3;
+  const x = random(batch * 2 * 7 * 9);
+  const expected = new Float32Array(batch * 4 * 5 * 3);
+  for (let n = 0; n < batch; n++) {
+    let value: Float32Array = x.slice(n * 126, (n + 1) * 126);
+    let shape: [number, number, number] = [2, 7, 9];
+    for (const layer of layers) {
+      ({ y: value, shape } = directConv(
+        value,
+        shape,
+        layer.weights,
+        layer.dims,
+        layer.strides,
+        layer.pads,
+      ));
+    }
+    expected.set(value, n * 60);
+  }
+  const cpu = maxDiff(new CpuBackend(plan).run(x, batch), expected);
+  assert.ok(cpu < 1e-5, `CPU: max abs diff ${cpu}`);
+  if (LIBS === undefined) {
+    console.log(`GPU backend not checked here: stand-ins not built: ${standInMissing}`);
+    return;
+  }
+  standInDriver();
+  using gpu = GpuBackend.create(plan, { libraries: LIBS });
+  const diff = maxDiff(gpu.run(x, batch), expected);
+  assert.ok(diff < 1e-5, `GPU (stand-ins): max abs diff ${diff}`);
 });
 
 // ---- The kernels with the real NVRTC --------------------------------------------------------------

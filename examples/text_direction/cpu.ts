@@ -148,10 +148,27 @@ function im2col(step: ConvStep, x: Float32Array, xOffset: number, col: Float32Ar
   }
 }
 
+/** One kernel row's taps at output column `ox`, skipping the columns outside the image. */
+function bounded(
+  x: Float32Array,
+  row: number,
+  weights: Float32Array,
+  w: number,
+  kernelWidth: number,
+  left: number,
+  inWidth: number,
+): number {
+  let sum = 0;
+  for (let kx = Math.max(0, -left); kx < kernelWidth && left + kx < inWidth; kx++) {
+    sum += weights[w + kx]! * x[row + left + kx]!;
+  }
+  return sum;
+}
+
 /**
- * A depthwise convolution, tap by tap: for each of the k x k weights, the output rows and
- * columns whose input pixel lies inside the image get `weight * input` added, so the inner loop
- * runs along a row without bounds checks.
+ * A depthwise convolution, one kernel row at a time: each output row gets that kernel row's taps
+ * added. Between the borders, where every tap is inside the image, the 3- and 5-wide rows of
+ * this model (stride 1 across) are unrolled with their weights in locals.
  */
 function depthwise(
   step: ConvStep,
@@ -165,6 +182,13 @@ function depthwise(
   const { strideHeight: sh, strideWidth: sw, padHeight: ph, padWidth: pw } = step;
   const taps = kernelHeight * kernelWidth;
   const pixels = outHeight * outWidth;
+  // Columns whose every tap is inside: 0 <= ox * sw - pw and ox * sw - pw + kw - 1 < inWidth.
+  const innerStart = Math.min(outWidth, Math.ceil(pw / sw));
+  const innerEnd = Math.max(
+    innerStart,
+    Math.min(outWidth, Math.floor((inWidth - kernelWidth + pw) / sw) + 1),
+  );
+  const unrolled = sw === 1 && (kernelWidth === 3 || kernelWidth === 5);
   for (let c = 0; c < step.outChannels; c++) {
     const plane = xOffset + c * inHeight * inWidth;
     sums.fill(0, 0, pixels);
@@ -172,14 +196,33 @@ function depthwise(
       // Output rows oy with 0 <= oy * sh - ph + ky < inHeight.
       const oyStart = Math.max(0, Math.ceil((ph - ky) / sh));
       const oyEnd = Math.min(outHeight, Math.floor((inHeight - 1 + ph - ky) / sh) + 1);
-      for (let kx = 0; kx < kernelWidth; kx++) {
-        const w = weights[c * taps + ky * kernelWidth + kx]!;
-        const oxStart = Math.max(0, Math.ceil((pw - kx) / sw));
-        const oxEnd = Math.min(outWidth, Math.floor((inWidth - 1 + pw - kx) / sw) + 1);
-        for (let oy = oyStart; oy < oyEnd; oy++) {
-          const out = oy * outWidth;
-          let at = plane + (oy * sh - ph + ky) * inWidth + oxStart * sw - pw + kx;
-          for (let ox = oxStart; ox < oxEnd; ox++, at += sw) sums[out + ox]! += w * x[at]!;
+      const w = c * taps + ky * kernelWidth;
+      const w0 = weights[w]!;
+      const w1 = weights[w + 1]!;
+      const w2 = weights[w + 2]!;
+      const w3 = kernelWidth === 5 ? weights[w + 3]! : 0;
+      const w4 = kernelWidth === 5 ? weights[w + 4]! : 0;
+      for (let oy = oyStart; oy < oyEnd; oy++) {
+        const out = oy * outWidth;
+        const row = plane + (oy * sh - ph + ky) * inWidth;
+        let ox = 0;
+        if (unrolled) {
+          for (; ox < innerStart; ox++) {
+            sums[out + ox]! += bounded(x, row, weights, w, kernelWidth, ox - pw, inWidth);
+          }
+          if (kernelWidth === 5) {
+            for (let at = row + ox - pw; ox < innerEnd; ox++, at++) {
+              sums[out + ox]! += w0 * x[at]! + w1 * x[at + 1]! + w2 * x[at + 2]! +
+                w3 * x[at + 3]! + w4 * x[at + 4]!;
+            }
+          } else {
+            for (let at = row + ox - pw; ox < innerEnd; ox++, at++) {
+              sums[out + ox]! += w0 * x[at]! + w1 * x[at + 1]! + w2 * x[at + 2]!;
+            }
+          }
+        }
+        for (; ox < outWidth; ox++) {
+          sums[out + ox]! += bounded(x, row, weights, w, kernelWidth, ox * sw - pw, inWidth);
         }
       }
     }
