@@ -1,5 +1,6 @@
 /**
- * The text_direction example's GPU backend. On every host: its kernels compiled with the real
+ * The text_direction example's GPU backend (the stand-ins themselves are checked in
+ * cuda_stand_in_test.ts). On every host: its kernels compiled with the real
  * NVRTC (which runs without a GPU, when installed), and the whole GPU path — NVRTC, module load,
  * kernel parameters and launch geometry, cuBLAS layouts, buffer sizes, the Worker's current
  * device — run against the stand-ins of tests/_gpu/ (the kernels' own source compiled for the CPU,
@@ -14,12 +15,13 @@ import assert from "node:assert/strict";
 import { discoverGpus } from "../mod.ts";
 import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
 import { buildStandInLibraries, standInMissing } from "./_gpu/stand_in.ts";
+import { openStandInDriver } from "./_gpu/driver_calls.ts";
 import type { RgbImage } from "../examples/ocr/image.ts";
 import { fontAvailable } from "../examples/ocr/render.ts";
 import { loadClassifierPlan, openBackend } from "../examples/text_direction/classifier.ts";
 import { renderedCrops, runClient } from "../examples/text_direction/client.ts";
 import { CpuBackend } from "../examples/text_direction/cpu.ts";
-import { compileKernels, cString, openCuda, openNvrtc } from "../examples/text_direction/cuda.ts";
+import { compileKernels, openCuda, openNvrtc } from "../examples/text_direction/cuda.ts";
 import { GpuBackend, KERNELS, KERNELS_SOURCE } from "../examples/text_direction/gpu.ts";
 import { bindTextDirection } from "../examples/text_direction/model.ts";
 import { planModel } from "../examples/text_direction/plan.ts";
@@ -68,262 +70,6 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
   return Number.isNaN(max) || a.some(Number.isNaN) ? NaN : max;
 }
 
-// ---- The stand-ins' own behaviour ---------------------------------------------------------------
-
-const TEST_DRIVER = {
-  cuInit: { parameters: ["u32"], result: "i32" },
-  cuDeviceGet: { parameters: ["buffer", "i32"], result: "i32" },
-  cuDevicePrimaryCtxRetain: { parameters: ["buffer", "i32"], result: "i32" },
-  cuCtxSetCurrent: { parameters: ["pointer"], result: "i32" },
-  cuMemAlloc_v2: { parameters: ["buffer", "usize"], result: "i32" },
-  cuMemFree_v2: { parameters: ["u64"], result: "i32" },
-  cuMemcpyHtoD_v2: { parameters: ["u64", "buffer", "usize"], result: "i32" },
-  cuMemcpyDtoH_v2: { parameters: ["buffer", "u64", "usize"], result: "i32" },
-  cuModuleLoadData: { parameters: ["buffer", "buffer"], result: "i32" },
-  cuModuleGetFunction: { parameters: ["buffer", "pointer", "buffer"], result: "i32" },
-  cuLaunchKernel: {
-    parameters: [
-      "pointer",
-      "u32",
-      "u32",
-      "u32",
-      "u32",
-      "u32",
-      "u32",
-      "u32",
-      "pointer",
-      "buffer",
-      "pointer",
-    ],
-    result: "i32",
-  },
-  stand_in_memory_live_count: { parameters: [], result: "usize" },
-} as const;
-
-const TEST_CUBLAS = {
-  cublasCreate_v2: { parameters: ["buffer"], result: "i32" },
-  cublasSgemmStridedBatched: {
-    parameters: [
-      "pointer",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "i32",
-      "buffer",
-      "u64",
-      "i32",
-      "i64",
-      "u64",
-      "i32",
-      "i64",
-      "buffer",
-      "u64",
-      "i32",
-      "i64",
-      "i32",
-    ],
-    result: "i32",
-  },
-} as const;
-
-type TestDriver = Deno.DynamicLibrary<typeof TEST_DRIVER>["symbols"];
-
-/** The stand-in driver with device 0's context current on this thread. */
-function standInDriver(): TestDriver {
-  const driver = Deno.dlopen(LIBS!.driver, TEST_DRIVER).symbols;
-  assert.equal(driver.cuInit(0), 0);
-  const context = new BigUint64Array(1);
-  assert.equal(driver.cuDevicePrimaryCtxRetain(context, 0), 0);
-  assert.equal(driver.cuCtxSetCurrent(Deno.UnsafePointer.create(context[0]!)), 0);
-  return driver;
-}
-
-function upload(driver: TestDriver, values: Float32Array, floats = values.length): bigint {
-  const slot = new BigUint64Array(1);
-  assert.equal(driver.cuMemAlloc_v2(slot, BigInt(floats * 4)), 0);
-  if (values.length > 0) {
-    assert.equal(driver.cuMemcpyHtoD_v2(slot[0]!, values, BigInt(values.byteLength)), 0);
-  }
-  return slot[0]!;
-}
-
-function download(driver: TestDriver, pointer: bigint, floats: number): Float32Array {
-  const out = new Float32Array(floats);
-  assert.equal(driver.cuMemcpyDtoH_v2(out, pointer, BigInt(out.byteLength)), 0);
-  return out;
-}
-
-Deno.test({
-  name:
-    `text_direction: the stand-in cuBLAS computes column-major SGEMM (transposes, leading dimensions, batch strides, beta) and refuses what cuBLAS refuses${STAND_IN}`,
-  ignore: LIBS === undefined,
-  fn(): void {
-    const driver = standInDriver();
-    const cublas = Deno.dlopen(LIBS!.cublas, TEST_CUBLAS).symbols;
-    const slot = new BigUint64Array(1);
-    assert.equal(cublas.cublasCreate_v2(slot), 0);
-    const handle = Deno.UnsafePointer.create(slot[0]!);
-    const gemm = (
-      ta: number,
-      tb: number,
-      m: number,
-      n: number,
-      k: number,
-      alpha: number,
-      a: bigint,
-      lda: number,
-      sa: number,
-      b: bigint,
-      ldb: number,
-      sb: number,
-      beta: number,
-      c: bigint,
-      ldc: number,
-      sc: number,
-      batch: number,
-    ): number =>
-      cublas.cublasSgemmStridedBatched(
-        handle,
-        ta,
-        tb,
-        m,
-        n,
-        k,
-        new Float32Array([alpha]),
-        a,
-        lda,
-        BigInt(sa),
-        b,
-        ldb,
-        BigInt(sb),
-        new Float32Array([beta]),
-        c,
-        ldc,
-        BigInt(sc),
-        batch,
-      );
-
-    // A = [[1, 2, 3], [4, 5, 6]] and B = [[7, 8], [9, 10], [11, 12]], stored by columns.
-    const a = upload(driver, new Float32Array([1, 4, 2, 5, 3, 6]));
-    const b = upload(driver, new Float32Array([7, 9, 11, 8, 10, 12]));
-    const c = upload(driver, new Float32Array(0), 4);
-    assert.equal(gemm(0, 0, 2, 2, 3, 1, a, 2, 0, b, 3, 0, 0, c, 2, 0, 1), 0);
-    // A·B = [[58, 64], [139, 154]], by columns; beta 0 reads no C (fresh memory is NaN).
-    assert.deepEqual([...download(driver, c, 4)], [58, 139, 64, 154]);
-    // Aᵀ (3x2) as op(A) of the stored 2x3: Aᵀ·Aᵀᵀ... = Aᵀ·A, 3x3, and C = 2·(that) + 1·C.
-    const c3 = upload(driver, new Float32Array(9).fill(1));
-    assert.equal(gemm(1, 0, 3, 3, 2, 2, a, 2, 0, a, 2, 0, 1, c3, 3, 0, 1), 0);
-    // AᵀA = [[17, 22, 27], [22, 29, 36], [27, 36, 45]].
-    assert.deepEqual([...download(driver, c3, 9)], [35, 45, 55, 45, 59, 73, 55, 73, 91]);
-
-    // Every transpose pair, padded leading dimensions, 3 batches with strides, against a naive
-    // column-major GEMM.
-    let state = 11;
-    const random = (count: number): Float32Array =>
-      Float32Array.from({ length: count }, () => {
-        state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-        return Math.round((state / 2 ** 32) * 16 - 8);
-      });
-    const [m, n, k, batch] = [5, 4, 3, 3];
-    for (const ta of [0, 1]) {
-      for (const tb of [0, 1]) {
-        const [ar, ac] = ta === 0 ? [m, k] : [k, m];
-        const [br, bc] = tb === 0 ? [k, n] : [n, k];
-        const [lda, ldb, ldc] = [ar + 2, br + 1, m + 3];
-        const [sa, sb, sc] = [lda * ac + 1, ldb * bc, ldc * n + 2];
-        const hostA = random(sa * batch);
-        const hostB = random(sb * batch);
-        const hostC = random(sc * batch);
-        const [da, db, dc] = [upload(driver, hostA), upload(driver, hostB), upload(driver, hostC)];
-        assert.equal(
-          gemm(ta, tb, m, n, k, 0.5, da, lda, sa, db, ldb, sb, 2, dc, ldc, sc, batch),
-          0,
-        );
-        const got = download(driver, dc, hostC.length);
-        const expected = hostC.slice();
-        for (let s = 0; s < batch; s++) {
-          for (let j = 0; j < n; j++) {
-            for (let i = 0; i < m; i++) {
-              let sum = 0;
-              for (let p = 0; p < k; p++) {
-                const av = ta === 0 ? hostA[s * sa + i + p * lda]! : hostA[s * sa + p + i * lda]!;
-                const bv = tb === 0 ? hostB[s * sb + p + j * ldb]! : hostB[s * sb + j + p * ldb]!;
-                sum += av * bv;
-              }
-              const at = s * sc + i + j * ldc;
-              expected[at] = 0.5 * sum + 2 * hostC[at]!;
-            }
-          }
-        }
-        assert.deepEqual([...got], [...expected], `transa ${ta}, transb ${tb}`);
-        for (const pointer of [da, db, dc]) assert.equal(driver.cuMemFree_v2(pointer), 0);
-      }
-    }
-    // lda below m: CUBLAS_STATUS_INVALID_VALUE, as cuBLAS checks it.
-    assert.equal(gemm(0, 0, 2, 2, 3, 1, a, 1, 0, b, 3, 0, 0, c, 2, 0, 1), 7);
-    // A batch stride that runs past A's allocation: CUBLAS_STATUS_EXECUTION_FAILED.
-    assert.equal(gemm(0, 0, 2, 2, 3, 1, a, 2, 6, b, 3, 0, 0, c, 2, 4, 2), 13);
-    for (const pointer of [a, b, c, c3]) assert.equal(driver.cuMemFree_v2(pointer), 0);
-  },
-});
-
-Deno.test({
-  name:
-    `text_direction: the stand-in driver runs kernels from their CUDA C and fails a launch that writes past a buffer or gets a host pointer${STAND_IN}`,
-  ignore: LIBS === undefined,
-  fn(): void {
-    const driver = standInDriver();
-    const cuda = openCuda(LIBS!);
-    const compiled = compileKernels(cuda.nvrtc, SOURCE, [9, 0]);
-    assert.equal(compiled.target, "sm_90");
-    const module = new BigUint64Array(1);
-    assert.equal(driver.cuModuleLoadData(module, compiled.image), 0);
-    const fn = new BigUint64Array(1);
-    const moduleHandle = Deno.UnsafePointer.create(module[0]!);
-    assert.equal(driver.cuModuleGetFunction(fn, moduleHandle, cString("add_tensors")), 0);
-    // No such kernel: CUDA_ERROR_NOT_FOUND.
-    assert.equal(
-      driver.cuModuleGetFunction(new BigUint64Array(1), moduleHandle, cString("nope")),
-      500,
-    );
-    const add = Deno.UnsafePointer.create(fn[0]!);
-    const a = upload(driver, new Float32Array([1, 2, 3, 4, 5]));
-    const b = upload(driver, new Float32Array([10, 20, 30, 40, 50]));
-    const y = upload(driver, new Float32Array(0), 5);
-    const launch = (
-      args: [bigint, bigint, bigint, number],
-      threads: number,
-      shared = 0,
-    ): number => {
-      const slots = new BigUint64Array(4);
-      slots.set(args.slice(0, 3) as bigint[]);
-      new Int32Array(slots.buffer, 24, 1)[0] = args[3];
-      const base = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(slots)));
-      const params = BigUint64Array.from([0, 1, 2, 3], (i) => base + BigInt(8 * i));
-      return driver.cuLaunchKernel(add, 1, 1, 1, threads, 1, 1, shared, null, params, null);
-    };
-    // 8 threads, total 5: three return early.
-    assert.equal(launch([a, b, y, 5], 8), 0);
-    assert.deepEqual([...download(driver, y, 5)], [11, 22, 33, 44, 55]);
-    // total 6 writes y[5], one past y: CUDA_ERROR_ILLEGAL_ADDRESS, at the launch.
-    assert.equal(launch([a, b, y, 6], 8), 700);
-    assert.equal(driver.cuMemFree_v2(y), 700, "the overrun allocation reports it when freed");
-    const y2 = upload(driver, new Float32Array(0), 5);
-    // A host pointer as an argument: CUDA_ERROR_ILLEGAL_ADDRESS before any thread runs.
-    const host = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(new Float32Array(5))));
-    assert.equal(launch([host, b, y2, 5], 8), 700);
-    // Dynamic shared memory is not emulated: CUDA_ERROR_INVALID_VALUE.
-    assert.equal(launch([a, b, y2, 5], 8, 16), 1);
-    // 2048 threads in a block is over the limit of 1024.
-    assert.equal(launch([a, b, y2, 5], 2048), 1);
-    // A real CUBIN cannot run here: CUDA_ERROR_INVALID_IMAGE.
-    const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]);
-    assert.equal(driver.cuModuleLoadData(new BigUint64Array(1), elf), 200);
-    for (const pointer of [a, b, y2]) assert.equal(driver.cuMemFree_v2(pointer), 0);
-  },
-});
-
 // ---- The GPU backend on the stand-ins -----------------------------------------------------------
 
 Deno.test({
@@ -331,7 +77,7 @@ Deno.test({
     `text_direction: the GPU backend on the stand-ins matches the CPU backend and frees what it allocated${STAND_IN}`,
   ignore: LIBS === undefined,
   fn(): void {
-    const driver = standInDriver();
+    const driver = openStandInDriver(LIBS!.driver);
     const live = driver.stand_in_memory_live_count();
     {
       using gpu = GpuBackend.create(PLAN, { libraries: LIBS! });
@@ -551,7 +297,7 @@ Deno.test("text_direction: both backends compute convolutions of shapes the clas
     console.log(`GPU backend not checked here: stand-ins not built: ${standInMissing}`);
     return;
   }
-  standInDriver();
+  openStandInDriver(LIBS!.driver);
   using gpu = GpuBackend.create(plan, { libraries: LIBS });
   const diff = maxDiff(gpu.run(x, batch), expected);
   assert.ok(diff < 1e-5, `GPU (stand-ins): max abs diff ${diff}`);

@@ -10,6 +10,9 @@
  * GPU's primary context current before the factory runs); elsewhere it makes the device's
  * primary context current itself.
  *
+ * Over 500 lines for a reason: every SGEMM and launch is spelled out argument by argument, beside
+ * the layout reasoning it follows; split up, the reasoning and the calls would drift apart.
+ *
  * @module
  */
 

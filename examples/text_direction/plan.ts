@@ -10,6 +10,9 @@
  * start, its N samples packed one after the other (NCHW). A buffer whose value no later step
  * reads holds a later step's output.
  *
+ * Over 500 lines for a reason: the step types, then one pass over the graph with each operator's
+ * case beside the pattern it folds or fuses, read top to bottom as the graph is.
+ *
  * @module
  */
 
