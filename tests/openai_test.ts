@@ -365,6 +365,28 @@ for (const engine of ENGINES) {
         param: "tools",
         code: null,
       }],
+      // Accepted without effect, but of OpenAI's types (as the OpenAPI document says).
+      [
+        "a parallel_tool_calls string",
+        {
+          model: "Fixed",
+          messages: HI,
+          parallel_tool_calls: "yes",
+        },
+        400,
+        {
+          message: "Invalid type for 'parallel_tool_calls': expected a boolean, but got a string.",
+          type: "invalid_request_error",
+          param: "parallel_tool_calls",
+          code: null,
+        },
+      ],
+      ["a metadata number", { model: "Fixed", messages: HI, metadata: { run: 1 } }, 400, {
+        message: "Invalid type for 'metadata.run': expected a string, but got a number.",
+        type: "invalid_request_error",
+        param: "metadata.run",
+        code: null,
+      }],
     ];
     for (const [what, body, status, error] of cases) {
       const response = await post(chat, body);

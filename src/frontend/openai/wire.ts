@@ -380,15 +380,35 @@ export function chatRequestOf(body: Body): ChatRequest {
   onlyDefault(body, "response_format", (v) => (v as Body)?.["type"] === "text");
   onlyDefault(body, "tools", (v) => Array.isArray(v) && v.length === 0);
   onlyDefault(body, "tool_choice", (v) => v === "none");
-  onlyDefault(body, "parallel_tool_calls", () => true);
+  // Accepted and without effect here (no tools, nothing stored), but of OpenAI's types.
+  optionalBoolean(body, "parallel_tool_calls");
   onlyDefault(body, "store", (v) => v === false);
-  onlyDefault(body, "metadata", () => true);
+  metadataOf(body);
   return {
     model,
     messages,
     options: sampling(body, ["max_tokens", "max_completion_tokens"]),
     ...deliveryOf(body),
   };
+}
+
+function metadataOf(body: Body): void {
+  const metadata = body["metadata"];
+  if (metadata === undefined || metadata === null) return;
+  if (typeof metadata !== "object" || Array.isArray(metadata)) {
+    throw invalid(
+      `Invalid type for 'metadata': expected an object, but got ${typeName(metadata)}.`,
+      "metadata",
+    );
+  }
+  for (const [key, value] of Object.entries(metadata)) {
+    if (typeof value !== "string") {
+      throw invalid(
+        `Invalid type for 'metadata.${key}': expected a string, but got ${typeName(value)}.`,
+        `metadata.${key}`,
+      );
+    }
+  }
 }
 
 function messagesOf(value: unknown): ChatMessage[] {
