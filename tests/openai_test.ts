@@ -402,6 +402,7 @@ for (const engine of ENGINES) {
     assert.equal((await embeddings.json()).error.param, "input");
     const wrongMethod = await fetch(chat);
     assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers.get("allow"), "POST");
     assert.deepEqual(await wrongMethod.json(), {
       error: {
         message: "Invalid method for URL (GET /v1/chat/completions)",
@@ -413,6 +414,10 @@ for (const engine of ENGINES) {
     const unknownPath = await post(`${triton.urls.http}/v1/images/generations`, {});
     assert.equal(unknownPath.status, 404);
     await unknownPath.body?.cancel();
+    // A model name that is not percent-encoding matches no route: 404, not a 405 for GET.
+    const badName = await fetch(`${triton.urls.http}/v1/models/%E0%A4%A`);
+    assert.equal(badName.status, 404);
+    assert.equal((await badName.json()).error.message, "Invalid URL (GET /v1/models/%E0%A4%A)");
     // Still serving.
     const good = await post(chat, { model: "Fixed", messages: HI });
     assert.equal(good.status, 200);

@@ -16,12 +16,22 @@ import type { ModelHandle } from "../../engine/engine.ts";
 /** A JSON Schema (2020-12), as plain JSON. */
 export type JsonSchema = boolean | { readonly [keyword: string]: unknown };
 
-/** One media type of a body: its schema and an example a docs page can send as it is. */
+/** A named example of a body. */
+export interface ExampleDoc {
+  /** What it shows, in a line. */
+  readonly summary: string;
+  /** The value. */
+  readonly value: unknown;
+}
+
+/** One media type of a body: its schema and examples a docs page can send as they are. */
 export interface MediaDoc {
   /** The body's schema. */
   readonly schema: JsonSchema;
   /** An example value. */
   readonly example?: unknown;
+  /** Named examples, when there are several (OpenAPI allows `example` or `examples`). */
+  readonly examples?: Readonly<Record<string, ExampleDoc>>;
 }
 
 /** A request or response header. */
@@ -83,7 +93,16 @@ export interface RouteDoc {
    * operation at that model's own path, or `undefined` where the route does not serve it.
    */
   readonly forModel?: (model: ModelHandle) => ModelOperationDoc | undefined;
+  /**
+   * For a route whose body names a model (OpenAI's `model` field): the operation given every
+   * model the server serves at the moment the document is built (the field's enum, examples
+   * naming one), or `undefined` to keep the generic one (no model fits).
+   */
+  readonly forModels?: (models: readonly ModelHandle[]) => ModelOperationDoc | undefined;
 }
+
+/** The name of the access token's security scheme (the `triton-access-token` header). */
+export const ACCESS_TOKEN_SCHEME = "tritonAccessToken";
 
 /** `application/json`. */
 export const JSON_TYPE = "application/json";

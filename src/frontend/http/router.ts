@@ -2,7 +2,9 @@
  * A tiny route table for the KServe v2 paths: each route has a method, an anchored path pattern
  * with named groups (written as a path template, which the OpenAPI document expands, or as a
  * pattern), the endpoint group it belongs to (the unit Triton's restricted-API settings and
- * access tokens work on), and its description for the OpenAPI document.
+ * access tokens work on), and its description for the OpenAPI document. A path prefix may have
+ * a fallback, which answers what no route under it serves (an API with its own error body); it
+ * is no route, so it has no description.
  *
  * @module
  */
@@ -38,16 +40,27 @@ export interface Route<H> {
   readonly doc: RouteDoc | undefined;
 }
 
-/** The outcome of {@linkcode Router.match}. */
+/** What answers the requests under a path prefix that no route serves. */
+export interface Fallback<H> {
+  /** The path prefix, e.g. `/v1/`. */
+  readonly prefix: string;
+  /** The endpoint group, for access control. */
+  readonly group: EndpointGroup | undefined;
+  /** What runs it. */
+  readonly handler: H;
+}
+
 /** How many (method, path) matches a router keeps. */
 const MATCH_CACHE_SIZE = 512;
 
+/** The outcome of {@linkcode Router.match}. */
 export type RouteMatch<H> =
   | {
     readonly kind: "found";
     readonly route: Route<H>;
     readonly params: Readonly<Record<string, string>>;
   }
+  | { readonly kind: "fallback"; readonly fallback: Fallback<H> }
   | { readonly kind: "method-not-allowed"; readonly allowed: readonly Method[] }
   | { readonly kind: "not-found" };
 
@@ -73,6 +86,7 @@ export type RouteMatch<H> =
  */
 export class Router<H> {
   #routes: Route<H>[] = [];
+  #fallbacks: Fallback<H>[] = [];
   #cache = new Map<string, RouteMatch<H>>();
 
   /** The routes, in match order. */
@@ -106,6 +120,37 @@ export class Router<H> {
     }
     const pattern = template === undefined ? path as RegExp : compilePathTemplate(template);
     this.#routes.push({ method, pattern, template, group, handler, doc });
+    this.#cache.clear();
+    return this;
+  }
+
+  /**
+   * Adds the fallback of a path prefix: it answers a request under the prefix that no route
+   * serves (no route's pattern matches, or only under another method), in place of the
+   * router's not-found and method-not-allowed.
+   *
+   * @param prefix The path prefix, e.g. `/v1/`.
+   * @param group The endpoint group; `undefined` for no access check.
+   * @param handler The handler.
+   * @returns This router.
+   *
+   * @example
+   * ```ts
+   * import { Router } from "./router.ts";
+   * import assert from "node:assert/strict";
+   *
+   * const router = new Router<string>()
+   *   .add("GET", "/v1/models", "openai", "models")
+   *   .fallback("/v1/", "openai", "no such route");
+   * assert.equal(router.match("GET", "/v1/models").kind, "found");
+   * const other = router.match("DELETE", "/v1/models");
+   * assert.equal(other.kind === "fallback" && other.fallback.handler, "no such route");
+   * assert.equal(router.match("GET", "/v2/models").kind, "not-found");
+   * assert.equal(router.routes.length, 1);
+   * ```
+   */
+  fallback(prefix: string, group: EndpointGroup | undefined, handler: H): this {
+    this.#fallbacks.push({ prefix, group, handler });
     this.#cache.clear();
     return this;
   }
@@ -166,6 +211,8 @@ export class Router<H> {
       if (!valid) continue;
       return { kind: "found", route, params: Object.freeze(params) };
     }
+    const fallback = this.#fallbacks.find((entry) => path.startsWith(entry.prefix));
+    if (fallback !== undefined) return { kind: "fallback", fallback };
     return allowed.length > 0 ? { kind: "method-not-allowed", allowed } : { kind: "not-found" };
   }
 }

@@ -89,3 +89,21 @@ Deno.test("Router.match() answers a repeated path the same and sees routes added
   for (let i = 0; i < 2000; i++) assert.equal(local.match("GET", `/x${i}`).kind, "not-found");
   assert.equal(local.match("HEAD", "/a").kind, "found");
 });
+
+Deno.test("buildRoutes(): a /v1/ path no OpenAI route serves reaches the openai fallback", () => {
+  for (
+    const [method, path] of [
+      ["GET", "/v1/chat/completions"],
+      ["DELETE", "/v1/models"],
+      ["POST", "/v1/images/generations"],
+      ["GET", "/v1/models/%E0%A4%A"],
+    ]
+  ) {
+    const found = router.match(method!, path!);
+    assert.equal(found.kind, "fallback", `${method} ${path}`);
+    if (found.kind === "fallback") assert.equal(found.fallback.group, "openai");
+  }
+  // The fallback is no route: the table holds only what the OpenAPI document describes.
+  assert.ok(router.routes.every((route) => route.template !== undefined));
+  assert.equal(router.match("GET", "/v2/nothing").kind, "not-found");
+});

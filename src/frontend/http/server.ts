@@ -270,6 +270,7 @@ export function handlerOver(
     if (found.kind === "method-not-allowed") {
       return errorResponse(405, "Method Not Allowed", { allow: found.allowed.join(", ") });
     }
+    const { group, handler } = found.kind === "found" ? found.route : found.fallback;
     // Deno.serve's request.signal also aborts after every successful response (and warns once
     // when read: see legacy_abort.ts), so it is read only by the routes that need it
     // (inference), and only a disconnect while the request is being handled reaches the engine.
@@ -288,18 +289,18 @@ export function handlerOver(
     };
     const context = {
       request,
-      params: found.params,
+      params: found.kind === "found" ? found.params : {},
       get signal(): AbortSignal {
         cancelLink ??= lateLinks.schedule(link);
         return disconnect.signal;
       },
     };
     try {
-      if (accessCheck !== undefined && found.route.group !== undefined) {
-        const refused = await accessCheck(request, found.route.group);
+      if (accessCheck !== undefined && group !== undefined) {
+        const refused = await accessCheck(request, group);
         if (refused !== undefined) return refused;
       }
-      return await runHandler(found.route.handler, context);
+      return await runHandler(handler, context);
     } catch (error) {
       if (!(error instanceof InferenceError)) {
         logger.error(

@@ -1,6 +1,7 @@
 /**
  * The OpenAI-compatible routes of the HTTP front end, as data ({@linkcode OPENAI_ROUTES}: method,
- * path, summary, handler), plugged into the front end's router by {@linkcode addOpenAIRoutes}.
+ * path template, handler, and the description the OpenAPI document holds, `route_docs.ts`),
+ * plugged into the front end's router by {@linkcode addOpenAIRoutes}.
  * Every route speaks only to the `Engine` contract: one lookup of the model a request names
  * (which must be bound with `openai` for that endpoint), then `inferStream` or `infer`, so the
  * model's batching, queue policy, priorities, statistics and metrics apply as to a KServe request.
@@ -22,9 +23,17 @@ import {
 import { ndarray } from "../../tensor/ndarray.ts";
 import { readRequestBody } from "../http/compression.ts";
 import type { RouteContext, RouteHandler } from "../http/routes.ts";
+import type { RouteDoc } from "../http/route_doc.ts";
 import type { Router } from "../http/router.ts";
 import { openAIErrorOf, openAIErrorResponse } from "./errors.ts";
 import { generation, type GenerationEvent } from "./generation.ts";
+import {
+  CHAT_DOC,
+  COMPLETIONS_DOC,
+  EMBEDDINGS_DOC,
+  LIST_MODELS_DOC,
+  RETRIEVE_MODEL_DOC,
+} from "./route_docs.ts";
 import {
   type AnswerHead,
   answerHead,
@@ -61,12 +70,12 @@ export type OpenAIHandler = (
 export interface OpenAIRoute {
   /** The method. */
   readonly method: "GET" | "POST";
-  /** The path, a pattern source with named groups (anchored when added). */
+  /** The path template (`/v1/models/{model}`, `http/path_template.ts`). */
   readonly path: string;
-  /** What it does, in a line (for a generated description of the API). */
-  readonly summary: string;
   /** What answers it. */
   readonly handler: OpenAIHandler;
+  /** Its description in the OpenAPI document. */
+  readonly doc: RouteDoc;
 }
 
 const decoder = new TextDecoder();
@@ -373,7 +382,7 @@ async function embeddings(
  *
  * assert.deepEqual(OPENAI_ROUTES.map((route) => `${route.method} ${route.path}`), [
  *   "GET /v1/models",
- *   "GET /v1/models/(?<model>[^/]+)",
+ *   "GET /v1/models/{model}",
  *   "POST /v1/chat/completions",
  *   "POST /v1/completions",
  *   "POST /v1/embeddings",
@@ -381,52 +390,34 @@ async function embeddings(
  * ```
  */
 export const OPENAI_ROUTES: readonly OpenAIRoute[] = [
-  {
-    method: "GET",
-    path: "/v1/models",
-    summary: "Lists the models served on the OpenAI API",
-    handler: listModels,
-  },
-  {
-    method: "GET",
-    path: "/v1/models/(?<model>[^/]+)",
-    summary: "Describes one model served on the OpenAI API",
-    handler: retrieveModel,
-  },
-  {
-    method: "POST",
-    path: "/v1/chat/completions",
-    summary: "Answers a chat, whole or streamed as Server-Sent Events",
-    handler: chat,
-  },
-  {
-    method: "POST",
-    path: "/v1/completions",
-    summary: "Completes a prompt, whole or streamed as Server-Sent Events",
-    handler: completions,
-  },
-  {
-    method: "POST",
-    path: "/v1/embeddings",
-    summary: "Embeds texts as vectors",
-    handler: embeddings,
-  },
+  { method: "GET", path: "/v1/models", handler: listModels, doc: LIST_MODELS_DOC },
+  { method: "GET", path: "/v1/models/{model}", handler: retrieveModel, doc: RETRIEVE_MODEL_DOC },
+  { method: "POST", path: "/v1/chat/completions", handler: chat, doc: CHAT_DOC },
+  { method: "POST", path: "/v1/completions", handler: completions, doc: COMPLETIONS_DOC },
+  { method: "POST", path: "/v1/embeddings", handler: embeddings, doc: EMBEDDINGS_DOC },
 ];
 
-function unknownPath(context: RouteContext): Promise<Response> {
+/**
+ * OpenAI's answer to a `/v1/` request no route serves: 405 when a route serves the path under
+ * another method, 404 otherwise (also for a path whose parameter is not valid percent-encoding).
+ */
+function unknownPath(router: Router<RouteHandler>, context: RouteContext): Promise<Response> {
   const { pathname } = new URL(context.request.url);
   const method = context.request.method;
-  const known = OPENAI_ROUTES.some((route) => new RegExp(`^${route.path}$`).test(pathname));
-  throw new OpenAIError(
-    known ? 405 : 404,
-    `${known ? "Invalid method for URL" : "Invalid URL"} (${method} ${pathname})`,
-  );
+  const served = router.methodsAt(pathname);
+  const asked = method === "HEAD" ? "GET" : method;
+  if (served.length > 0 && !served.includes(asked as (typeof served)[number])) {
+    throw new OpenAIError(405, `Invalid method for URL (${method} ${pathname})`, {
+      headers: { allow: served.join(", ") },
+    });
+  }
+  throw new OpenAIError(404, `Invalid URL (${method} ${pathname})`);
 }
 
 /**
  * Adds the OpenAI routes to the HTTP front end's router, in the `openai` endpoint group (which
- * `securityConfig` can restrict to an API key), and after them the answer to any other `/v1/`
- * path (404 or 405 with OpenAI's error body).
+ * `securityConfig` can restrict to an API key), and the `/v1/` prefix's fallback: any other
+ * request under it is answered 404 or 405 with OpenAI's error body.
  *
  * @param router The router.
  * @param engine The engine.
@@ -445,9 +436,7 @@ export function addOpenAIRoutes(
     }
   };
   for (const route of OPENAI_ROUTES) {
-    router.add(route.method, new RegExp(`^${route.path}$`), "openai", answering(route.handler));
+    router.add(route.method, route.path, "openai", answering(route.handler), route.doc);
   }
-  router
-    .add("GET", /^\/v1\/.*$/, "openai", answering((_, __, context) => unknownPath(context)))
-    .add("POST", /^\/v1\/.*$/, "openai", answering((_, __, context) => unknownPath(context)));
+  router.fallback("/v1/", "openai", answering((_, __, context) => unknownPath(router, context)));
 }
