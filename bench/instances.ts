@@ -28,7 +28,7 @@ const BIG_ROUNDS = 12;
 async function engines(): Promise<EngineKind[]> {
   const found: EngineKind[] = ["builtin"];
   try {
-    const install = await import("../src/engine/native/install.ts");
+    const install = await import("../src/setup/install.ts");
     if ((await install.findTritonInstall()) !== undefined) found.push("triton");
   } catch {
     // Without the core only the built-in engine runs.

@@ -40,7 +40,7 @@ function check(index: number, texts: readonly string[]): void {
 async function engines(): Promise<EngineKind[]> {
   const found: EngineKind[] = ["builtin"];
   try {
-    const install = await import("../src/engine/native/install.ts");
+    const install = await import("../src/setup/install.ts");
     if ((await install.findTritonInstall()) !== undefined) found.push("triton");
   } catch {
     // Without the core only the built-in engine runs.

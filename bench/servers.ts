@@ -37,7 +37,7 @@ async function pytritonPython(): Promise<VenvResult> {
 
 /** Installs the Triton core (`deno task setup:triton`) when it is missing. */
 async function ensureTritonCore(): Promise<void> {
-  const { defaultTritonHome } = await import("../src/engine/native/install.ts");
+  const { defaultTritonHome } = await import("../src/setup/install.ts");
   if (await exists(`${defaultTritonHome()}/install.json`)) return;
   console.log("bench: installing the Triton core (deno task setup:triton) ...");
   const setup = await run(Deno.execPath(), ["task", "setup:triton"]);

@@ -38,7 +38,7 @@ import { Logger, type LogSink } from "./log.ts";
 import { BoundModelRepository } from "./model_repository.ts";
 import type { DeniedPermission } from "./permissions.ts";
 import { explainPermission, type PermissionUse, permissionUse } from "./server_permissions.ts";
-import { defaultTritonHome } from "./engine/native/install.ts";
+import { defaultTritonHome } from "./setup/install.ts";
 import {
   engineOptionsOf,
   facadeOptionsOf,

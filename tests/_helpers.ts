@@ -19,7 +19,7 @@ export const PEERS_REQUIRED: boolean = Deno.env.get("CI") === "true" ||
 
 async function tritonCoreInstalled(): Promise<boolean> {
   try {
-    const install = await import("../src/engine/native/install.ts");
+    const install = await import("../src/setup/install.ts");
     return (await install.findTritonInstall()) !== undefined;
   } catch {
     return false;

@@ -10,7 +10,7 @@ import type { InferRequest } from "../src/callable/types.ts";
 import { resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import { NativeEngine } from "../src/engine/native/engine.ts";
-import { findTritonInstall } from "../src/engine/native/install.ts";
+import { findTritonInstall } from "../src/setup/install.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 

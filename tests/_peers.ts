@@ -153,7 +153,7 @@ async function libraryRoots(): Promise<string[]> {
   const explicit = Deno.env.get("DENOTRITON_PEER_LIBS");
   if (explicit) roots.push(explicit);
   try {
-    const install = await import("../src/engine/native/install.ts");
+    const install = await import("../src/setup/install.ts");
     roots.push(install.defaultTritonHome());
   } catch {
     roots.push(

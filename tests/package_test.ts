@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray } from "../mod.ts";
-import { defaultTritonHome } from "../src/engine/native/install.ts";
+import { defaultTritonHome } from "../src/setup/install.ts";
 import { GRPC_CLIENT_ENV_VARIABLES, tempDirectory } from "../src/permissions.ts";
 import { ENGINES } from "./_helpers.ts";
 import {

@@ -10,7 +10,7 @@ import { type ModelConfig, resolveModelConfig } from "../src/config/model_config
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { ModelDefinition } from "../src/engine/engine.ts";
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
-import { findTritonInstall } from "../src/engine/native/install.ts";
+import { findTritonInstall } from "../src/setup/install.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";

@@ -9,7 +9,7 @@
 import { TritonError, TritonValidationError } from "../errors.ts";
 import { BuiltinEngine } from "./builtin/engine.ts";
 import type { Engine } from "./engine.ts";
-import { defaultTritonHome, findTritonInstall, setupCommand } from "./native/install.ts";
+import { defaultTritonHome, findTritonInstall, setupCommand } from "../setup/install.ts";
 import type { NativeEngineOptions } from "./native/server_options.ts";
 import { readEnv } from "../permissions.ts";
 

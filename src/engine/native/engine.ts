@@ -39,7 +39,7 @@ import {
 import { lookupVersion } from "../model_lookup.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
-import { findTritonInstall, setupCommand } from "./install.ts";
+import { findTritonInstall, setupCommand } from "../../setup/install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
 import { CoreLog, withCoreReasons } from "./core_log.ts";
 import { Logger } from "../../log.ts";

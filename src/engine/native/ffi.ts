@@ -16,7 +16,7 @@
  */
 
 import { TritonError } from "../../errors.ts";
-import { setupCommand, type TritonInstall } from "./install.ts";
+import { setupCommand, type TritonInstall } from "../../setup/install.ts";
 
 const P = "pointer" as const;
 const B = "buffer" as const;

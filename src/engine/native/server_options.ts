@@ -13,7 +13,7 @@ import type { GpuInventory } from "../../gpu/devices.ts";
 import type { LogFormat } from "../../log.ts";
 import type { CacheConfig, CommonEngineOptions } from "../engine.ts";
 import type { CoreLibrary, NativeLibraries } from "./ffi.ts";
-import type { TritonInstall } from "./install.ts";
+import type { TritonInstall } from "../../setup/install.ts";
 import { InferenceError } from "../../errors.ts";
 import { check, cString, pointerOf, takeError } from "./status.ts";
 

@@ -13,7 +13,7 @@ import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../e
 import type { SharedEngineClient } from "../share.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "./ffi.ts";
-import type { TritonInstall } from "./install.ts";
+import type { TritonInstall } from "../../setup/install.ts";
 import { inferCoupled } from "./request.ts";
 
 /** The Triton core's client in a thread that shares it. */

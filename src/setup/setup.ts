@@ -29,8 +29,8 @@
 
 import { unzipSync } from "fflate";
 import { dirname, join } from "node:path";
-import { TritonError, TritonPermissionError } from "../../errors.ts";
-import { deniedPermission } from "../../permissions.ts";
+import { TritonError, TritonPermissionError } from "../errors.ts";
+import { deniedPermission } from "../permissions.ts";
 import { loadOrder, readElfDynamic } from "./elf.ts";
 import {
   BACKEND_NAME,
@@ -106,7 +106,7 @@ type BackendSources = ReadonlyMap<string, string>;
 async function readBackendSources(): Promise<BackendSources> {
   const sources = new Map<string, string>();
   for (const name of BACKEND_SOURCES) {
-    const url = new URL(`../../../ffi/${name}`, import.meta.url);
+    const url = new URL(`../../ffi/${name}`, import.meta.url);
     if (url.protocol === "file:") {
       sources.set(name, await Deno.readTextFile(url));
       continue;

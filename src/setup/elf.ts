@@ -7,7 +7,7 @@
  * @module
  */
 
-import { TritonError } from "../../errors.ts";
+import { TritonError } from "../errors.ts";
 
 /** The parts of an ELF dynamic section the loader cares about. */
 export interface ElfDynamicInfo {

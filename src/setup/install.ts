@@ -14,8 +14,8 @@
  */
 
 import { join } from "node:path";
-import { TritonPermissionError } from "../../errors.ts";
-import { readEnv } from "../../permissions.ts";
+import { TritonPermissionError } from "../errors.ts";
+import { readEnv } from "../permissions.ts";
 
 /** The Triton release the setup installs (from `nvidia-pytriton==0.7.0`). */
 export const TRITON_VERSION = "2.51.0";
@@ -60,7 +60,7 @@ export interface TritonManifest {
 type Manifest = TritonManifest;
 
 /** The package root (where `deno.json` is), in a checkout or on JSR. */
-const PACKAGE_ROOT = new URL("../../../", import.meta.url);
+const PACKAGE_ROOT = new URL("../../", import.meta.url);
 
 /**
  * The command that installs the Triton core for whoever runs this process: `deno task
