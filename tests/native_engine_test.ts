@@ -7,7 +7,7 @@ import { type ModelConfig, resolveModelConfig } from "../src/config/model_config
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts";
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
-import { openNative } from "../src/engine/native/ffi.ts";
+import { openNative } from "../src/native/ffi.ts";
 import { findTritonInstall } from "../src/setup/install.ts";
 import { lentCount } from "../src/engine/native/tensors.ts";
 import { InferenceError } from "../src/errors.ts";

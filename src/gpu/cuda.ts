@@ -6,8 +6,8 @@
  * @module
  */
 
-import { openCuda } from "../engine/native/ffi.ts";
-import type { CudaDriverLibrary } from "../engine/native/ffi.ts";
+import { openCuda } from "../native/ffi.ts";
+import type { CudaDriverLibrary } from "../native/ffi.ts";
 import { TritonError } from "../errors.ts";
 import type { GpuDevice, GpuInventory } from "./devices.ts";
 

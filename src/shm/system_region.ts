@@ -15,7 +15,7 @@
 
 import type { OutputGuard } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
-import { type LibcLibrary, openLibc } from "../engine/native/ffi.ts";
+import { type LibcLibrary, openLibc } from "../native/ffi.ts";
 import { foreignBuffer } from "../tensor/foreign_memory.ts";
 
 const O_RDWR = 2;

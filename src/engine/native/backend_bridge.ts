@@ -29,7 +29,7 @@ import type { Logger } from "../../log.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
-import type { BridgeLibrary } from "./ffi.ts";
+import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
 import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";

@@ -19,7 +19,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { type LibcLibrary, type NativeLibraries, openLibc } from "./ffi.ts";
+import { type LibcLibrary, type NativeLibraries, openLibc } from "../../native/ffi.ts";
 import { check, cString } from "./status.ts";
 
 /** The size past which the core is pointed at a fresh file. */

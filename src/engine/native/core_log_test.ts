@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Logger } from "../../log.ts";
 import { CoreLog } from "./core_log.ts";
-import { openNative } from "./ffi.ts";
+import { openNative } from "../../native/ffi.ts";
 import { findTritonInstall } from "../../setup/install.ts";
 import { applyLogChange } from "./log_bridge.ts";
 import { cString, takeError } from "./status.ts";

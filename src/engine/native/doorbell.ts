@@ -16,7 +16,7 @@
  * @module
  */
 
-import type { BridgeLibrary } from "./ffi.ts";
+import type { BridgeLibrary } from "../../native/ffi.ts";
 
 const DEFINITION = { parameters: ["u32", "u32"], result: "void" } as const;
 

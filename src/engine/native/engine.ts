@@ -38,7 +38,7 @@ import {
 } from "../engine.ts";
 import { lookupVersion } from "../model_lookup.ts";
 import { CompletionPump } from "./events.ts";
-import { type NativeLibraries, openNative } from "./ffi.ts";
+import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import { findTritonInstall, setupCommand } from "../../setup/install.ts";
 import { bridgeLogSettings } from "./log_bridge.ts";
 import { CoreLog, withCoreReasons } from "./core_log.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 
-import type { BridgeLibrary } from "./ffi.ts";
+import type { BridgeLibrary } from "../../native/ffi.ts";
 
 /** What a pending request does with its events. */
 export interface CompletionHandlers {

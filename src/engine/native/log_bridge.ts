@@ -9,7 +9,7 @@
  */
 
 import type { Logger, LogSettingsChange } from "../../log.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import type { CoreLibrary } from "../../native/ffi.ts";
 import { deleteServerOptions, LOG_FORMAT_CODES, newServerOptions } from "./server_options.ts";
 import { check } from "./status.ts";
 

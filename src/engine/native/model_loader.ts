@@ -23,7 +23,7 @@ import { modelHandle } from "../model_handle.ts";
 import { warmUp } from "../warmup.ts";
 import { consumeInstance } from "./backend_bridge.ts";
 import { connectDoorbell, untilFinalized } from "./doorbell.ts";
-import type { NativeLibraries } from "./ffi.ts";
+import type { NativeLibraries } from "../../native/ffi.ts";
 import { BACKEND_NAME } from "../../setup/install.ts";
 import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
 import type { ResponseStream } from "./response_stream.ts";

@@ -13,7 +13,7 @@ import type {
   ServerMetadata,
   TritonModelConfigJson,
 } from "../engine.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import type { CoreLibrary } from "../../native/ffi.ts";
 import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.ts";
 
 /** The config parameter that names a model load's channel, hidden from `modelConfig`. */

@@ -12,7 +12,7 @@ import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { CompletionPump } from "./events.ts";
-import type { NativeLibraries } from "./ffi.ts";
+import type { NativeLibraries } from "../../native/ffi.ts";
 import { Packer } from "./packer.ts";
 import { readResponse } from "./response.ts";
 import { pointerOf, takeError } from "./status.ts";

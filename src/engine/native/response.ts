@@ -12,7 +12,7 @@ import type { ParameterValue } from "../../callable/types.ts";
 import { InferenceError } from "../../errors.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 import type { InferenceResponse } from "../engine.ts";
-import type { BridgeLibrary } from "./ffi.ts";
+import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { errorCodeName } from "./status.ts";
 import {

@@ -12,7 +12,7 @@ import { parseMetricsSetting } from "../../config/metrics_config.ts";
 import type { GpuInventory } from "../../gpu/devices.ts";
 import type { LogFormat } from "../../log.ts";
 import type { CacheConfig, CommonEngineOptions } from "../engine.ts";
-import type { CoreLibrary, NativeLibraries } from "./ffi.ts";
+import type { CoreLibrary, NativeLibraries } from "../../native/ffi.ts";
 import type { TritonInstall } from "../../setup/install.ts";
 import { InferenceError } from "../../errors.ts";
 import { check, cString, pointerOf, takeError } from "./status.ts";

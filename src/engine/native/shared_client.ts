@@ -12,7 +12,7 @@ import { InferenceError } from "../../errors.ts";
 import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../engine.ts";
 import type { SharedEngineClient } from "../share.ts";
 import { CompletionPump } from "./events.ts";
-import { type NativeLibraries, openNative } from "./ffi.ts";
+import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import type { TritonInstall } from "../../setup/install.ts";
 import { inferCoupled } from "./request.ts";
 

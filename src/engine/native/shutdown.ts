@@ -12,7 +12,7 @@
 
 import type { Logger } from "../../log.ts";
 import type { RepositoryIndexEntry } from "../engine.ts";
-import type { CoreLibrary, NativeLibraries } from "./ffi.ts";
+import type { CoreLibrary, NativeLibraries } from "../../native/ffi.ts";
 import { disposeInstances, type LoadedModel, type LoaderContext } from "./model_loader.ts";
 import { repositoryIndex } from "./queries.ts";
 import { takeError } from "./status.ts";

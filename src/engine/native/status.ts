@@ -7,7 +7,7 @@
  */
 
 import { type ErrorCode, InferenceError } from "../../errors.ts";
-import type { CoreLibrary } from "./ffi.ts";
+import type { CoreLibrary } from "../../native/ffi.ts";
 
 /** `TRITONSERVER_Error_Code` values in enum order. */
 export const ERROR_CODES: readonly ErrorCode[] = [

@@ -9,7 +9,7 @@ import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import { foreignBuffer, isOwnMemory } from "../../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
-import { openLibc } from "./ffi.ts";
+import { openLibc } from "../../native/ffi.ts";
 
 const BY_DTYPE: Readonly<Record<DType, number>> = {
   bool: 1,

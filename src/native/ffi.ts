@@ -7,6 +7,10 @@
  * core stays loaded while any isolate of the process holds it (the bridge's globals with it), and
  * is unloaded after the last one, once its servers were deleted (its own threads end then).
  *
+ * It is the ground floor of the layers (ARCHITECTURE.md): the GPU discovery (`gpu/cuda.ts`), system
+ * shared memory (`shm/system_region.ts`) and the Triton engine (`engine/native/`) open their
+ * libraries through it, and it imports only the errors and where the install is (`setup/`).
+ *
  * Functions that block while Triton waits for backend code (the bridge's `dt_server_new` and
  * `dt_server_load`, model unload, `ServerStop`, the bridge's `dt_server_delete`) and the
  * bridge's waits are declared `nonblocking`, so the event loop stays free to serve the batches
@@ -15,8 +19,8 @@
  * @module
  */
 
-import { TritonError } from "../../errors.ts";
-import { setupCommand, type TritonInstall } from "../../setup/install.ts";
+import { TritonError } from "../errors.ts";
+import { setupCommand, type TritonInstall } from "../setup/install.ts";
 
 const P = "pointer" as const;
 const B = "buffer" as const;
@@ -261,12 +265,12 @@ export function openCuda(path: string): CudaDriverLibrary {
  * 2.34 and in `librt.so.1` before). A region's size comes from `lseek(fd, 0, SEEK_END)` rather
  * than `fstat`, whose `struct stat` layout differs between architectures.
  *
- * `open` and `read` read the core's log file (`core_log.ts`): the core writes it into the
+ * `open` and `read` read the core's log file (`engine/native/core_log.ts`): the core writes it into the
  * temporary directory, and reading it through Deno's file API would need a read grant there that
  * nothing else needs, whereas `--allow-ffi`, which the engine needs anyway, covers these calls.
  * `open`'s optional mode argument is not passed (no file is created).
  *
- * `memcpyFrom` copies an output out of a response (`tensors.ts`) without an `ArrayBuffer` over
+ * `memcpyFrom` copies an output out of a response (`engine/native/tensors.ts`) without an `ArrayBuffer` over
  * the core's memory: V8 counts every such buffer as external memory, and one of megabytes per
  * request triggers a garbage collection per request. (Results go the other way inside
  * `dt_output`, which copies them in C.)
