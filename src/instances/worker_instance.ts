@@ -30,7 +30,7 @@ import {
   type WireTensor,
   type WorkerContext,
   zeroCounts,
-} from "./worker_protocol.ts";
+} from "../isolate/codec.ts";
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;

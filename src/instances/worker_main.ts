@@ -26,7 +26,7 @@ import {
   type WireTensor,
   type WorkerContext,
   zeroCounts,
-} from "./worker_protocol.ts";
+} from "../isolate/codec.ts";
 
 let callable: InferCallable | undefined;
 let context: InferContext | undefined;

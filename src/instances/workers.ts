@@ -1,7 +1,7 @@
 /**
  * Model instances in Deno Workers: one Worker per instance, pinned to a device, loading the
  * user's instance module once and running one batch at a time. Tensors cross without
- * structured-clone copies (see `worker_protocol.ts`); a Worker that crashes or exits fails its
+ * structured-clone copies (see `isolate/codec.ts`); a Worker that crashes or exits fails its
  * in-flight batch and is restarted a bounded number of times (`worker_instance.ts`). This file is
  * the provider and its options.
  *
@@ -15,7 +15,7 @@ import { parseDevices, placeInstances } from "../gpu/devices.ts";
 import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import { type Shared, WorkerInstance } from "./worker_instance.ts";
 
-export type { WorkerContext } from "./worker_protocol.ts";
+export type { WorkerContext } from "../isolate/codec.ts";
 
 /** Where {@linkcode workers} logs crashes and restarts (a `Logger` fits). */
 export interface WorkersLogger {

@@ -14,7 +14,7 @@
 /// <reference lib="deno.worker" />
 
 import type { InferenceResponse } from "../../engine/engine.ts";
-import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
+import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import { Logger, type LogLevel } from "../../log.ts";
 import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
 import { Router } from "./router.ts";

@@ -19,7 +19,7 @@ import {
   type WireError,
   type WireTensor,
   zeroCounts,
-} from "../../instances/worker_protocol.ts";
+} from "../../isolate/codec.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 
 /** What a thread needs to serve: the front end's settings, as data. */

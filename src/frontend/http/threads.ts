@@ -11,7 +11,7 @@
 
 import type { Engine, EngineShare } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
-import { fromWireError, toWireError } from "../../instances/worker_protocol.ts";
+import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import type { Logger } from "../../log.ts";
 import { inferModel } from "./routes.ts";
 import {

@@ -21,7 +21,7 @@ import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
 import { foreignBuffer, isForeign, markForeign } from "../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
-import type { NativeTensorLocation } from "./instance.ts";
+import type { NativeTensorLocation } from "../instances/instance.ts";
 
 /** What the instance module's factory receives: the instance's identity and device. */
 export interface WorkerContext {
@@ -178,7 +178,7 @@ export function zeroCounts(): WireCounts {
  *
  * @example A whole buffer moves
  * ```ts
- * import { toWireTensor, zeroCounts } from "./worker_protocol.ts";
+ * import { toWireTensor, zeroCounts } from "./codec.ts";
  * import { ndarray } from "../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
@@ -256,7 +256,7 @@ export function toNativeWireTensor(
  *
  * @example
  * ```ts
- * import { fromWireTensor } from "./worker_protocol.ts";
+ * import { fromWireTensor } from "./codec.ts";
  * import assert from "node:assert/strict";
  *
  * const buffer = new Int16Array([1, 2]).buffer;

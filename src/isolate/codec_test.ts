@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { foreignBuffer, isForeign } from "../tensor/foreign_memory.ts";
 import { ndarray } from "../tensor/ndarray.ts";
-import { fromWireTensor, toWireTensor, type WireCounts } from "./worker_protocol.ts";
+import { fromWireTensor, toWireTensor, type WireCounts } from "./codec.ts";
 
 Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark across isolates", () => {
   const own = new Float32Array([1, 2]);
