@@ -7,7 +7,7 @@
 
 import type { InferFunc, InferRequest, InferResult } from "../callable/types.ts";
 import { ndarray } from "../tensor/ndarray.ts";
-import type { WorkerContext } from "../isolate/codec.ts";
+import type { WorkerContext } from "./worker_protocol.ts";
 
 function echo(request: InferRequest): InferResult {
   const x = request.data["x"]!;

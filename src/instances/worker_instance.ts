@@ -21,16 +21,13 @@ import type { ModelInstance, NativeLocations } from "./instance.ts";
 import {
   fromWireError,
   fromWireTensor,
-  type FromWorker,
   toNativeWireTensor,
   toWireTensor,
-  type ToWorker,
   type WireCounts,
-  type WireRequest,
   type WireTensor,
-  type WorkerContext,
   zeroCounts,
 } from "../isolate/codec.ts";
+import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;

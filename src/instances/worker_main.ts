@@ -18,15 +18,12 @@ import { TritonError, TritonValidationError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import {
   fromWireTensor,
-  type FromWorker,
   toWireError,
   toWireTensor,
-  type ToWorker,
-  type WireRequest,
   type WireTensor,
-  type WorkerContext,
   zeroCounts,
 } from "../isolate/codec.ts";
+import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 
 let callable: InferCallable | undefined;
 let context: InferContext | undefined;

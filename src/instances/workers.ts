@@ -15,7 +15,7 @@ import { parseDevices, placeInstances } from "../gpu/devices.ts";
 import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import { type Shared, WorkerInstance } from "./worker_instance.ts";
 
-export type { WorkerContext } from "../isolate/codec.ts";
+export type { WorkerContext } from "./worker_protocol.ts";
 
 /** Where {@linkcode workers} logs crashes and restarts (a `Logger` fits). */
 export interface WorkersLogger {

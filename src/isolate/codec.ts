@@ -1,14 +1,13 @@
 /**
- * The messages between a {@linkcode WorkerInstances} instance (main isolate) and its Worker
- * (`worker_main.ts`), and how tensors cross without structured-clone copies: numeric buffers are
- * moved (transferred) or shared, BYTES tensors travel as one packed buffer of length-prefixed
- * elements, and tensors in the Triton core's memory travel as raw addresses the Worker views in
- * place.
+ * How tensors and errors cross isolates, for the Worker instances (`instances/worker_protocol.ts`)
+ * and the HTTP threads (`frontend/http/thread_protocol.ts`) alike: numeric buffers are moved
+ * (transferred) or shared instead of structured-clone copied, BYTES tensors travel as one packed
+ * buffer of length-prefixed elements, tensors in the Triton core's memory travel as raw addresses
+ * the receiver views in place, and an error keeps its class and Triton code.
  *
  * @module
  */
 
-import type { ModelInfo, ParameterValue } from "../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -16,40 +15,10 @@ import {
   TritonUnrecoverableError,
   TritonValidationError,
 } from "../errors.ts";
-import type { GpuDevice } from "../gpu/devices.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
 import { foreignBuffer, isForeign, markForeign } from "../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
-import type { NativeTensorLocation } from "../instances/instance.ts";
-
-/** What the instance module's factory receives: the instance's identity and device. */
-export interface WorkerContext {
-  /** The device the instance is pinned to: `"cpu"` or `"cuda:N"` (`"cuda"` is `"cuda:0"`). */
-  readonly device: string;
-  /** `"cpu"` or `"gpu"`: the kind the instance is pinned to. */
-  readonly deviceKind: "cpu" | "gpu";
-  /** The GPU index for `"cuda:N"`, -1 for `"cpu"`. */
-  readonly deviceId: number;
-  /**
-   * The GPU the instance runs on, already current on this Worker's thread when the factory runs
-   * (its primary context, which cuBLAS, cuDNN, TensorRT and ONNX Runtime use); `undefined` for a
-   * CPU instance, and for one pinned to a GPU on a host without GPUs, which runs on the CPU.
-   */
-  readonly gpu: GpuDevice | undefined;
-  /** Index of the instance within the model, from 0. */
-  readonly instanceIndex: number;
-  /** Model name. */
-  readonly modelName: string;
-  /** Model version. */
-  readonly modelVersion: number;
-  /** The bound model (tensors, config), as callables see it in `InferContext.model`. */
-  readonly model: ModelInfo;
-  /** 0 for the first start, then how many times this instance was restarted. */
-  readonly attempt: number;
-  /** The `data` option of `workers()`, structured-cloned (a `SharedArrayBuffer` stays shared). */
-  readonly data: unknown;
-}
 
 /** A tensor on the wire: in a buffer (moved or shared) or at a native address. */
 export type WireTensor =
@@ -68,18 +37,6 @@ export type WireTensor =
     readonly address: bigint;
     readonly byteLength: number;
   };
-
-/** One request on the wire. */
-export interface WireRequest {
-  /** Input tensors by name. */
-  readonly data: Record<string, WireTensor>;
-  /** Request parameters. */
-  readonly parameters: Record<string, ParameterValue>;
-  /** Requested outputs. */
-  readonly requestedOutputNames: readonly string[];
-  /** Whether the request was cancelled before the batch was sent. */
-  readonly cancelled: boolean;
-}
 
 /** An error on the wire. */
 export interface WireError {
@@ -100,53 +57,6 @@ export interface WireCounts {
   /** Bytes passed as native addresses (read in place). */
   native: number;
 }
-
-/** Main → Worker. */
-export type ToWorker =
-  | {
-    readonly type: "init";
-    readonly module: string;
-    readonly context: WorkerContext;
-    /**
-     * The Worker's end of a `node:worker_threads` MessageChannel, kept open for the Worker's
-     * whole life: its other end emits `close` once the Worker's thread has ended (`Deno.exit()`,
-     * `self.close()`, a crash), which Web Workers do not report otherwise.
-     */
-    readonly watch: unknown;
-    /** The CUDA driver to make `context.gpu` current through, when it is set. */
-    readonly cudaDriver?: string;
-  }
-  | {
-    readonly type: "batch";
-    readonly id: number;
-    readonly decoupled: boolean;
-    readonly requests: readonly WireRequest[];
-    /**
-     * How many steps of a decoupled batch the Worker may post before it waits for a "credit"
-     * message: its consumer's room, so that a slow consumer pauses the generator.
-     */
-    readonly credit: number;
-  }
-  /** The consumer of a decoupled batch made room for `steps` more steps. */
-  | { readonly type: "credit"; readonly id: number; readonly steps: number }
-  | { readonly type: "cancel"; readonly id: number; readonly request: number }
-  /** Ends a decoupled batch after its current step (the consumer stopped reading). */
-  | { readonly type: "stop"; readonly id: number }
-  /** Closes the Worker at its next turn of the event loop. */
-  | { readonly type: "exit" };
-
-/** Worker → main. */
-export type FromWorker =
-  | { readonly type: "ready" }
-  | { readonly type: "load-failed"; readonly error: WireError }
-  | {
-    readonly type: "results";
-    readonly id: number;
-    readonly results: readonly Record<string, WireTensor>[];
-    readonly counts: WireCounts;
-  }
-  | { readonly type: "done"; readonly id: number }
-  | { readonly type: "failed"; readonly id: number; readonly error: WireError };
 
 /** Options of {@linkcode toWireTensor}. */
 export interface ToWireOptions {
@@ -229,13 +139,13 @@ export function toWireTensor(
  * A wire tensor for data in the Triton core's memory: only its address travels.
  *
  * @param array The tensor (a view of that memory).
- * @param location Its address and byte count.
+ * @param location Its address and byte count (an instance's `NativeTensorLocation`).
  * @param counts Accumulates the bytes passed by address.
  * @returns The wire tensor.
  */
 export function toNativeWireTensor(
   array: NDArray,
-  location: NativeTensorLocation,
+  location: { readonly address: bigint; readonly byteLength: number },
   counts: WireCounts,
 ): WireTensor {
   counts.native += location.byteLength;
