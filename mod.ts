@@ -79,8 +79,8 @@ export {
   embeddingOutputs,
   GENERATE_INPUTS,
   GENERATE_OUTPUTS,
-  type OpenAIServing,
 } from "./src/protocol/openai.ts";
+export type { ModelInfo, OpenAIServing } from "./src/config/model_info.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 
@@ -120,7 +120,6 @@ export type {
   InferResult,
   InferReturn,
   InputProperties,
-  ModelInfo,
   ParameterValue,
   Request,
   SpecName,

@@ -167,6 +167,21 @@ export type ErrorCode =
   | "ALREADY_EXISTS"
   | "CANCELLED";
 
+/**
+ * The message of the UNAVAILABLE error (HTTP 503, gRPC UNAVAILABLE) a model answers when its
+ * queue is full: the built-in engine throws it as the Triton core does, the OpenAI front end maps
+ * it to 429, and clients recognise a full queue by it.
+ *
+ * @example
+ * ```ts
+ * import { QUEUE_FULL_MESSAGE } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok("Exceeds maximum queue size".includes(QUEUE_FULL_MESSAGE));
+ * ```
+ */
+export const QUEUE_FULL_MESSAGE = "Exceeds maximum queue size";
+
 /** Options of {@linkcode InferenceError}. */
 export interface InferenceErrorOptions extends ErrorOptions {
   /**

@@ -10,10 +10,11 @@
  */
 
 import type { BindOptions } from "./bind.ts";
-import type { InferFunc, InferResult, ModelInfo, TensorsOf } from "./callable/types.ts";
+import type { InferFunc, InferResult, TensorsOf } from "./callable/types.ts";
 import type { ResolvedTensorSpec } from "./config/tensor_spec.ts";
 import type { TritonContext } from "./callable/context.ts";
 import type { ModelConfig } from "./config/model_config.ts";
+import type { ModelInfo, OpenAIEndpoint, OpenAIServing } from "./config/model_info.ts";
 import { TritonValidationError } from "./errors.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
 import {
@@ -23,8 +24,6 @@ import {
   GENERATE_INPUTS,
   GENERATE_OUTPUTS,
   type GenerateInput,
-  type OpenAIEndpoint,
-  type OpenAIServing,
   readGenerateInput,
   textElement,
 } from "./protocol/openai.ts";
@@ -36,8 +35,8 @@ export type {
   FinishReason,
   GenerateInput,
   GenerateOptions,
-  OpenAIEndpoint,
 } from "./protocol/openai.ts";
+export type { OpenAIEndpoint } from "./config/model_info.ts";
 
 /** What a generator gets: the chat or the prompt, the sampling options and the signal. */
 export interface GenerateRequest extends GenerateInput {

@@ -9,7 +9,8 @@
 import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { TritonValidationError } from "../errors.ts";
-import type { InferContext, ModelInfo } from "./types.ts";
+import type { InferContext } from "./types.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /**
  * PyTriton's `TritonContext`: what a callable knows of the model it serves. PyTriton keeps one

@@ -4,11 +4,10 @@
  * @module
  */
 
-import type { ResolvedModelConfig } from "../config/model_config.ts";
-import type { ResolvedTensorSpec, TensorSpec } from "../config/tensor_spec.ts";
+import type { ModelInfo } from "../config/model_info.ts";
+import type { TensorSpec } from "../config/tensor_spec.ts";
 import type { DTypeOf } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
-import type { OpenAIServing } from "../protocol/openai.ts";
 
 /** A request parameter value (KServe body parameters and forwarded headers). */
 export type ParameterValue = string | number | boolean;
@@ -129,24 +128,6 @@ export type InferResult<O = Tensors> = O;
  * @typeParam O The outputs.
  */
 export type CallableResult<O = Tensors> = InferResult<O> | InferRequestFields<O>;
-
-/** What the model sees of itself: the bound configuration, given to every call. */
-export interface ModelInfo {
-  /** Model name. */
-  readonly name: string;
-  /** Model version. */
-  readonly version: number;
-  /** Declared inputs. */
-  readonly inputs: readonly ResolvedTensorSpec[];
-  /** Declared outputs. */
-  readonly outputs: readonly ResolvedTensorSpec[];
-  /** Resolved serving configuration. */
-  readonly config: ResolvedModelConfig;
-  /** Whether outputs are validated strictly. */
-  readonly strict: boolean;
-  /** How the model is served on the OpenAI API; `undefined` when it is not. */
-  readonly openai?: OpenAIServing;
-}
 
 /** The context passed as second argument to every inference callable (and through decorators). */
 export interface InferContext {

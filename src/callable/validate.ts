@@ -19,7 +19,8 @@ import {
 } from "../tensor/dtype.ts";
 import { isNDArray, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
 import { isInferRequest } from "./request.ts";
-import type { InferRequest, InferResult, ModelInfo } from "./types.ts";
+import type { InferRequest, InferResult } from "./types.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 const KNOWN_DTYPES = new Set<string>(DTYPES);
 

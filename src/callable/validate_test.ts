@@ -4,8 +4,9 @@ import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { InferenceError } from "../errors.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
 import { inferRequest } from "./request.ts";
-import type { InferRequest, ModelInfo } from "./types.ts";
+import type { InferRequest } from "./types.ts";
 import { validateResults } from "./validate.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 function model(
   options: { strict?: boolean; config?: ModelConfig; outputs?: TensorSpec[] } = {},

@@ -7,6 +7,7 @@
 
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
+import { QUEUE_FULL_MESSAGE } from "../errors.ts";
 import {
   codecs,
   type MessageCodec,
@@ -14,11 +15,7 @@ import {
   type ModelStreamInferResponse,
 } from "../protocol/grpc_codec.ts";
 import { modelConfigToJson } from "../protocol/model_config_proto.ts";
-import {
-  EMPTY_FINAL_PARAMETER,
-  FINAL_RESPONSE_PARAMETER,
-  QUEUE_FULL_MESSAGE,
-} from "../protocol/constants.ts";
+import { EMPTY_FINAL_PARAMETER, FINAL_RESPONSE_PARAMETER } from "../protocol/constants.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import {
   ClientInferenceServerError,

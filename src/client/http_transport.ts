@@ -4,7 +4,7 @@
  * @module
  */
 
-import { QUEUE_FULL_MESSAGE } from "../protocol/constants.ts";
+import { QUEUE_FULL_MESSAGE } from "../errors.ts";
 import {
   ClientError,
   ClientInferenceServerError,

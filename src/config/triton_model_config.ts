@@ -7,11 +7,11 @@
  * @module
  */
 
-import type { ModelInfo } from "../callable/types.ts";
 import { configName, toDType } from "../tensor/dtype.ts";
 import type { ModelWarmup, ResolvedQueuePolicy } from "./model_config.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 import { placeInstances } from "../gpu/devices.ts";
+import type { ModelInfo } from "./model_info.ts";
 
 /** Triton's model-config JSON; kept loose because Triton adds fields across versions. */
 export type TritonModelConfigJson = Record<string, unknown>;

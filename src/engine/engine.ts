@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import type { ParameterValue } from "../callable/types.ts";
 import type { TritonUnrecoverableError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
@@ -16,7 +16,7 @@ import type { NDArray } from "../tensor/ndarray.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 import type { CacheConfig } from "../config/cache_config.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
-import type { OpenAIServing } from "../protocol/openai.ts";
+import type { ModelInfo, OpenAIServing } from "../config/model_info.ts";
 
 export type { CacheConfig, TritonModelConfigJson };
 

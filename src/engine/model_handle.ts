@@ -6,10 +6,10 @@
  * @module
  */
 
-import type { ModelInfo } from "../callable/types.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import { kserveName } from "../tensor/dtype.ts";
 import type { ModelHandle, ModelMetadata, TensorMetadata } from "./engine.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** The platform both engines report: the backend's name. */
 export const MODEL_PLATFORM = "denotriton";

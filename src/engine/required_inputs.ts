@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { ModelInfo } from "../callable/types.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 import { InferenceError } from "../errors.ts";
 
 /**
@@ -21,7 +21,7 @@ import { InferenceError } from "../errors.ts";
  * @example
  * ```ts
  * import { refuseMissingInputs } from "./required_inputs.ts";
- * import type { ModelInfo } from "../callable/types.ts";
+ * import type { ModelInfo } from "../config/model_info.ts";
  * import assert from "node:assert/strict";
  *
  * const model = {

@@ -10,13 +10,14 @@
  * @module
  */
 
-import type { InferRequest, ModelInfo } from "../callable/types.ts";
+import type { InferRequest } from "../callable/types.ts";
 import type { ModelWarmup, WarmupInput } from "../config/model_config.ts";
 import { TritonBadParameterError } from "../errors.ts";
 import type { ModelInstance } from "../instances/instance.ts";
 import type { Logger } from "../log.ts";
 import { arrayConstructorOf, type DType, toDType } from "../tensor/dtype.ts";
 import { fromRawBytes, type NDArray, shapeSize } from "../tensor/ndarray.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** A warm-up input checked against the model: its dtype resolved. */
 export interface CheckedWarmupInput {

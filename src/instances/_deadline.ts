@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { ModelInfo } from "../callable/types.ts";
 import { InferenceError } from "../errors.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /**
  * The error a batch fails with when it outlives the model's execution timeout.

@@ -5,8 +5,9 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
+import type { InferRequest, InferResult } from "../callable/types.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
 export interface NativeTensorLocation {

@@ -7,18 +7,13 @@
 
 import { BatchGate } from "./_batch_gate.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type {
-  InferCallable,
-  InferContext,
-  InferRequest,
-  InferResult,
-  ModelInfo,
-} from "../callable/types.ts";
+import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { parseDevices } from "../gpu/devices.ts";
 import type { InstanceProvider, ModelInstance } from "./instance.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
 export interface MainThreadInstancesOptions {

@@ -11,7 +11,7 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { InferRequest, InferResult, ModelInfo } from "../callable/types.ts";
+import type { InferRequest, InferResult } from "../callable/types.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
@@ -29,6 +29,7 @@ import {
 } from "../isolate/codec.ts";
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
 

@@ -6,9 +6,10 @@
  * @module
  */
 
-import type { ModelInfo, ParameterValue } from "../callable/types.ts";
+import type { ParameterValue } from "../callable/types.ts";
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { WireCounts, WireError, WireTensor } from "../isolate/codec.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** What the instance module's factory receives: the instance's identity and device. */
 export interface WorkerContext {

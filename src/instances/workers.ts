@@ -8,7 +8,6 @@
  * @module
  */
 
-import type { ModelInfo } from "../callable/types.ts";
 import { TritonValidationError } from "../errors.ts";
 import { Logger } from "../log.ts";
 import { parseDevices, placeInstances } from "../gpu/devices.ts";
@@ -16,6 +15,7 @@ import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./in
 import { type Shared, WorkerInstance } from "./worker_instance.ts";
 
 export type { WorkerContext } from "./worker_protocol.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 /** Where {@linkcode workers} logs crashes and restarts (a `Logger` fits). */
 export interface WorkersLogger {

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import type { InferRequest, ModelInfo } from "../callable/types.ts";
+import type { InferRequest } from "../callable/types.ts";
 import { resolveModelConfig } from "../config/model_config.ts";
 import { Logger } from "../log.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { workers } from "./workers.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 
 const MODULE = new URL("./_worker_test_instance.ts", import.meta.url);
 const logger = new Logger({ file: Deno.makeTempFileSync() });

@@ -1,6 +1,6 @@
 /**
- * Names and messages of the KServe v2 protocol as Triton 2.51 speaks it, which the front ends
- * send and the client recognises.
+ * Names of the KServe v2 protocol as Triton 2.51 speaks it, which the front ends send and the
+ * client recognises. (The message of a full queue, which the engines throw, is in `errors.ts`.)
  *
  * @module
  */
@@ -31,17 +31,3 @@ export const FINAL_RESPONSE_PARAMETER = "triton_final_response";
  * ```
  */
 export const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
-
-/**
- * The message of the UNAVAILABLE error (HTTP 503, gRPC UNAVAILABLE) a model answers when its
- * queue is full; clients recognise a full queue by it.
- *
- * @example
- * ```ts
- * import { QUEUE_FULL_MESSAGE } from "./constants.ts";
- * import assert from "node:assert/strict";
- *
- * assert.ok("Exceeds maximum queue size".includes(QUEUE_FULL_MESSAGE));
- * ```
- */
-export const QUEUE_FULL_MESSAGE = "Exceeds maximum queue size";

@@ -22,22 +22,6 @@ import type { TensorSpec } from "../config/tensor_spec.ts";
 import { InferenceError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 
-/** The endpoints of the OpenAI API a model can serve. */
-export type OpenAIEndpoint = "chat" | "completions" | "embeddings";
-
-/**
- * How a model is served on the OpenAI API (`ModelInfo.openai`): which endpoints name it in their
- * `model` field, and what `GET /v1/models` says of it.
- */
-export interface OpenAIServing {
-  /** The endpoints: `chat` (`/v1/chat/completions`), `completions`, `embeddings`. */
-  readonly endpoints: readonly OpenAIEndpoint[];
-  /** `owned_by` in `/v1/models`. */
-  readonly ownedBy: string;
-  /** `created` in `/v1/models` (seconds since the epoch): when it was bound. */
-  readonly created: number;
-}
-
 /** One message of a chat, as OpenAI's `messages` carry it (text content only). */
 export interface ChatMessage {
   /** Who speaks. */

@@ -9,8 +9,9 @@ import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { serializeBytes } from "../../tensor/bytes_codec.ts";
 import { type NDArray, shapeSize, toRawBytes } from "../../tensor/ndarray.ts";
 import { inferRequest } from "../request.ts";
-import type { InferContext, InferRequest, ModelInfo } from "../types.ts";
+import type { InferContext, InferRequest } from "../types.ts";
 import type { Callable } from "./types.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
 
 /** The key {@linkcode tritonContext} injects into the inputs; never a tensor. */
 export const CONTEXT_KEY = "tritonContext";

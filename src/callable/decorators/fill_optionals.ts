@@ -19,11 +19,11 @@ import type {
   InferFunc,
   InferRequest,
   InferReturn,
-  ModelInfo,
 } from "../types.ts";
 import { getInferenceRequestBatchSize } from "./helpers.ts";
 import type { RequestCallable } from "./types.ts";
 import { requireModel, requireRequests, toFunction, withData } from "./_util.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
 
 /**
  * A default value, given without the batch axis: an `NDArray`, a TypedArray (a 1-D tensor of

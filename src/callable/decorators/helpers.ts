@@ -8,8 +8,9 @@
 import { TritonRuntimeError, TritonValidationError } from "../../errors.ts";
 import { isNDArray, type NDArray } from "../../tensor/ndarray.ts";
 import { isInferRequest } from "../request.ts";
-import type { InferRequestFields, ModelInfo } from "../types.ts";
+import type { InferRequestFields } from "../types.ts";
 import type { Inputs } from "./types.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
 
 /**
  * The batch size of a request: the axis-0 length of its first input.

@@ -5,12 +5,12 @@
  * @module
  */
 
-import type { ModelInfo } from "../../callable/types.ts";
 import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { shapeSize } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
 
 /** What validation learned about a request. */
 export interface ValidatedRequest {

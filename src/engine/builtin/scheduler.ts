@@ -11,11 +11,11 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ModelInfo } from "../../callable/types.ts";
+import type { InferRequest, InferResult } from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
-import { InferenceError, toInferenceError } from "../../errors.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
+import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
-import { QUEUE_FULL_MESSAGE } from "../../protocol/constants.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 
 /** Where the scheduler delivers a request's outcome. */

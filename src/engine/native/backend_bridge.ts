@@ -17,7 +17,7 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ModelInfo, ParameterValue } from "../../callable/types.ts";
+import type { InferRequest, InferResult, ParameterValue } from "../../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -43,6 +43,7 @@ import {
   tritonDataType,
   viewAt,
 } from "./tensors.ts";
+import type { ModelInfo } from "../../config/model_info.ts";
 
 interface DescribedRequest {
   id: string;

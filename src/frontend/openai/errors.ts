@@ -6,8 +6,7 @@
  * @module
  */
 
-import { httpStatusOf, InferenceError } from "../../errors.ts";
-import { QUEUE_FULL_MESSAGE } from "../../protocol/constants.ts";
+import { httpStatusOf, InferenceError, QUEUE_FULL_MESSAGE } from "../../errors.ts";
 import { HttpError } from "../http/errors.ts";
 import { OpenAIError } from "./wire.ts";
 

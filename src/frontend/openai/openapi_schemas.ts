@@ -7,8 +7,9 @@
  * @module
  */
 
+import type { OpenAIEndpoint } from "../../config/model_info.ts";
 import type { ModelHandle } from "../../engine/engine.ts";
-import { CHAT_ROLES, type OpenAIEndpoint } from "../../protocol/openai.ts";
+import { CHAT_ROLES } from "../../protocol/openai.ts";
 import { JSON_TYPE, type JsonSchema, type MediaDoc, schemaRef } from "../http/route_doc.ts";
 import {
   COMPLETION_DEFAULT_MAX_TOKENS,

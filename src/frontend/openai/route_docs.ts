@@ -8,8 +8,8 @@
  * @module
  */
 
+import type { OpenAIEndpoint } from "../../config/model_info.ts";
 import type { ModelHandle } from "../../engine/engine.ts";
-import type { OpenAIEndpoint } from "../../protocol/openai.ts";
 import {
   ACCESS_TOKEN_SCHEME,
   type BodyDoc,

@@ -17,7 +17,6 @@ import {
   type ChatMessage,
   type GenerateOptions,
   generateParameters,
-  type OpenAIEndpoint,
   textElement,
 } from "../../protocol/openai.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
@@ -52,6 +51,7 @@ import {
   parseBody,
   textCompletion,
 } from "./wire.ts";
+import type { OpenAIEndpoint } from "../../config/model_info.ts";
 
 /** What the OpenAI routes need beside the engine. */
 export interface OpenAIRouteSettings {
