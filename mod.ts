@@ -151,7 +151,7 @@ export type {
   GrpcCompressionLevel,
   ResolvedTritonConfig,
   TritonConfig,
-} from "./src/config/triton_config.ts";
+} from "./src/config/triton_config_fields.ts";
 export type { SecurityConfig } from "./src/config/security_config.ts";
 export type {
   InstanceProvider,
@@ -162,14 +162,12 @@ export type {
 } from "./src/instances/instance.ts";
 export type { GpuDevice, GpuInventory } from "./src/gpu/devices.ts";
 export { currentGpu, discoverGpus, type DiscoverGpusOptions } from "./src/gpu/cuda.ts";
-export {
-  type WorkerContext,
-  WorkerInstances,
-  workers,
-  type WorkersLogger,
-  type WorkersOptions,
-  type WorkerTransferStats,
-} from "./src/instances/workers.ts";
+export { type WorkerContext, WorkerInstances, workers } from "./src/instances/workers.ts";
+export type {
+  WorkersLogger,
+  WorkersOptions,
+  WorkerTransferStats,
+} from "./src/instances/workers_options.ts";
 
 export {
   type ErrorCode,

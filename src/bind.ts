@@ -21,7 +21,7 @@ import { TritonBadParameterError, TritonValidationError } from "./errors.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
 import type { FacadePlan } from "./wiring.ts";
-import { type OpenAIOptions, openAIServingOf } from "./openai_models.ts";
+import { type OpenAIOptions, openAIServingOf } from "./protocol/openai.ts";
 
 /**
  * The callable `bind()` accepts for inputs `I` and outputs `O`: an {@linkcode InferCallable} of

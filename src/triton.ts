@@ -15,11 +15,8 @@ import {
   type SecurityConfig,
 } from "./config/security_config.ts";
 import type { TensorSpec } from "./config/tensor_spec.ts";
-import {
-  type ResolvedTritonConfig,
-  resolveTritonConfig,
-  type TritonConfig,
-} from "./config/triton_config.ts";
+import { resolveTritonConfig } from "./config/triton_config.ts";
+import type { ResolvedTritonConfig, TritonConfig } from "./config/triton_config_fields.ts";
 import type { Engine, EngineKind, LoadOptions, ModelDefinition } from "./engine/engine.ts";
 import { createEngine, type EngineChoice } from "./engine/select.ts";
 import type { GpuInventory } from "./gpu/devices.ts";

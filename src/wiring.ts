@@ -7,7 +7,8 @@
  * @module
  */
 
-import type { ResolvedTritonConfig, TritonConfigConsumer } from "./config/triton_config.ts";
+import type { TritonConfigConsumer } from "./config/triton_config.ts";
+import type { ResolvedTritonConfig } from "./config/triton_config_fields.ts";
 import { parseCacheConfig } from "./config/cache_config.ts";
 import type { EngineOptions } from "./engine/select.ts";
 import { TritonError } from "./errors.ts";

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import {
-  type ResolvedTritonConfig,
   resolveTritonConfig,
   TRITON_CONFIG_FIELD_USES,
   type TritonConfigConsumer,
 } from "./config/triton_config.ts";
 import { CONSUMER_OPTIONS, engineOptionsOf, facadeOptionsOf, grpcOptionsOf } from "./wiring.ts";
+import type { ResolvedTritonConfig } from "./config/triton_config_fields.ts";
 
 /** Runs `read` on a config that records which of its fields were read. */
 function fieldsRead(

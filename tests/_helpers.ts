@@ -8,7 +8,7 @@
 import { type BindOptions, type GpuInventory, Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import type { SecurityConfig } from "../src/config/security_config.ts";
-import type { TritonConfig } from "../src/config/triton_config.ts";
+import type { TritonConfig } from "../src/config/triton_config_fields.ts";
 
 /**
  * Whether missing peers (Python clients, perf_analyzer, the Triton core) fail tests instead of

@@ -20,32 +20,15 @@ import {
   generateValue,
 } from "../protocol/generate.ts";
 import { ndarrayToJson, parseJsonExact } from "../protocol/json_tensor.ts";
-import type { DType } from "../tensor/dtype.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
 import { ClientInferenceServerError, ClientValueError } from "./errors.ts";
 import type {
   ClientParameterValue,
+  GenerateSpecs,
+  GenerateTensorSpec,
   TransportInferRequest,
   TransportInferResponse,
 } from "./transport.ts";
-
-/** A declared tensor, as the generate codec needs it. */
-export interface GenerateTensorSpec {
-  /** The name. */
-  readonly name: string;
-  /** The element type. */
-  readonly dtype: DType;
-  /** The dimensions, with a leading `-1` when the model batches. */
-  readonly shape: readonly number[];
-}
-
-/** The shape information the generate wire lacks. */
-export interface GenerateSpecs {
-  /** The model's inputs. */
-  readonly inputs: readonly GenerateTensorSpec[];
-  /** The model's outputs. */
-  readonly outputs: readonly GenerateTensorSpec[];
-}
 
 const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 

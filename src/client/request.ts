@@ -8,11 +8,11 @@
 
 import { isNDArray, type NDArray } from "../tensor/ndarray.ts";
 import { ClientValueError } from "./errors.ts";
-import type { GenerateTensorSpec } from "./http_generate.ts";
 import type { ClientModelConfig, ClientTensorSpec } from "./model_config.ts";
 import type { ClientInputs, ClientOutputs, InferOptions } from "./options.ts";
 import type {
   ClientParameterValue,
+  GenerateTensorSpec,
   TransportInferRequest,
   TransportInferResponse,
 } from "./transport.ts";

@@ -6,11 +6,29 @@
  */
 
 import type { NDArray } from "../tensor/ndarray.ts";
-import type { GenerateSpecs } from "./http_generate.ts";
+import type { DType } from "../tensor/dtype.ts";
 import type { ClientProtocol } from "./url.ts";
 
 /** A request parameter or header-like value. */
 export type ClientParameterValue = string | number | boolean;
+
+/** A declared tensor, as the generate codec (`http_generate.ts`) needs it. */
+export interface GenerateTensorSpec {
+  /** The name. */
+  readonly name: string;
+  /** The element type. */
+  readonly dtype: DType;
+  /** The dimensions, with a leading `-1` when the model batches. */
+  readonly shape: readonly number[];
+}
+
+/** The shape information the generate wire lacks. */
+export interface GenerateSpecs {
+  /** The model's inputs. */
+  readonly inputs: readonly GenerateTensorSpec[];
+  /** The model's outputs. */
+  readonly outputs: readonly GenerateTensorSpec[];
+}
 
 /** An inference request, protocol-neutral. */
 export interface TransportInferRequest {

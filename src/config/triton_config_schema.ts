@@ -11,7 +11,7 @@ import { TritonValidationError } from "../errors.ts";
 import { LOG_FORMATS } from "../log.ts";
 import { cacheSettingProblem } from "./cache_config.ts";
 import { metricsSettingProblem } from "./metrics_config.ts";
-import type { ResolvedTritonConfig, TritonConfig } from "./triton_config.ts";
+import type { ResolvedTritonConfig, TritonConfig } from "./triton_config_fields.ts";
 import type { EnvFieldKind } from "./triton_config_env.ts";
 
 const MIB_64 = 64 * 1024 * 1024;

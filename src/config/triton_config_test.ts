@@ -1,10 +1,7 @@
 import assert from "node:assert/strict";
 import { TritonValidationError } from "../errors.ts";
-import {
-  resolveTritonConfig,
-  TRITON_CONFIG_FIELD_USES,
-  type TritonConfig,
-} from "./triton_config.ts";
+import { resolveTritonConfig, TRITON_CONFIG_FIELD_USES } from "./triton_config.ts";
+import type { TritonConfig } from "./triton_config_fields.ts";
 
 const P = "DENOTRITON_TRITON_CONFIG_";
 

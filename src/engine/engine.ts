@@ -391,6 +391,20 @@ export interface SharedEngineData {
   readonly server: bigint;
 }
 
+/** Submits requests to a shared engine from this thread. */
+export interface SharedEngineClient {
+  /**
+   * Runs one request of a coupled model the engine's isolate resolved.
+   *
+   * @param request The request (its model and version as the engine's isolate resolved them).
+   * @param outputOrder The model's output names in declared order.
+   * @returns The response.
+   */
+  infer(request: InferenceRequest, outputOrder: readonly string[]): Promise<InferenceResponse>;
+  /** Waits for the requests in flight, then frees the client; submit nothing after calling it. */
+  close(): Promise<void>;
+}
+
 /**
  * The engine contract shared by the built-in and the Triton-core engines. The queries are
  * synchronous: both engines answer them from memory (the core through synchronous C calls).

@@ -28,7 +28,7 @@ import {
   zeroCounts,
 } from "../isolate/codec.ts";
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
-import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers.ts";
+import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers_options.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;

@@ -3,7 +3,7 @@
  * user's instance module once and running one batch at a time. Tensors cross without
  * structured-clone copies (see `isolate/codec.ts`); a Worker that crashes or exits fails its
  * in-flight batch and is restarted a bounded number of times (`worker_instance.ts`). This file is
- * the provider and its options.
+ * the provider; its options are in `workers_options.ts`.
  *
  * @module
  */
@@ -13,80 +13,10 @@ import { Logger } from "../log.ts";
 import { parseDevices, placeInstances } from "../gpu/devices.ts";
 import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import { type Shared, WorkerInstance } from "./worker_instance.ts";
+import type { WorkersOptions, WorkerTransferStats } from "./workers_options.ts";
 
 export type { WorkerContext } from "./worker_protocol.ts";
 import type { ModelInfo } from "../config/model_info.ts";
-
-/** Where {@linkcode workers} logs crashes and restarts (a `Logger` fits). */
-export interface WorkersLogger {
-  /** Logs a restart. */
-  info(message: string): void;
-  /** Logs a crash or a failed restart. */
-  error(message: string): void;
-}
-
-/** Options of {@linkcode workers}. */
-export interface WorkersOptions {
-  /**
-   * One instance per device: `"cpu"`, `"cuda:N"`, `"cuda"` (`"cuda:0"`), `"gpu"` or `"gpu:N"`.
-   * A Worker pinned to a GPU has that GPU current on its thread before the factory runs (see
-   * `WorkerContext.gpu`); on a host without GPUs it runs on the CPU. Takes precedence over
-   * `count`.
-   *
-   * @default {undefined}
-   */
-  devices?: readonly string[];
-  /**
-   * How many CPU instances, when `devices` is not given.
-   *
-   * @default {1}
-   */
-  count?: number;
-  /**
-   * The Workers' Deno permissions. Anything but `"inherit"` needs `--unstable-worker-options`.
-   * With the Triton engine the Workers read inputs in place through FFI, so they need
-   * `ffi: true`.
-   *
-   * @default {"inherit"}
-   */
-  permissions?: Deno.PermissionOptions;
-  /**
-   * How many times a crashed instance is restarted in a row before it stays down.
-   *
-   * @default {3}
-   */
-  maxRestarts?: number;
-  /**
-   * Passed to every factory as `ctx.data` (structured-cloned; a `SharedArrayBuffer` is shared).
-   *
-   * @default {undefined}
-   */
-  data?: unknown;
-  /**
-   * Where restarts are logged.
-   *
-   * @default {a stderr Logger}
-   */
-  logger?: WorkersLogger;
-}
-
-/** Bytes the tensors of all batches cost on their way to and from the Workers. */
-export interface WorkerTransferStats {
-  /** Batches sent. */
-  batches: number;
-  /** Requests sent. */
-  requests: number;
-  /** Input bytes copied (views into larger buffers, BYTES packing). */
-  inputCopiedBytes: number;
-  /** Input bytes moved by transfer or shared (no copy). */
-  inputMovedBytes: number;
-  /** Input bytes passed as native addresses and read in place (Triton engine). */
-  inputNativeBytes: number;
-  /** Output bytes the Workers copied (views into larger buffers, BYTES packing). */
-  outputCopiedBytes: number;
-  /** Output bytes moved by transfer (no copy). */
-  outputMovedBytes: number;
-}
 
 /**
  * The instances {@linkcode workers} creates: one Deno Worker per device.

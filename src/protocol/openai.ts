@@ -18,9 +18,27 @@
  */
 
 import type { ParameterValue } from "../callable/types.ts";
-import type { TensorSpec } from "../config/tensor_spec.ts";
-import { InferenceError } from "../errors.ts";
+import type { ModelInfo, OpenAIEndpoint, OpenAIServing } from "../config/model_info.ts";
+import type { ResolvedTensorSpec, TensorSpec } from "../config/tensor_spec.ts";
+import { InferenceError, TritonValidationError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
+
+/** What serving a model on the OpenAI API takes (`BindOptions.openai`). */
+export interface OpenAIOptions {
+  /**
+   * The endpoints whose `model` may name it. A generation model serves `chat` and
+   * `completions`, an embedding model `embeddings`.
+   *
+   * @default {the endpoints its tensors fit}
+   */
+  endpoints?: readonly OpenAIEndpoint[];
+  /**
+   * `owned_by` in `GET /v1/models`.
+   *
+   * @default {"denotriton"}
+   */
+  ownedBy?: string;
+}
 
 /** One message of a chat, as OpenAI's `messages` carry it (text content only). */
 export interface ChatMessage {
@@ -401,4 +419,77 @@ export function readGenerateStep(outputs: ReadonlyMap<string, NDArray>): Generat
     finishReason: reason === "" ? undefined : reason,
     promptTokens: Number((promptTokens.data as Int32Array)[0] ?? 0),
   };
+}
+
+function sameSpecs(
+  declared: readonly ResolvedTensorSpec[],
+  contract: readonly { name: string; dtype: string; shape: readonly number[] }[],
+): boolean {
+  return declared.length === contract.length && contract.every((spec, index) => {
+    const other = declared[index]!;
+    return other.name === spec.name && other.dtype === spec.dtype &&
+      other.shape.length === spec.shape.length;
+  });
+}
+
+/**
+ * Checks that a model bound with `openai` follows the tensor contract of its endpoints, and
+ * resolves its `/v1/models` entry.
+ *
+ * @param name The model's name.
+ * @param options What `bind()` got as `openai`.
+ * @param model The model's resolved tensors and config.
+ * @returns How the model is served on the OpenAI API.
+ * @throws {TritonValidationError} Naming what does not fit.
+ *
+ * @example
+ * ```ts
+ * import { openAIServingOf } from "./openai.ts";
+ * import { resolveModelConfig } from "../config/model_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.throws(() => openAIServingOf("M", { endpoints: ["chat"] }, {
+ *   inputs: [], outputs: [], config: resolveModelConfig({}),
+ * }), /Cannot bind model 'M': the OpenAI chat endpoint needs/);
+ * ```
+ */
+export function openAIServingOf(
+  name: string,
+  options: OpenAIOptions,
+  model: Pick<ModelInfo, "inputs" | "outputs" | "config">,
+): OpenAIServing {
+  const generation = sameSpecs(model.inputs, GENERATE_INPUTS) &&
+    sameSpecs(model.outputs, GENERATE_OUTPUTS) && model.config.decoupled &&
+    model.config.maxBatchSize === 1;
+  const embedding = sameSpecs(model.inputs, EMBEDDING_INPUTS) &&
+    sameSpecs(model.outputs, embeddingOutputs(model.outputs[0]?.shape[0] ?? 1)) &&
+    !model.config.decoupled && model.config.maxBatchSize >= 1 &&
+    (model.outputs[0]?.shape[0] ?? 0) > 0;
+  const endpoints = options.endpoints ??
+    (generation ? ["chat", "completions"] : embedding ? ["embeddings"] : []);
+  if (endpoints.length === 0) {
+    throw new TritonValidationError(
+      `Cannot bind model '${name}': openai needs the tensors of chatModel() or embeddingModel()`,
+    );
+  }
+  for (const endpoint of endpoints) {
+    if (endpoint !== "chat" && endpoint !== "completions" && endpoint !== "embeddings") {
+      throw new TritonValidationError(
+        `Cannot bind model '${name}': unknown OpenAI endpoint '${endpoint}' (chat, completions, embeddings)`,
+      );
+    }
+    const fits = endpoint === "embeddings" ? embedding : generation;
+    if (!fits) {
+      throw new TritonValidationError(
+        `Cannot bind model '${name}': the OpenAI ${endpoint} endpoint needs the tensors and config of ${
+          endpoint === "embeddings" ? "embeddingModel()" : "chatModel()"
+        }`,
+      );
+    }
+  }
+  return Object.freeze({
+    endpoints: Object.freeze([...new Set(endpoints)]),
+    ownedBy: options.ownedBy ?? "denotriton",
+    created: Math.floor(Date.now() / 1000),
+  });
 }

@@ -9,8 +9,12 @@
  */
 
 import { InferenceError } from "../../errors.ts";
-import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../engine.ts";
-import type { SharedEngineClient } from "../share.ts";
+import type {
+  InferenceRequest,
+  InferenceResponse,
+  SharedEngineClient,
+  SharedEngineData,
+} from "../engine.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import type { TritonInstall } from "../../setup/install.ts";

@@ -11,7 +11,16 @@
 import { type ResolvedSecurityConfig, tokensEqual } from "../../config/security_config.ts";
 import { errorResponse } from "./errors.ts";
 import { openAIAccess } from "../openai/access.ts";
-import type { AccessCheck } from "./server.ts";
+import type { EndpointGroup } from "./router.ts";
+
+/**
+ * Decides whether a request may use an endpoint group: return a `Response` (e.g. 401/403) to
+ * refuse it, or `undefined` to let it through.
+ */
+export type AccessCheck = (
+  request: Request,
+  group: EndpointGroup,
+) => Response | undefined | Promise<Response | undefined>;
 
 /** The HTTP header that carries the access token. */
 export const ACCESS_TOKEN_HEADER = "triton-access-token";

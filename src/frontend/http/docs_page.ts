@@ -15,7 +15,7 @@ import { jsonResponse } from "./errors.ts";
 import { openApiDocument } from "./openapi.ts";
 import { jsonContent, type RouteDoc } from "./route_doc.ts";
 import type { Router } from "./router.ts";
-import type { RouteHandler } from "./routes.ts";
+import type { RouteHandler } from "./router.ts";
 
 /** Options of {@linkcode addDocRoutes}. */
 export interface DocRoutesOptions {

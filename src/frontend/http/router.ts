@@ -50,6 +50,19 @@ export interface Fallback<H> {
   readonly handler: H;
 }
 
+/** What a route handler receives. */
+export interface RouteContext {
+  /** The request. */
+  readonly request: Request;
+  /** Decoded path parameters (`model`, `version`, `repo`, `region`, ...). */
+  readonly params: Readonly<Record<string, string>>;
+  /** Aborted when the client disconnects before the response is ready. */
+  readonly signal: AbortSignal;
+}
+
+/** A route handler of the HTTP front end (the router itself takes any handler type). */
+export type RouteHandler = (context: RouteContext) => Promise<Response>;
+
 /** How many (method, path) matches a router keeps. */
 const MATCH_CACHE_SIZE = 512;
 

@@ -37,7 +37,7 @@ import { parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
-import { Router } from "./router.ts";
+import { type RouteContext, type RouteHandler, Router } from "./router.ts";
 import { addOpenAIRoutes } from "../openai/routes.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import {
@@ -60,19 +60,6 @@ import {
   modelInferRequestSchema,
   modelInferResponseSchema,
 } from "./openapi_schemas.ts";
-
-/** What a route handler receives. */
-export interface RouteContext {
-  /** The request. */
-  readonly request: Request;
-  /** Decoded path parameters (`model`, `version`, `repo`, `region`, ...). */
-  readonly params: Readonly<Record<string, string>>;
-  /** Aborted when the client disconnects before the response is ready. */
-  readonly signal: AbortSignal;
-}
-
-/** A route handler. */
-export type RouteHandler = (context: RouteContext) => Promise<Response>;
 
 /** Settings the handlers need. */
 export interface RouteSettings {

@@ -15,25 +15,15 @@ import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
 import { LateCalls } from "./disconnect_watch.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
-import type { EndpointGroup } from "./router.ts";
-import { buildRoutes, type RouteHandler, type RouteSettings, runHandler } from "./routes.ts";
-import type { Router } from "./router.ts";
-import { httpAccessCheck } from "./access.ts";
+import type { RouteHandler, Router } from "./router.ts";
+import { buildRoutes, type RouteSettings, runHandler } from "./routes.ts";
+import { type AccessCheck, httpAccessCheck } from "./access.ts";
 import { Cors, type CorsSettings, resolveCorsSettings } from "./cors.ts";
 import { addDocRoutes } from "./docs_page.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 
 export type { EndpointGroup } from "./router.ts";
-
-/**
- * Decides whether a request may use an endpoint group: return a `Response` (e.g. 401/403) to
- * refuse it, or `undefined` to let it through.
- */
-export type AccessCheck = (
-  request: Request,
-  group: EndpointGroup,
-) => Response | undefined | Promise<Response | undefined>;
 
 /** Options of the HTTP front end. */
 export interface HttpFrontendOptions {

@@ -13,11 +13,11 @@
 
 /// <reference lib="deno.worker" />
 
-import type { InferenceResponse } from "../../engine/engine.ts";
+import type { InferenceResponse, SharedEngineClient } from "../../engine/engine.ts";
 import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import { Logger, type LogLevel } from "../../log.ts";
-import { openSharedEngine, type SharedEngineClient } from "../../engine/share.ts";
-import { Router } from "./router.ts";
+import { openSharedEngine } from "../../engine/share.ts";
+import { type RouteContext, type RouteHandler, Router } from "./router.ts";
 import { decodeInferRequest, type HttpInferRequest } from "./infer_request.ts";
 import {
   type InferBody,
@@ -25,8 +25,6 @@ import {
   inferReply,
   MODEL_PATH,
   readInferBody,
-  type RouteContext,
-  type RouteHandler,
   versionOf,
 } from "./routes.ts";
 import { handlerOver, routeSettingsOf, socketUnavailable } from "./server.ts";

@@ -21,9 +21,8 @@ import {
 } from "../../protocol/openai.ts";
 import { ndarray } from "../../tensor/ndarray.ts";
 import { readRequestBody } from "../http/compression.ts";
-import type { RouteContext, RouteHandler } from "../http/routes.ts";
 import type { RouteDoc } from "../http/route_doc.ts";
-import type { Router } from "../http/router.ts";
+import type { RouteContext, RouteHandler, Router } from "../http/router.ts";
 import { openAIErrorOf, openAIErrorResponse } from "./errors.ts";
 import { generation, type GenerationEvent } from "./generation.ts";
 import {

@@ -6,12 +6,8 @@
  * @module
  */
 
-import {
-  Http2ServerSession,
-  type Http2ServerStream,
-  type Http2SessionOptions,
-  type Http2Transport,
-} from "./session.ts";
+import { Http2ServerSession, type Http2ServerStream, type Http2SessionOptions } from "./session.ts";
+import type { Http2Transport } from "./transport.ts";
 import { TlsListener } from "./tls.ts";
 import { type CallOptions, methodsOf, serveCall } from "./calls.ts";
 import type { AccessCheck, Service } from "../call.ts";

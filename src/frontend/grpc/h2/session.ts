@@ -37,19 +37,10 @@ import { type HeaderField, HeaderListTooLargeError, HpackDecoder, HpackEncoder }
 import { checkRequest, checkTrailers } from "./request_rules.ts";
 import { ResetLimit } from "./reset_limit.ts";
 import { type Http2ServerStream, Stream, type StreamOwner } from "./stream.ts";
+import type { Http2Transport } from "./transport.ts";
 import { FrameWriter } from "./writer.ts";
 
 export type { Http2ServerStream } from "./stream.ts";
-
-/** What the session needs of a connection: a `Deno.Conn` has it, and so has `tls.ts`'s. */
-export interface Http2Transport {
-  /** Reads into `buffer`; null at the end of the stream. */
-  read(buffer: Uint8Array): Promise<number | null>;
-  /** Writes from `bytes`; settles with how many were taken. */
-  write(bytes: Uint8Array): Promise<number>;
-  /** Closes the connection. */
-  close(): void;
-}
 
 /** Options of {@linkcode Http2ServerSession}. */
 export interface Http2SessionOptions {

@@ -16,7 +16,7 @@
 
 import tls from "node:tls";
 import { Buffer } from "node:buffer";
-import type { Http2Transport } from "./session.ts";
+import type { Http2Transport } from "./transport.ts";
 
 /** Options of {@linkcode TlsListener.listen}. */
 export interface TlsListenOptions {

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Http2Transport } from "./session.ts";
+import type { Http2Transport } from "./transport.ts";
 
 /** Segments at least this large are written from the caller's buffer; smaller ones gathered. */
 const GATHER_BELOW = 64 * 1024;
