@@ -1,6 +1,6 @@
 /**
  * GPU discovery and the device a Worker runs on, through the CUDA driver API (`libcuda.so.1`,
- * opened by `openCuda` in `engine/native/ffi.ts`). No CUDA toolkit or runtime is needed: the
+ * opened by `openCuda` in `native/ffi.ts`). No CUDA toolkit or runtime is needed: the
  * driver comes with every NVIDIA driver install, and a host without it simply has no GPUs.
  *
  * @module

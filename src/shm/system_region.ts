@@ -1,6 +1,6 @@
 /**
  * One mapped system shared-memory region: `shm_open` + `mmap` through the C library
- * (`engine/native/ffi.ts` opens it), with a reference count so the mapping outlives the requests
+ * (`native/ffi.ts` opens it), with a reference count so the mapping outlives the requests
  * that use it: {@linkcode SystemRegion.close} unmaps at once when nothing holds it, otherwise
  * when the last {@linkcode RegionView} is released.
  *
