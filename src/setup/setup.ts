@@ -419,6 +419,38 @@ async function compileBackend(
   await Deno.rename(`${output}.tmp`, output);
 }
 
+async function isCurrent(
+  home: string,
+  existing: TritonInstall | undefined,
+  sources: Awaited<ReturnType<typeof readBackendSources>>,
+): Promise<boolean> {
+  const coreName = existing?.coreLibrary.split("/").pop();
+  if (existing === undefined || coreName === undefined) return false;
+  const wanted = await sha256Hex(backendFingerprint(sources, coreName));
+  return existing.backendSourceHash === wanted && await findTritonInstall({ home }) !== undefined;
+}
+
+/**
+ * Whether the install in `home` holds the core and a bridge built from this module's own `ffi/`
+ * sources, so {@linkcode setupTriton} would have nothing to do there. Reads, never writes: a
+ * checkout whose bridge differs can ask without rebuilding an install others use.
+ *
+ * @param home The install's directory.
+ * @returns `true` when the install is complete and its bridge is current.
+ *
+ * @example A directory without an install
+ * ```ts
+ * import { tritonInstallIsCurrent } from "./setup.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(await tritonInstallIsCurrent("/nonexistent"), false);
+ * ```
+ */
+export async function tritonInstallIsCurrent(home: string): Promise<boolean> {
+  const existing = await findTritonInstall({ home, requireBackend: false });
+  return await isCurrent(home, existing, await readBackendSources());
+}
+
 /**
  * Installs the Triton core and builds the backend; does nothing when both are up to date.
  *
@@ -443,13 +475,9 @@ export async function setupTriton(options: SetupTritonOptions = {}): Promise<Tri
   const sources = await readBackendSources();
   const existing = await findTritonInstall({ home, requireBackend: false });
   const coreName = existing?.coreLibrary.split("/").pop();
-  const wantedHash = coreName ? await sha256Hex(backendFingerprint(sources, coreName)) : undefined;
-  if (
-    existing && !options.force && existing.backendSourceHash === wantedHash &&
-    await findTritonInstall({ home })
-  ) {
-    log(`Triton ${existing.version} is installed in ${home}; nothing to do`);
-    return existing;
+  if (!options.force && await isCurrent(home, existing, sources)) {
+    log(`Triton ${existing!.version} is installed in ${home}; nothing to do`);
+    return existing!;
   }
   await Deno.mkdir(home, { recursive: true });
   let core: string;
