@@ -5,6 +5,10 @@
  * zod: the bodies are Triton's wire format, open where Triton's are (a response may carry keys a
  * newer Triton adds), and a conversion would add bounds and closed objects the wire does not have.
  *
+ * Over 500 lines for a reason: it is data, one schema per KServe body (about thirty), and splitting
+ * them by route would put the shared pieces (tensors, parameters, errors) in a third file that
+ * every part imports.
+ *
  * @module
  */
 

@@ -4,6 +4,9 @@
  * them (the same fields, types, bounds and defaults; unknown fields refused), whose `model` field
  * is an enum of the models served on the endpoint when the document is built.
  *
+ * Over 500 lines for a reason: it is data, one schema per OpenAI body and chunk, written beside
+ * each other so that a field `wire.ts` checks is visibly described once here.
+ *
  * @module
  */
 
