@@ -432,9 +432,48 @@ export function grpcStatusOf(code: ErrorCode): number {
  */
 export function toInferenceError(error: unknown, code: ErrorCode = "INTERNAL"): InferenceError {
   if (error instanceof InferenceError) return error;
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const message = describeError(error);
   return new InferenceError(message, {
     code: error instanceof TritonValidationError ? "INVALID_ARG" : code,
     cause: error,
   });
+}
+
+/**
+ * The message of anything thrown: an `Error`'s message, or the value as a string.
+ *
+ * @param error What was thrown.
+ * @returns Its message.
+ *
+ * @example An Error and a thrown string
+ * ```ts
+ * import { messageOf } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(messageOf(new TypeError("bad")), "bad");
+ * assert.equal(messageOf("plain"), "plain");
+ * ```
+ */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Anything thrown as one line that names its kind: `Name: message` for an `Error`, the value as
+ * a string otherwise.
+ *
+ * @param error What was thrown.
+ * @returns The line.
+ *
+ * @example An Error and a thrown string
+ * ```ts
+ * import { describeError } from "./errors.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(describeError(new RangeError("too big")), "RangeError: too big");
+ * assert.equal(describeError("plain"), "plain");
+ * ```
+ */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -16,7 +16,7 @@ import type {
   RepositoryIndexEntry,
 } from "./engine/engine.ts";
 import { type ModelRepository, notInRepository } from "./engine/repository.ts";
-import { InferenceError } from "./errors.ts";
+import { InferenceError, messageOf } from "./errors.ts";
 
 /** What the repository needs from the facade. */
 export interface BoundModelRepositoryOptions {
@@ -31,10 +31,6 @@ export interface BoundModelRepositoryOptions {
 interface VersionStatus {
   state: "LOADING" | "READY" | "UNLOADING" | "UNAVAILABLE";
   reason: string;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**

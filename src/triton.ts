@@ -22,6 +22,7 @@ import { createEngine, type EngineChoice } from "./engine/select.ts";
 import type { GpuInventory } from "./gpu/devices.ts";
 import {
   InferenceError,
+  messageOf,
   TritonInvalidOperationError,
   type TritonUnrecoverableError,
   TritonValidationError,
@@ -634,7 +635,7 @@ export class Triton implements AsyncDisposable {
         this.#models.delete(key);
         logger.error(
           `Model '${model.name}' version ${model.version} failed to load; serving the other models (exitOnError is false): ${
-            error instanceof Error ? error.message : String(error)
+            messageOf(error)
           }`,
         );
       }

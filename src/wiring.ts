@@ -11,7 +11,7 @@ import type { TritonConfigConsumer } from "./config/triton_config.ts";
 import type { ResolvedTritonConfig } from "./config/triton_config_fields.ts";
 import { parseCacheConfig } from "./config/cache_config.ts";
 import type { EngineOptions } from "./engine/select.ts";
-import { TritonError } from "./errors.ts";
+import { describeError, TritonError } from "./errors.ts";
 import type { GrpcFrontendOptions, GrpcTlsOptions } from "./frontend/grpc/server.ts";
 import type { HttpFrontendOptions } from "./frontend/http/server.ts";
 import type { MetricsFrontendOptions } from "./frontend/metrics/server.ts";
@@ -298,7 +298,7 @@ async function readPem(field: string, path: string): Promise<Uint8Array> {
   try {
     return await Deno.readFile(path);
   } catch (error) {
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const reason = describeError(error);
     throw new TritonError(
       `Cannot start the gRPC front end: cannot read ${field} ${path}: ${reason}`,
       {

@@ -14,8 +14,8 @@ import {
   type DType,
   DTYPES,
   isBigIntDType,
+  newTypedArray,
   type NumericDType,
-  type TypedArray,
 } from "../tensor/dtype.ts";
 import { isNDArray, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
 import { isInferRequest } from "./request.ts";
@@ -78,8 +78,7 @@ function convertNumeric(
 ): NumericNDArray {
   const values = readValues(array);
   const count = values.length;
-  // deno-lint-ignore no-explicit-any
-  const data = new (arrayConstructorOf(dtype) as any)(count) as TypedArray;
+  const data = newTypedArray(dtype, count);
   const big = isBigIntDType(dtype);
   for (let i = 0; i < count; i++) {
     const value = values[i]!;

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { isObject } from "../json_values.ts";
 import { fromKServe, kserveName } from "../tensor/dtype.ts";
 import { type NDArray, ndarray, toRawBytes } from "../tensor/ndarray.ts";
 import {
@@ -91,10 +92,6 @@ function invalid(why: string, cause?: unknown): ClientInferenceServerError {
     `Invalid inference response from server: ${why}`,
     cause === undefined ? {} : { cause },
   );
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function jsonTensor(

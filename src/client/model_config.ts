@@ -5,6 +5,7 @@
  * @module
  */
 
+import { isObject } from "../json_values.ts";
 import { type DType, toDType } from "../tensor/dtype.ts";
 import { ClientValueError } from "./errors.ts";
 
@@ -58,10 +59,6 @@ export interface ClientModelConfig {
   readonly parameters: Readonly<Record<string, string>>;
   /** The JSON the config was parsed from. */
   readonly raw: Readonly<Record<string, unknown>>;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 // Protobuf JSON prints 64-bit integers as strings; Triton prints them as numbers.

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { isNonNegativeInteger } from "../json_values.ts";
 import { TritonBadParameterError } from "../errors.ts";
 import type { DTypeLike } from "../tensor/dtype.ts";
 
@@ -229,7 +230,7 @@ export interface ResolvedModelConfig {
 }
 
 function nonNegativeInteger(value: number, field: string): number {
-  if (!Number.isInteger(value) || value < 0) {
+  if (!isNonNegativeInteger(value)) {
     throw new TritonBadParameterError(
       `Invalid model config: ${field} must be a non-negative integer, got ${value}`,
     );

@@ -6,7 +6,7 @@
  */
 
 import { parse, YAMLParseError } from "yaml";
-import { TritonPermissionError, TritonValidationError } from "../errors.ts";
+import { describeError, TritonPermissionError, TritonValidationError } from "../errors.ts";
 import { deniedPermission } from "../permissions.ts";
 
 const SNAKE_CASE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
@@ -46,7 +46,7 @@ export function readTritonConfigFile(path: string): Record<string, unknown> {
         `DenoTriton needs --allow-read=${path} for the TritonConfig file`,
       );
     }
-    const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const reason = describeError(error);
     throw new TritonValidationError(`Cannot read TritonConfig file ${path}: ${reason}`, {
       cause: error,
     });

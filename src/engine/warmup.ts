@@ -12,10 +12,10 @@
 
 import type { InferRequest } from "../callable/types.ts";
 import type { ModelWarmup, WarmupInput } from "../config/model_config.ts";
-import { TritonBadParameterError } from "../errors.ts";
+import { messageOf, TritonBadParameterError } from "../errors.ts";
 import type { ModelInstance } from "../instances/instance.ts";
 import type { Logger } from "../log.ts";
-import { arrayConstructorOf, type DType, toDType } from "../tensor/dtype.ts";
+import { type DType, newTypedArray, toDType } from "../tensor/dtype.ts";
 import { fromRawBytes, type NDArray, shapeSize } from "../tensor/ndarray.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
@@ -109,9 +109,8 @@ function randomTensor(dtype: DType, shape: readonly number[]): NDArray {
     // Triton treats random data of strings as zero data: empty strings.
     return { dtype, shape, data: Array.from({ length: count }, () => new Uint8Array()) };
   }
-  const Ctor = arrayConstructorOf(dtype);
-  // deno-lint-ignore no-explicit-any
-  const data = new (Ctor as any)(count);
+  // Written by index below with a number or a bigint as the dtype takes.
+  const data = newTypedArray(dtype, count) as { [index: number]: number | bigint };
   for (let i = 0; i < count; i++) {
     const r = Math.random();
     if (dtype === "bool") data[i] = r < 0.5 ? 0 : 1;
@@ -128,9 +127,7 @@ function zeroTensor(dtype: DType, shape: readonly number[]): NDArray {
   if (dtype === "bytes") {
     return { dtype, shape, data: Array.from({ length: count }, () => new Uint8Array()) };
   }
-  const Ctor = arrayConstructorOf(dtype);
-  // deno-lint-ignore no-explicit-any
-  return { dtype, shape, data: new (Ctor as any)(count) } as NDArray;
+  return { dtype, shape, data: newTypedArray(dtype, count) } as NDArray;
 }
 
 /**
@@ -270,7 +267,7 @@ export async function warmUp(
       logger?.debug(1, () => `Warm-up '${stage.name}' of '${model.name}' done`);
     } catch (error) {
       const message = `Warm-up '${stage.name}' of model '${model.name}' failed: ${
-        error instanceof Error ? error.message : String(error)
+        messageOf(error)
       }`;
       if (model.strict) throw new Error(message, { cause: error });
       logger?.warn(message);

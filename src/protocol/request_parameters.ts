@@ -23,6 +23,7 @@
  * @module
  */
 
+import { isNonNegativeInteger } from "../json_values.ts";
 import type { ParameterValue } from "../callable/types.ts";
 import { InferenceError, TritonBadParameterError } from "../errors.ts";
 import { EMPTY_FINAL_PARAMETER } from "./constants.ts";
@@ -109,7 +110,7 @@ function invalid(name: string, expected: string, parameter: WireParameter): Infe
 
 function nonNegativeInteger(name: string, parameter: WireParameter): number {
   const { value } = parameter;
-  if (parameter.integer && typeof value === "number" && Number.isSafeInteger(value) && value >= 0) {
+  if (parameter.integer && isNonNegativeInteger(value)) {
     return value;
   }
   throw invalid(name, "a non-negative integer", parameter);

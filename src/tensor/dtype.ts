@@ -434,6 +434,44 @@ export function arrayConstructorOf(dtype: NumericDType): TypedArrayConstructor {
 }
 
 /**
+ * Makes a TypedArray of a dtype: of `length` zeroed elements, a copy of `elements`, or a view of
+ * `length` elements of `buffer` from `byteOffset`. One place for the constructor call that a
+ * union of TypedArray constructors cannot type.
+ *
+ * @param dtype A numeric dtype.
+ * @param source A length, elements to copy, or a buffer to view.
+ * @param byteOffset With a buffer: where the view starts.
+ * @param length With a buffer: how many elements the view holds.
+ * @returns The TypedArray.
+ *
+ * @example Zeroed, copied, and a view
+ * ```ts
+ * import { newTypedArray } from "./dtype.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(newTypedArray("int64", 2), new BigInt64Array(2));
+ * assert.deepEqual(newTypedArray("float32", [1, 2]), new Float32Array([1, 2]));
+ * const bytes = new Uint8Array([0, 0, 1, 0, 2, 0]);
+ * assert.deepEqual(newTypedArray("uint16", bytes.buffer, 2, 2), new Uint16Array([1, 2]));
+ * ```
+ */
+export function newTypedArray(
+  dtype: NumericDType,
+  source: number | ArrayLike<number | bigint> | ArrayBufferLike,
+  byteOffset?: number,
+  length?: number,
+): TypedArray {
+  // Each constructor of the union takes these arguments; the union's `new` signatures do not
+  // combine, hence the one cast.
+  const Ctor = arrayConstructorOf(dtype) as unknown as new (
+    source: number | ArrayLike<number | bigint> | ArrayBufferLike,
+    byteOffset?: number,
+    length?: number,
+  ) => TypedArray;
+  return byteOffset === undefined ? new Ctor(source) : new Ctor(source, byteOffset, length);
+}
+
+/**
  * Whether the dtype's elements are `bigint` (64-bit integers).
  *
  * @param dtype A dtype.

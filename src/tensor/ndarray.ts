@@ -12,7 +12,6 @@
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { deserializeBytes, serializeBytes } from "./bytes_codec.ts";
 import {
-  arrayConstructorOf,
   type DType,
   type DTypeLike,
   type DTypeOf,
@@ -20,6 +19,7 @@ import {
   dtypeOfArray,
   elementSize,
   isBigIntDType,
+  newTypedArray,
   type NumericDType,
   toDType,
   type TypedArray,
@@ -276,7 +276,6 @@ function fromValues(values: readonly unknown[], shape: readonly number[], wanted
     });
     return { dtype, shape, data };
   }
-  const Ctor = arrayConstructorOf(dtype);
   const big = isBigIntDType(dtype);
   const converted = values.map((value, index) => {
     if (big) {
@@ -294,8 +293,7 @@ function fromValues(values: readonly unknown[], shape: readonly number[], wanted
       }`,
     );
   });
-  // deno-lint-ignore no-explicit-any
-  const typed = new (Ctor as any)(converted) as TypedArray;
+  const typed = newTypedArray(dtype, converted);
   return { dtype, shape, data: typed } as NumericNDArray;
 }
 
@@ -374,12 +372,10 @@ export function fromRawBytes(dtype: DType, shape: readonly number[], bytes: Uint
       { code: "INVALID_ARG" },
     );
   }
-  const Ctor = arrayConstructorOf(dtype);
   const aligned = bytes.byteOffset % size === 0;
   // new Uint8Array(view) copies, also for Node Buffers whose slice() is a view.
   const source = aligned ? bytes : new Uint8Array(bytes);
-  // deno-lint-ignore no-explicit-any
-  const data = new (Ctor as any)(source.buffer, source.byteOffset, count) as TypedArray;
+  const data = newTypedArray(dtype, source.buffer, source.byteOffset, count);
   return { dtype, shape, data } as NumericNDArray;
 }
 
@@ -426,10 +422,8 @@ export function concatBatch(arrays: readonly NDArray[]): NDArray {
   if (first.dtype === "bytes") {
     return { dtype: "bytes", shape, data: arrays.flatMap((a) => a.data as Uint8Array[]) };
   }
-  const Ctor = arrayConstructorOf(first.dtype);
   const total = arrays.reduce((n, a) => n + a.data.length, 0);
-  // deno-lint-ignore no-explicit-any
-  const data = new (Ctor as any)(total) as TypedArray;
+  const data = newTypedArray(first.dtype, total);
   let offset = 0;
   for (const array of arrays) {
     // deno-lint-ignore no-explicit-any

@@ -7,7 +7,7 @@
  */
 
 import { TritonValidationError } from "../errors.ts";
-import { arrayConstructorOf, type DType, type TypedArray } from "./dtype.ts";
+import { type DType, newTypedArray } from "./dtype.ts";
 import { type ElementOf, type NDArray, shapeSize, sliceBatch } from "./ndarray.ts";
 
 /** What an elementwise function may return for dtype `D`: an element, or a string for bytes. */
@@ -29,8 +29,7 @@ function build(template: NDArray, element: (index: number) => unknown): NDArray 
     });
     return { dtype: "bytes", shape: template.shape, data };
   }
-  // deno-lint-ignore no-explicit-any
-  const data = new (arrayConstructorOf(template.dtype) as any)(count) as TypedArray;
+  const data = newTypedArray(template.dtype, count);
   const target = data as unknown as { [index: number]: unknown };
   for (let index = 0; index < count; index++) target[index] = element(index);
   return { dtype: template.dtype, shape: template.shape, data } as NDArray;

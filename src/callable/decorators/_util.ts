@@ -158,18 +158,3 @@ export function rowKey(array: NDArray, row: number): Uint8Array {
   const rowBytes = rowSize * (raw.byteLength / Math.max(array.data.length, 1));
   return raw.subarray(row * rowBytes, (row + 1) * rowBytes);
 }
-
-/** Compares two byte strings like Python compares `bytes`: lexicographically, shorter prefix first. */
-export function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const length = Math.min(a.byteLength, b.byteLength);
-  for (let index = 0; index < length; index++) {
-    const difference = a[index]! - b[index]!;
-    if (difference !== 0) return difference;
-  }
-  return a.byteLength - b.byteLength;
-}
-
-/** Whether two byte strings are equal. */
-export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return compareBytes(a, b) === 0;
-}

@@ -5,7 +5,7 @@
  */
 
 import { TritonBadParameterError } from "../../errors.ts";
-import { arrayConstructorOf, type TypedArray } from "../../tensor/dtype.ts";
+import { newTypedArray } from "../../tensor/dtype.ts";
 import {
   isNDArray,
   type NDArray,
@@ -113,10 +113,10 @@ function tile(value: NDArray, rows: number): NDArray {
     return { dtype: "bytes", shape, data: Array.from({ length: rows }, () => value.data).flat() };
   }
   const size = value.data.length;
-  // deno-lint-ignore no-explicit-any
-  const data = new (arrayConstructorOf(value.dtype) as any)(rows * size) as TypedArray;
-  // deno-lint-ignore no-explicit-any
-  for (let row = 0; row < rows; row++) (data as any).set(value.data, row * size);
+  const data = newTypedArray(value.dtype, rows * size);
+  // The union's `set` takes no argument of the union; both arrays have the same dtype.
+  const target = data as { set(source: ArrayLike<unknown>, offset: number): void };
+  for (let row = 0; row < rows; row++) target.set(value.data, row * size);
   return { dtype: value.dtype, shape, data } as NumericNDArray;
 }
 

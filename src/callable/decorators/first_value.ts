@@ -4,6 +4,7 @@
  * @module
  */
 
+import { equalBytes } from "../../tensor/bytes.ts";
 import { TritonBadParameterError, TritonRuntimeError } from "../../errors.ts";
 import { isNDArray, type NDArray, sliceBatch } from "../../tensor/ndarray.ts";
 import type {
@@ -21,7 +22,7 @@ import type {
   Inputs,
   RequestCallable,
 } from "./types.ts";
-import { CONTEXT_KEY, equalBytes, requireModel, rowKey, toFunction, withData } from "./_util.ts";
+import { CONTEXT_KEY, requireModel, rowKey, toFunction, withData } from "./_util.ts";
 
 /** Options of {@linkcode firstValue}. */
 export interface FirstValueOptions {

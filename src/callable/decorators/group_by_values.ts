@@ -5,6 +5,7 @@
  * @module
  */
 
+import { compareBytes } from "../../tensor/bytes.ts";
 import { TritonRuntimeError } from "../../errors.ts";
 import {
   arrayConstructorOf,
@@ -17,7 +18,6 @@ import type { InferContext } from "../types.ts";
 import { convertOutput, getInferenceRequestBatchSize } from "./helpers.ts";
 import type { BatchCallable, BatchFunc, BatchOutput, BatchReturn, Inputs } from "./types.ts";
 import {
-  compareBytes,
   CONTEXT_KEY,
   isStream,
   requireInputs,

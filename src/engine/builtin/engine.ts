@@ -9,7 +9,7 @@
 
 import type { InferResult } from "../../callable/types.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
-import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
+import { InferenceError, messageOf, type TritonUnrecoverableError } from "../../errors.ts";
 import { discoverGpus } from "../../gpu/cuda.ts";
 import { describeGpus, type GpuInventory, parseDevice, planPlacement } from "../../gpu/devices.ts";
 import type { Logger } from "../../log.ts";
@@ -580,8 +580,4 @@ export class BuiltinEngine implements Engine {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { concatBytes, equalBytes } from "../../tensor/bytes.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import {
   type NDArray,
@@ -24,24 +25,6 @@ function fnv1a(bytes: Uint8Array, seed = 0x811c9dc5): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return hash >>> 0;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const part of parts) total += part.byteLength;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.byteLength;
-  }
-  return out;
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) return false;
-  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 function copyArray(array: NDArray): NDArray {
@@ -99,11 +82,12 @@ export function cacheKey(
       return [name, array.dtype, array.shape];
     }),
   ]);
-  const bytes = concat([
+  const parts = [
     encoder.encode(header),
     new Uint8Array([0]),
     ...names.map((name) => toRawBytes(inputs.get(name)!)),
-  ]);
+  ];
+  const bytes = concatBytes(parts, parts.reduce((total, part) => total + part.byteLength, 0));
   return { id: `${fnv1a(bytes).toString(16)}:${bytes.byteLength}`, bytes };
 }
 

@@ -21,6 +21,7 @@ import type { InferRequest, InferResult, ParameterValue } from "../../callable/t
 import {
   type ErrorCode,
   InferenceError,
+  messageOf,
   toInferenceError,
   TritonUnrecoverableError,
 } from "../../errors.ts";
@@ -171,7 +172,7 @@ export async function consumeInstance(options: ConsumeOptions): Promise<void> {
       // A fault of the bridge or of this code, not of the callable: its message says enough.
       failure = error instanceof InferenceError
         ? error
-        : InferenceError.internal(error instanceof Error ? error.message : String(error), {
+        : InferenceError.internal(messageOf(error), {
           cause: error,
         });
       options.logger?.error(

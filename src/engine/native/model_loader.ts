@@ -15,7 +15,7 @@
 
 import { type GpuInventory, planPlacement } from "../../gpu/devices.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
-import { InferenceError, type TritonUnrecoverableError } from "../../errors.ts";
+import { InferenceError, messageOf, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import type { ModelDefinition, ModelHandle } from "../engine.ts";
@@ -69,10 +69,6 @@ export interface LoaderContext {
   readonly streamOf: (token: number) => ResponseStream | undefined;
   /** Dispatches the completion events the consumer loops' own calls queued. */
   readonly delivered: () => void;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**

@@ -10,7 +10,7 @@
 import type { EndpointGroup } from "../../config/security_config.ts";
 import type { Engine } from "../../engine/engine.ts";
 import type { ModelRepository } from "../../engine/repository.ts";
-import { grpcStatusOf, InferenceError, toInferenceError } from "../../errors.ts";
+import { grpcStatusOf, InferenceError, messageOf, toInferenceError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { MessageCodec } from "../../protocol/grpc_codec.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
@@ -111,7 +111,7 @@ export function decodeRequest<T>(codec: MessageCodec<T>, what: string, bytes: Ui
     return codec.decode(bytes);
   } catch (error) {
     throw InferenceError.invalidArg(
-      `Invalid ${what} message: ${error instanceof Error ? error.message : String(error)}`,
+      `Invalid ${what} message: ${messageOf(error)}`,
       { cause: error },
     );
   }

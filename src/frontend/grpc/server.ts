@@ -13,7 +13,7 @@
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import type { Engine } from "../../engine/engine.ts";
 import type { ModelRepository } from "../../engine/repository.ts";
-import { TritonBadParameterError, TritonError } from "../../errors.ts";
+import { messageOf, TritonBadParameterError, TritonError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import { grpcAccessCheck } from "./access.ts";
@@ -250,9 +250,7 @@ export class GrpcFrontend implements AsyncDisposable {
       : grpcAccessCheck(options.security);
     const cannotStart = (error: unknown): TritonError =>
       new TritonError(
-        `Cannot start the gRPC front end on ${hostPort(address, port)}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `Cannot start the gRPC front end on ${hostPort(address, port)}: ${messageOf(error)}`,
         { cause: error },
       );
     let server: Http2Server;

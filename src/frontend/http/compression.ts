@@ -7,9 +7,9 @@
  * @module
  */
 
-import { InferenceError } from "../../errors.ts";
+import { InferenceError, messageOf } from "../../errors.ts";
 import { HttpError } from "./errors.ts";
-import { concatBytes } from "../../tensor/concat_bytes.ts";
+import { concatBytes } from "../../tensor/bytes.ts";
 
 /** A compression Triton's HTTP front end speaks. */
 export type Encoding = "gzip" | "deflate";
@@ -280,9 +280,7 @@ async function readBody(
   } catch (error) {
     if (error instanceof HttpError) throw error;
     throw InferenceError.invalidArg(
-      `Unable to decompress the ${encoding} request body: ${
-        error instanceof Error ? error.message : String(error)
-      }`,
+      `Unable to decompress the ${encoding} request body: ${messageOf(error)}`,
     );
   }
 }

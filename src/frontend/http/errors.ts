@@ -6,7 +6,12 @@
  * @module
  */
 
-import { httpStatusOf, InferenceError, type InferenceErrorOptions } from "../../errors.ts";
+import {
+  describeError,
+  httpStatusOf,
+  InferenceError,
+  type InferenceErrorOptions,
+} from "../../errors.ts";
 
 /** Options of {@linkcode HttpError}. */
 export interface HttpErrorOptions extends InferenceErrorOptions {
@@ -128,6 +133,6 @@ export function errorToResponse(error: unknown): Response {
   if (error instanceof InferenceError) {
     return errorResponse(httpStatusOf(error.code), error.message);
   }
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const message = describeError(error);
   return errorResponse(500, message);
 }

@@ -18,6 +18,7 @@
  * @module
  */
 
+import { isNonNegativeInteger, isObject } from "../../json_values.ts";
 import type { ParameterValue } from "../../callable/types.ts";
 import type {
   Engine,
@@ -73,10 +74,6 @@ export interface DecodeGenerateOptions {
 export const ONE_RESPONSE_MESSAGE =
   "generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses";
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function parameterOf(key: string, value: unknown): ParameterValue {
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number" && Number.isFinite(value)) return value;
@@ -87,7 +84,7 @@ function parameterOf(key: string, value: unknown): ParameterValue {
 }
 
 function nonNegativeInteger(key: string, value: ParameterValue): number {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  if (isNonNegativeInteger(value)) return value;
   throw InferenceError.invalidArg(
     `Invalid request parameter '${key}': expected a non-negative integer, got ${
       JSON.stringify(value)

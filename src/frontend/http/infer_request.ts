@@ -7,8 +7,9 @@
  * @module
  */
 
+import { isNonNegativeInteger, isObject } from "../../json_values.ts";
 import type { InferenceRequest, ModelHandle } from "../../engine/engine.ts";
-import { InferenceError } from "../../errors.ts";
+import { InferenceError, messageOf } from "../../errors.ts";
 import { jsonToNDArray, parseJsonBytes } from "../../protocol/json_tensor.ts";
 import {
   type HeaderForwarding,
@@ -85,12 +86,8 @@ export interface DecodeInferOptions {
   sharedMemory?: SharedMemoryRegistry;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function nonNegativeInteger(value: unknown): number | undefined {
-  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return value;
+  if (isNonNegativeInteger(value)) return value;
   if (typeof value === "bigint" && value >= 0n && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
     return Number(value);
   }
@@ -232,7 +229,7 @@ export function decodeInferRequest(
     parsed = parseJsonBytes(reader.json);
   } catch (error) {
     throw InferenceError.invalidArg(
-      `Unable to parse the request JSON: ${error instanceof Error ? error.message : String(error)}`,
+      `Unable to parse the request JSON: ${messageOf(error)}`,
     );
   }
   if (!isObject(parsed)) {

@@ -8,7 +8,12 @@
 
 import type { Engine } from "../../engine/engine.ts";
 import { engineRepository, type ModelRepository } from "../../engine/repository.ts";
-import { InferenceError, TritonPermissionError, TritonValidationError } from "../../errors.ts";
+import {
+  InferenceError,
+  messageOf,
+  TritonPermissionError,
+  TritonValidationError,
+} from "../../errors.ts";
 import { HttpThreads } from "./threads.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
@@ -333,7 +338,7 @@ export function handlerOver(
 export function socketUnavailable(hostname: string, port: number, cause: unknown): InferenceError {
   return InferenceError.unavailable(
     `Cannot start the HTTP front end: socket '${hostname}:${port}' is unavailable: ${
-      cause instanceof Error ? cause.message : String(cause)
+      messageOf(cause)
     }`,
     { cause },
   );

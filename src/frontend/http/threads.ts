@@ -10,7 +10,7 @@
  */
 
 import type { Engine, EngineShare } from "../../engine/engine.ts";
-import { InferenceError } from "../../errors.ts";
+import { InferenceError, messageOf } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import type { Logger } from "../../log.ts";
 import { inferModel } from "./routes.ts";
@@ -129,9 +129,7 @@ export class HttpThreads {
       running.#logSubscription[Symbol.dispose]();
       if (reason instanceof InferenceError) throw reason;
       throw InferenceError.unavailable(
-        `Cannot start the HTTP front end's threads: ${
-          reason instanceof Error ? reason.message : String(reason)
-        }`,
+        `Cannot start the HTTP front end's threads: ${messageOf(reason)}`,
         { cause: reason },
       );
     }

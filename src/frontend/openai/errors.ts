@@ -6,7 +6,7 @@
  * @module
  */
 
-import { httpStatusOf, InferenceError, QUEUE_FULL_MESSAGE } from "../../errors.ts";
+import { describeError, httpStatusOf, InferenceError, QUEUE_FULL_MESSAGE } from "../../errors.ts";
 import { HttpError } from "../http/errors.ts";
 import { OpenAIError } from "./wire.ts";
 
@@ -56,7 +56,7 @@ export function openAIErrorOf(error: unknown): OpenAIError {
         });
     }
   }
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  const message = describeError(error);
   return new OpenAIError(500, message, { type: "server_error", cause: error });
 }
 
