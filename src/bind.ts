@@ -134,7 +134,7 @@ function instancesOf(
  * @throws {TritonBadParameterError} For an invalid model config, or `responseCache` on a server
  *   without a response cache.
  *
- * @example
+ * @example Resolve a model definition and refuse a bad model name
  * ```ts
  * import { type BindOptions, modelDefinitionOf } from "./bind.ts";
  * import assert from "node:assert/strict";

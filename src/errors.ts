@@ -83,7 +83,7 @@ export class TritonBadParameterError extends TritonError {}
 /**
  * A model configuration cannot be built or parsed.
  *
- * @example
+ * @example A config error carries its class name
  * ```ts
  * import { TritonModelConfigError } from "../mod.ts";
  * import assert from "node:assert/strict";
@@ -97,7 +97,7 @@ export class TritonModelConfigError extends TritonError {}
  * A decorator or callable failed at run time in a way the user can fix (e.g. misuse of a
  * decorator).
  *
- * @example
+ * @example A run-time error carries its class name
  * ```ts
  * import { TritonRuntimeError } from "../mod.ts";
  * import assert from "node:assert/strict";
@@ -172,7 +172,7 @@ export type ErrorCode =
  * queue is full: the built-in engine throws it as the Triton core does, the OpenAI front end maps
  * it to 429, and clients recognise a full queue by it.
  *
- * @example
+ * @example The text a full queue answers with
  * ```ts
  * import { QUEUE_FULL_MESSAGE } from "./errors.ts";
  * import assert from "node:assert/strict";
@@ -249,7 +249,7 @@ export class InferenceError extends TritonError {
    * @param options A cause.
    * @returns The error.
    *
-   * @example
+   * @example An unknown model is NOT_FOUND
    * ```ts
    * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
@@ -269,7 +269,7 @@ export class InferenceError extends TritonError {
    * @param options A cause.
    * @returns The error.
    *
-   * @example
+   * @example A stopping server is UNAVAILABLE
    * ```ts
    * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
@@ -288,7 +288,7 @@ export class InferenceError extends TritonError {
    * @param options A cause.
    * @returns The error.
    *
-   * @example
+   * @example An unoffered feature is UNSUPPORTED
    * ```ts
    * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
@@ -307,7 +307,7 @@ export class InferenceError extends TritonError {
    * @param options A cause.
    * @returns The error.
    *
-   * @example
+   * @example A model failure is INTERNAL and keeps its cause
    * ```ts
    * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
@@ -329,7 +329,7 @@ export class InferenceError extends TritonError {
    * @param options A cause.
    * @returns The error.
    *
-   * @example
+   * @example A cancelled request is CANCELLED
    * ```ts
    * import { InferenceError } from "../mod.ts";
    * import assert from "node:assert/strict";
@@ -348,7 +348,7 @@ export class InferenceError extends TritonError {
  * @param code Triton's error code.
  * @returns The HTTP status.
  *
- * @example
+ * @example UNAVAILABLE is 503, INVALID_ARG is 400
  * ```ts
  * import { httpStatusOf } from "./errors.ts";
  * import assert from "node:assert/strict";
@@ -378,7 +378,7 @@ export function httpStatusOf(code: ErrorCode): number {
  * @param code Triton's error code.
  * @returns The numeric gRPC status code.
  *
- * @example
+ * @example NOT_FOUND is gRPC status 5
  * ```ts
  * import { grpcStatusOf } from "./errors.ts";
  * import assert from "node:assert/strict";
@@ -417,7 +417,7 @@ export function grpcStatusOf(code: ErrorCode): number {
  * @param code The code to use when `error` has none.
  * @returns An `InferenceError`.
  *
- * @example
+ * @example A RangeError is INTERNAL, a validation error INVALID_ARG
  * ```ts
  * import { toInferenceError } from "./errors.ts";
  * import { TritonValidationError } from "../mod.ts";

@@ -346,7 +346,7 @@ export interface EmbeddingModelOptions {
  * @param options Name, embedder(s) or instances, dimensions and batching.
  * @returns What `bind()` takes.
  *
- * @example
+ * @example Text lengths as a two-dimensional embedding
  * ```ts
  * import { embeddingModel } from "../mod.ts";
  * import assert from "node:assert/strict";

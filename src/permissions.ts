@@ -51,7 +51,7 @@ export function readEnv(name: string): string | undefined {
  *
  * @returns A path.
  *
- * @example
+ * @example Find the temporary directory
  * ```ts
  * import { tempDirectory } from "./permissions.ts";
  * import assert from "node:assert/strict";
@@ -132,7 +132,7 @@ export const GRPC_CLIENT_ENV_VARIABLES: readonly string[] = [
  * @param names The variables.
  * @returns `true` when all are granted.
  *
- * @example
+ * @example An empty list is granted
  * ```ts
  * import { envGranted } from "./permissions.ts";
  * import assert from "node:assert/strict";

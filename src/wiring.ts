@@ -56,7 +56,7 @@ export type GrpcPlan = Omit<GrpcFrontendOptions, "tls" | "logger" | "security"> 
  * @param config The resolved config.
  * @returns The plan.
  *
- * @example
+ * @example Turn gRPC off; the response cache stays off
  * ```ts
  * import { facadeOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";
@@ -86,7 +86,7 @@ export function facadeOptionsOf(config: ResolvedTritonConfig): FacadePlan {
  * @param config The resolved config.
  * @returns Verbosity, log file and the server id as prefix.
  *
- * @example
+ * @example The server id as the log prefix
  * ```ts
  * import { loggerOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";
@@ -113,7 +113,7 @@ export function loggerOptionsOf(config: ResolvedTritonConfig): LoggerOptions {
  * @param config The resolved config.
  * @returns Server id, readiness, exit, logging, cache, metrics and GPU options.
  *
- * @example
+ * @example A response cache size becomes a local cache
  * ```ts
  * import { engineOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";
@@ -156,7 +156,7 @@ export function engineOptionsOf(config: ResolvedTritonConfig): EngineOptions {
  * @param config The resolved config.
  * @returns Address, port, body limit, threads, header forwarding, CORS and the docs page.
  *
- * @example
+ * @example The HTTP defaults, and CORS for one origin
  * ```ts
  * import { httpOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";
@@ -202,7 +202,7 @@ export function httpOptionsOf(
  * @param config The resolved config.
  * @returns Address, port, message limit, header forwarding, keepalive and TLS files.
  *
- * @example
+ * @example gRPC over TLS with a certificate and key
  * ```ts
  * import { grpcOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";
@@ -250,7 +250,7 @@ export function grpcOptionsOf(config: ResolvedTritonConfig): GrpcPlan {
  * @param config The resolved config.
  * @returns Address and port.
  *
- * @example
+ * @example The metrics defaults
  * ```ts
  * import { metricsOptionsOf } from "./wiring.ts";
  * import { resolveTritonConfig } from "./config/triton_config.ts";

@@ -67,7 +67,7 @@ export class ClientPermissionError extends ClientError {
 /**
  * An argument given to the client is invalid (inputs, parameters, options).
  *
- * @example
+ * @example An input that is not an NDArray is a value error
  * ```ts
  * import { ClientValueError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -81,7 +81,7 @@ export class ClientValueError extends ClientError {}
 /**
  * A server URL cannot be parsed or uses an unsupported scheme.
  *
- * @example
+ * @example An unsupported URL scheme is a value error
  * ```ts
  * import { ClientInvalidUrlError, ClientValueError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -96,7 +96,7 @@ export class ClientInvalidUrlError extends ClientValueError {}
  * A call did not finish in time: readiness was not reached within the init timeout, an
  * inference took longer than the inference timeout, or the server could not be reached.
  *
- * @example
+ * @example A timeout error carries its class name
  * ```ts
  * import { ClientTimeoutError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -109,7 +109,7 @@ export class ClientTimeoutError extends ClientError {}
 /**
  * The model is not available on the server (unknown, or not loaded).
  *
- * @example
+ * @example An unavailable model's error carries its class name
  * ```ts
  * import { ClientModelUnavailableError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -122,7 +122,7 @@ export class ClientModelUnavailableError extends ClientError {}
 /**
  * The client was used after `close()`.
  *
- * @example
+ * @example A closed client's error carries its class name
  * ```ts
  * import { ClientClosedError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -135,7 +135,7 @@ export class ClientClosedError extends ClientError {}
 /**
  * `inferBatch` was called for a model that does not batch (`max_batch_size` 0).
  *
- * @example
+ * @example Refuse batching for a model whose max_batch_size is 0
  * ```ts
  * import { ClientModelDoesntSupportBatchingError } from "./mod.ts";
  * import assert from "node:assert/strict";
@@ -204,7 +204,7 @@ export class ClientInferenceServerError extends ClientError {
  * refused the call before sending it (`maxQueueSize`; no `status`). Either way the call may be
  * tried again later.
  *
- * @example
+ * @example A full queue is a server error with status 503
  * ```ts
  * import { ClientInferenceServerError, ClientQueueFullError } from "./mod.ts";
  * import assert from "node:assert/strict";

@@ -25,7 +25,7 @@ import type {
  * @param extra Extra request parameters (e.g. for streaming).
  * @returns The message.
  *
- * @example
+ * @example Inputs as raw contents, parameters as string_param
  * ```ts
  * import { toModelInferRequest } from "./grpc_messages.ts";
  * import { ndarray } from "../tensor/ndarray.ts";
@@ -80,7 +80,7 @@ function invalid(why: string, cause?: unknown): ClientInferenceServerError {
  * @returns The response.
  * @throws {ClientInferenceServerError} When an output is malformed.
  *
- * @example
+ * @example Read a raw FP32 output
  * ```ts
  * import { fromModelInferResponse } from "./grpc_messages.ts";
  * import assert from "node:assert/strict";

@@ -46,7 +46,7 @@ const CONNECTION_TROUBLE = /No connection established|ECONNREFUSED|ECONNRESET|Co
  * @param details The status details (the server's message).
  * @returns The error to throw.
  *
- * @example
+ * @example Map gRPC status codes to client errors
  * ```ts
  * import { grpcErrorOf } from "./grpc_transport.ts";
  * import { ClientQueueFullError, ClientTimeoutError } from "./errors.ts";

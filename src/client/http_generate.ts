@@ -73,7 +73,7 @@ function jsonValues(name: string, tensor: NDArray): unknown[] {
  * @returns The JSON text.
  * @throws {ClientValueError} When a tensor cannot travel as generate JSON.
  *
- * @example
+ * @example Encode an input and a parameter as a generate body
  * ```ts
  * import { encodeGenerateRequest } from "./http_generate.ts";
  * import { ndarray } from "../tensor/ndarray.ts";
@@ -145,7 +145,7 @@ function outputOf(spec: GenerateTensorSpec, value: unknown): NDArray {
  * @returns The response.
  * @throws {ClientInferenceServerError} For an `error` object or an unreadable response.
  *
- * @example
+ * @example Decode a generate response's output and version
  * ```ts
  * import { decodeGenerateResponse } from "./http_generate.ts";
  * import assert from "node:assert/strict";

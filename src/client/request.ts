@@ -25,7 +25,7 @@ import type {
  * @returns The values.
  * @throws {ClientValueError} For a value of another type, or an empty key.
  *
- * @example
+ * @example Accept a number, refuse NaN
  * ```ts
  * import { checkValues } from "./request.ts";
  * import assert from "node:assert/strict";
@@ -62,7 +62,7 @@ export function checkValues(
  * @param values Checked values.
  * @returns The same keys with string values.
  *
- * @example
+ * @example Stringify a number and a boolean
  * ```ts
  * import { stringHeaders } from "./request.ts";
  * import assert from "node:assert/strict";
@@ -183,7 +183,7 @@ export function buildRequest(
  * @param stripBatchAxis Whether to drop each output's first dimension.
  * @returns The outputs by name.
  *
- * @example
+ * @example Drop the batch axis the request added
  * ```ts
  * import { outputsOf } from "./request.ts";
  * import { ndarray } from "../tensor/ndarray.ts";

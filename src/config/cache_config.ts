@@ -36,7 +36,7 @@ const NON_NEGATIVE_INTEGER = /^\d+$/;
  * @returns Its cache, setting and value.
  * @throws {TritonValidationError} For a setting without `=<value>`.
  *
- * @example
+ * @example Split a local cache size entry
  * ```ts
  * import { parseCacheSetting } from "./cache_config.ts";
  * import assert from "node:assert/strict";
@@ -67,7 +67,7 @@ export function parseCacheSetting(entry: string): CacheSetting {
  * @param entry The entry.
  * @returns The problem, or `undefined`.
  *
- * @example
+ * @example An integer size passes, a word does not
  * ```ts
  * import { cacheSettingProblem } from "./cache_config.ts";
  * import assert from "node:assert/strict";
@@ -90,7 +90,7 @@ export function cacheSettingProblem(entry: string): string | undefined {
  * @param entry The entry.
  * @returns The size, or `undefined` when the entry sets something else.
  *
- * @example
+ * @example The local size, and none for a redis entry
  * ```ts
  * import { localCacheSize } from "./cache_config.ts";
  * import assert from "node:assert/strict";
@@ -111,7 +111,7 @@ export function localCacheSize(entry: string): number | undefined {
  * @returns The cache, or `undefined` for no entries.
  * @throws {TritonValidationError} For two different caches or an entry without a setting.
  *
- * @example
+ * @example One cache, none, and two refused
  * ```ts
  * import { parseCacheConfig } from "./cache_config.ts";
  * import assert from "node:assert/strict";

@@ -41,7 +41,7 @@ const KNOWN: Readonly<Record<string, { test: RegExp; expected: string }>> = {
  * @param entry The entry.
  * @returns Its group (`""` for the global group), setting and value.
  *
- * @example
+ * @example A setting without a group, and quantiles with commas
  * ```ts
  * import { parseMetricsSetting } from "./metrics_config.ts";
  * import assert from "node:assert/strict";
@@ -70,7 +70,7 @@ export function parseMetricsSetting(entry: string): MetricsSetting {
  * @param entry The entry.
  * @returns Why the entry is refused, or `undefined` when it is valid.
  *
- * @example
+ * @example A valid setting, a bad boolean, an unsupported setting
  * ```ts
  * import { metricsSettingProblem } from "./metrics_config.ts";
  * import assert from "node:assert/strict";

@@ -146,7 +146,7 @@ export function resolveSecurityConfig(config: SecurityConfig = {}): ResolvedSecu
  * @param b The other token.
  * @returns Whether they are equal.
  *
- * @example
+ * @example Equal tokens, a changed letter, a longer token
  * ```ts
  * import { tokensEqual } from "./security_config.ts";
  * import assert from "node:assert/strict";

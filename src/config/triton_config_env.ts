@@ -72,7 +72,7 @@ const INDEXED = /^(.+)_(\d+)$/;
  *   {@linkcode PYTRITON_CONFIG_ENV_PREFIX}.
  * @returns The variable name.
  *
- * @example
+ * @example DenoTriton's and PyTriton's variable names
  * ```ts
  * import { envNameOf, PYTRITON_CONFIG_ENV_PREFIX } from "./triton_config_env.ts";
  * import assert from "node:assert/strict";
@@ -91,7 +91,7 @@ export function envNameOf(field: string, prefix: string = TRITON_CONFIG_ENV_PREF
  * @param text The variable's value.
  * @returns The boolean, or `text` unchanged when it is none of those words.
  *
- * @example
+ * @example Words and digits in any case, and a value left as text
  * ```ts
  * import { parseEnvBoolean } from "./triton_config_env.ts";
  * import assert from "node:assert/strict";
@@ -115,7 +115,7 @@ export function parseEnvBoolean(text: string): boolean | string {
  * @param text The variable's value.
  * @returns The number, or `text` unchanged when it is not an integer literal.
  *
- * @example
+ * @example A padded port, and a fraction and exponent left as text
  * ```ts
  * import { parseEnvInteger } from "./triton_config_env.ts";
  * import assert from "node:assert/strict";
@@ -139,7 +139,7 @@ export function parseEnvInteger(text: string): number | string {
  * @param text The variable's value.
  * @returns The entries; an empty or blank value gives an empty list.
  *
- * @example
+ * @example One setting with a comma, two settings, and none
  * ```ts
  * import { splitEnvSettings } from "./triton_config_env.ts";
  * import assert from "node:assert/strict";

@@ -62,7 +62,7 @@ export function modelMetadataOf(model: ModelInfo, versions: readonly number[]): 
  * @param model The bound model.
  * @returns Its handle (frozen: requests share it).
  *
- * @example
+ * @example A decoupled model's handle, batch size and versions
  * ```ts
  * import { modelHandle } from "./model_handle.ts";
  * import { resolveModelConfig } from "../config/model_config.ts";

@@ -40,7 +40,7 @@ export interface ModelRepository {
  * @param name The model name.
  * @returns NOT_FOUND `failed to load '<name>', failed to poll from model repository`.
  *
- * @example
+ * @example A missing model is NOT_FOUND
  * ```ts
  * import { notInRepository } from "./repository.ts";
  * import assert from "node:assert/strict";
@@ -95,7 +95,7 @@ export function engineRepository(engine: Engine): ModelRepository {
  * @param parameters The load's parameter names.
  * @throws {InferenceError} UNSUPPORTED when a `config` or `file:` parameter is among them.
  *
- * @example
+ * @example A load without parameters passes, a new config is refused
  * ```ts
  * import { refuseNewConfiguration } from "./repository.ts";
  * import assert from "node:assert/strict";

@@ -18,7 +18,7 @@ import { InferenceError } from "../errors.ts";
  * @param has Whether the request has an input of that name.
  * @throws {InferenceError} (INVALID_ARG) Naming the missing inputs.
  *
- * @example
+ * @example An optional input may be missing, a required one may not
  * ```ts
  * import { refuseMissingInputs } from "./required_inputs.ts";
  * import type { ModelInfo } from "../config/model_info.ts";

@@ -27,7 +27,7 @@ import { tensorFromRaw } from "../protocol/tensor_contents.ts";
  * @param registry The front end's regions; `undefined` where it has none.
  * @returns The metadata to answer.
  *
- * @example
+ * @example Add the extension only with a registry
  * ```ts
  * import { withSharedMemoryExtension } from "./shared_memory.ts";
  * import { SharedMemoryRegistry } from "../shm/registry.ts";

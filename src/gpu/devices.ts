@@ -86,7 +86,7 @@ export function parseDevice(device: string): ParsedDevice | undefined {
  * @returns The canonical names (`"cpu"` or `"cuda:N"`).
  * @throws {TritonValidationError} For a name that is not a device.
  *
- * @example
+ * @example Name a GPU's index; refuse an unknown device
  * ```ts
  * import { parseDevices } from "./devices.ts";
  * import assert from "node:assert/strict";
@@ -224,7 +224,7 @@ export function planPlacement(
  * @param gpus The GPUs.
  * @returns The description, devices separated by `; `.
  *
- * @example
+ * @example Describe one GPU's memory and architecture
  * ```ts
  * import { describeGpus } from "./devices.ts";
  * import assert from "node:assert/strict";

@@ -164,7 +164,7 @@ export function toNativeWireTensor(
  * @param wire The wire tensor.
  * @returns The tensor.
  *
- * @example
+ * @example View a received int16 buffer
  * ```ts
  * import { fromWireTensor } from "./codec.ts";
  * import assert from "node:assert/strict";

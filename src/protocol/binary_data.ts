@@ -45,7 +45,7 @@ function badHeaderLength(value: unknown, bodyLength: number): InferenceError {
  * @returns The JSON length, or `undefined` when the header is absent.
  * @throws {InferenceError} (INVALID_ARG) Unless the value is an integer in `[0, bodyLength]`.
  *
- * @example
+ * @example A length within the body; none; too long and negative refused
  * ```ts
  * import { parseHeaderLength } from "./binary_data.ts";
  * import assert from "node:assert/strict";
@@ -72,7 +72,7 @@ export function parseHeaderLength(value: string | null, bodyLength: number): num
  * @returns The byte size, or `undefined` when the tensor has no binary data.
  * @throws {InferenceError} (INVALID_ARG) Unless it is a non-negative safe integer.
  *
- * @example
+ * @example A size, none, and a negative size refused
  * ```ts
  * import { binaryDataSize } from "./binary_data.ts";
  * import assert from "node:assert/strict";

@@ -8,7 +8,7 @@
 /**
  * The response parameter that marks the last response of a request on a gRPC stream.
  *
- * @example
+ * @example The final-response parameter's name
  * ```ts
  * import { FINAL_RESPONSE_PARAMETER } from "./constants.ts";
  * import assert from "node:assert/strict";
@@ -22,7 +22,7 @@ export const FINAL_RESPONSE_PARAMETER = "triton_final_response";
  * The request parameter that asks for a flags-only final response on a gRPC stream: the only
  * `triton_` request parameter a client may send.
  *
- * @example
+ * @example The empty-final-response parameter's name
  * ```ts
  * import { EMPTY_FINAL_PARAMETER } from "./constants.ts";
  * import assert from "node:assert/strict";

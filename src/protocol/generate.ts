@@ -28,7 +28,7 @@
  * @param count The number of elements given.
  * @returns The concrete shape, or `undefined` when the elements cannot fill it.
  *
- * @example
+ * @example Fill the free dimensions; a fixed shape that does not fit
  * ```ts
  * import { generateShape } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -59,7 +59,7 @@ export function generateShape(shape: readonly number[], count: number): number[]
  * The keys of a generate request object that are never an input: the request id, and the
  * object of parameters (whose own keys may name inputs).
  *
- * @example
+ * @example The id and parameters keys
  * ```ts
  * import { GENERATE_RESERVED_KEYS } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -72,7 +72,7 @@ export const GENERATE_RESERVED_KEYS: ReadonlySet<string> = new Set(["id", "param
 /**
  * The keys of a generate response object that are not outputs or response parameters.
  *
- * @example
+ * @example The model version is metadata
  * ```ts
  * import { GENERATE_METADATA_KEYS } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -95,7 +95,7 @@ export const GENERATE_ERROR_KEY = "error";
  * @param message The failure's message.
  * @returns The JSON text.
  *
- * @example
+ * @example A stream's failure as JSON
  * ```ts
  * import { generateErrorJson } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -113,7 +113,7 @@ export function generateErrorJson(message: string): string {
  * @param elements The tensor's elements, row-major.
  * @returns The value.
  *
- * @example
+ * @example One element alone, several as a list
  * ```ts
  * import { generateValue } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -132,7 +132,7 @@ export function generateValue(elements: readonly unknown[]): unknown {
  * @param value The value.
  * @returns The elements, row-major.
  *
- * @example
+ * @example A scalar and a list
  * ```ts
  * import { generateElements } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -153,7 +153,7 @@ const encoder = new TextEncoder();
  * @param json The event's object, as JSON text (one line).
  * @returns The event's bytes.
  *
- * @example
+ * @example Frame one JSON object as an event
  * ```ts
  * import { sseEvent } from "./generate.ts";
  * import assert from "node:assert/strict";
@@ -172,7 +172,7 @@ export function sseEvent(json: string): Uint8Array {
  * @param body The response body.
  * @returns The data of each event, as they arrive.
  *
- * @example
+ * @example Skip a comment, join multi-line data
  * ```ts
  * import { sseData } from "./generate.ts";
  * import assert from "node:assert/strict";

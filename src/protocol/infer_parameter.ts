@@ -27,7 +27,7 @@ const CHOICES: readonly InferParameterChoice[] = [
  * @param parameter The parameter.
  * @returns The field, or `undefined` when none is set.
  *
- * @example
+ * @example The marked field, the first set field, and none
  * ```ts
  * import { inferParameterChoice } from "./infer_parameter.ts";
  * import assert from "node:assert/strict";
@@ -48,7 +48,7 @@ export function inferParameterChoice(parameter: InferParameter): InferParameterC
  * @param parameter The parameter.
  * @returns Its value, or `undefined` when no field is set.
  *
- * @example
+ * @example A decoded int64, an empty string, and no value
  * ```ts
  * import { inferParameterValue } from "./infer_parameter.ts";
  * import assert from "node:assert/strict";
@@ -83,7 +83,7 @@ export function inferParameterValue(parameter: InferParameter): ParameterValue |
  * @returns The parameter.
  * @throws {TypeError} For a value that is not a string, number or boolean.
  *
- * @example
+ * @example An integer, a fraction and a string; null refused
  * ```ts
  * import { toInferParameter } from "./infer_parameter.ts";
  * import assert from "node:assert/strict";
@@ -116,7 +116,7 @@ export function toInferParameter(value: ParameterValue): InferParameter {
  * @returns The `parameters` map of a message.
  * @throws {TypeError} For a value that is not a string, number or boolean; the message names it.
  *
- * @example
+ * @example Encode a boolean; an array refused
  * ```ts
  * import { toInferParameters } from "./infer_parameter.ts";
  * import assert from "node:assert/strict";
@@ -149,7 +149,7 @@ export function toInferParameters(
  * @param parameters The map, as decoded.
  * @returns The values by name.
  *
- * @example
+ * @example A double kept, an empty parameter left out
  * ```ts
  * import { fromInferParameters } from "./infer_parameter.ts";
  * import assert from "node:assert/strict";

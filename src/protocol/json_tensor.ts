@@ -312,7 +312,7 @@ function flatten(name: string, shape: readonly number[], data: unknown): unknown
  * @returns A value for `JSON.stringify`.
  * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, which must be requested as binary.
  *
- * @example
+ * @example Large int64 values stay exact; bools as booleans
  * ```ts
  * import { ndarrayToJson } from "./json_tensor.ts";
  * import assert from "node:assert/strict";

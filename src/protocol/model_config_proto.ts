@@ -104,7 +104,7 @@ export function modelConfigToMessage(json: TritonModelConfigJson): Record<string
  * @param message The decoded config (as the codecs return it).
  * @returns The model-config JSON.
  *
- * @example
+ * @example An int64 dimension back to a number
  * ```ts
  * import { modelConfigToJson } from "./model_config_proto.ts";
  * import assert from "node:assert/strict";

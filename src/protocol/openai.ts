@@ -127,7 +127,7 @@ const decoder = new TextDecoder();
  * @param options The options.
  * @returns The parameters (absent options are left out).
  *
- * @example
+ * @example A token limit and a stop list as parameters
  * ```ts
  * import { generateParameters } from "./openai.ts";
  * import assert from "node:assert/strict";
@@ -192,7 +192,7 @@ function firstText(tensor: NDArray | undefined, name: string): string | undefine
  * @returns The messages.
  * @throws {InferenceError} (INVALID_ARG) Naming the first bad message and field.
  *
- * @example
+ * @example A user message passes, an unknown role is refused
  * ```ts
  * import { chatMessagesOf } from "./openai.ts";
  * import assert from "node:assert/strict";
@@ -274,7 +274,7 @@ function contentText(content: unknown, at: string, optional: boolean): string {
  * @returns The request.
  * @throws {InferenceError} (INVALID_ARG) For neither or both inputs, or a bad parameter.
  *
- * @example
+ * @example Read a prompt, its token limit and stop list
  * ```ts
  * import { readGenerateInput, textElement } from "./openai.ts";
  * import { type NDArray, ndarray } from "../tensor/ndarray.ts";
@@ -380,7 +380,7 @@ export interface GenerateStepOutput {
  * @returns The step.
  * @throws {InferenceError} (INTERNAL) When an output is missing or of the wrong dtype.
  *
- * @example
+ * @example Read one streamed step with its token counts
  * ```ts
  * import { readGenerateStep, textElement } from "./openai.ts";
  * import { type NDArray, ndarray } from "../tensor/ndarray.ts";
@@ -442,7 +442,7 @@ function sameSpecs(
  * @returns How the model is served on the OpenAI API.
  * @throws {TritonValidationError} Naming what does not fit.
  *
- * @example
+ * @example Refuse a chat model without the chat tensors
  * ```ts
  * import { openAIServingOf } from "./openai.ts";
  * import { resolveModelConfig } from "../config/model_config.ts";

@@ -19,7 +19,7 @@ const LENGTH_DELIMITED = 2;
  * @param value A non-negative integer (up to 2^53).
  * @returns Its encoded size.
  *
- * @example
+ * @example 127 takes one byte, 128 two
  * ```ts
  * import { varintSize } from "./protobuf_wire.ts";
  * import assert from "node:assert/strict";
@@ -44,7 +44,7 @@ export function varintSize(value: number): number {
  * @param at Where the varint starts.
  * @returns The value and the offset after it, or `undefined` when the bytes end first.
  *
- * @example
+ * @example Read 150; a cut-off varint is undefined
  * ```ts
  * import { readVarint } from "./protobuf_wire.ts";
  * import assert from "node:assert/strict";
@@ -72,7 +72,7 @@ export function readVarint(bytes: Uint8Array, at: number): [number, number] | un
  * @param length The payload's length.
  * @returns The bytes before the payload.
  *
- * @example
+ * @example The prefix of a 4 MiB field
  * ```ts
  * import { lengthPrefixSize } from "./protobuf_wire.ts";
  * import assert from "node:assert/strict";

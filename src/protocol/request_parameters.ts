@@ -248,7 +248,7 @@ export function grpcRequestParameters(
  * @param forwarding The headers and the pattern.
  * @returns Name and value of each header to forward; none without a pattern.
  *
- * @example
+ * @example Forward only the x- headers
  * ```ts
  * import { forwardedHeaders } from "./request_parameters.ts";
  * import assert from "node:assert/strict";
@@ -279,7 +279,7 @@ export function forwardedHeaders(forwarding: HeaderForwarding): [string, string]
  * @returns The compiled pattern, or `undefined` for none.
  * @throws {TritonBadParameterError} For a pattern that does not compile.
  *
- * @example
+ * @example Match case-insensitively; empty is none; bad syntax refused
  * ```ts
  * import { compileHeaderForwardPattern } from "./request_parameters.ts";
  * import assert from "node:assert/strict";

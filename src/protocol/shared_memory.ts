@@ -34,7 +34,7 @@ export const REGISTER_REQUEST = "the shared memory register request";
  * @returns The count.
  * @throws {InferenceError} (INVALID_ARG) For anything else.
  *
- * @example
+ * @example A bigint offset, and one too large refused
  * ```ts
  * import { byteCount } from "./shared_memory.ts";
  * import assert from "node:assert/strict";
@@ -65,7 +65,7 @@ export function byteCount(value: unknown, key: string, what: string): number {
  * @throws {InferenceError} (INVALID_ARG) When a value has the wrong type, or the region or the
  *   byte size is given without the other.
  *
- * @example
+ * @example A region reference, none, and a missing size refused
  * ```ts
  * import { sharedMemoryRef } from "./shared_memory.ts";
  * import assert from "node:assert/strict";

@@ -19,7 +19,7 @@ import type { InferTensorContents, Int64 } from "./grpc_codec.ts";
  * @returns The dtype.
  * @throws {InferenceError} (INVALID_ARG) For unknown datatypes.
  *
- * @example
+ * @example BYTES parses; FLOAT is refused
  * ```ts
  * import { parseDatatype } from "./tensor_contents.ts";
  * import assert from "node:assert/strict";
@@ -46,7 +46,7 @@ export function parseDatatype(datatype: string, what: string): DType {
  * @returns The dimensions.
  * @throws {InferenceError} (INVALID_ARG) For negative or non-integer dimensions.
  *
- * @example
+ * @example Parse a shape; a negative dimension is refused
  * ```ts
  * import { parseShape } from "./tensor_contents.ts";
  * import assert from "node:assert/strict";
@@ -241,7 +241,7 @@ function newNumericArray(
  * @param dtype Element type.
  * @returns The field name, or `undefined` for FP16/BF16 (raw only).
  *
- * @example
+ * @example uint16's field; none for float16
  * ```ts
  * import { contentsField } from "./tensor_contents.ts";
  * import assert from "node:assert/strict";
@@ -284,7 +284,7 @@ export function contentsField(dtype: DType): keyof InferTensorContents | undefin
  * @returns The contents with one list filled.
  * @throws {InferenceError} (INVALID_ARG) For FP16/BF16 tensors.
  *
- * @example
+ * @example Booleans as bool_contents
  * ```ts
  * import { tensorToContents } from "./tensor_contents.ts";
  * import { ndarray } from "../tensor/ndarray.ts";

@@ -113,7 +113,7 @@ export function readElfDynamic(bytes: Uint8Array): ElfDynamicInfo {
  * @param roots The libraries to start from.
  * @returns The load order, roots last.
  *
- * @example
+ * @example Leaves first; system libraries left out
  * ```ts
  * import { loadOrder } from "./elf.ts";
  * import assert from "node:assert/strict";

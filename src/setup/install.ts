@@ -70,7 +70,7 @@ const PACKAGE_ROOT = new URL("../../", import.meta.url);
  *
  * @returns A command line to print in hints.
  *
- * @example
+ * @example The setup command in this repository or from JSR
  * ```ts
  * import { setupCommand } from "./install.ts";
  * import assert from "node:assert/strict";
@@ -95,7 +95,7 @@ export const BACKEND_NAME = "denotriton";
  * @returns An absolute path.
  * @throws {TritonPermissionError} When neither `HOME` nor `DENOTRITON_HOME` may be read.
  *
- * @example
+ * @example From DENOTRITON_HOME, else under the cache directory
  * ```ts
  * import { defaultTritonHome } from "./install.ts";
  * import assert from "node:assert/strict";

@@ -63,7 +63,7 @@ export interface RegionView {
  * @param key The key a client gave.
  * @returns Why it is refused, or `undefined` when it is fine.
  *
- * @example
+ * @example A flat key passes; a second slash and .. are refused
  * ```ts
  * import { keyProblem } from "./system_region.ts";
  * import assert from "node:assert/strict";

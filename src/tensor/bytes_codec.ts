@@ -14,7 +14,7 @@ import { InferenceError } from "../errors.ts";
  * @param elements The elements.
  * @returns The byte count of their serialization.
  *
- * @example
+ * @example Two elements with their length prefixes
  * ```ts
  * import { serializedBytesSize } from "./bytes_codec.ts";
  * import assert from "node:assert/strict";

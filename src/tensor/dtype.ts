@@ -348,7 +348,7 @@ export function toDType(value: string | TypedArrayConstructor): DType {
  * @param name A KServe datatype string such as `"FP32"`.
  * @returns The dtype or `undefined`.
  *
- * @example
+ * @example A KServe name, and a dtype name that is not one
  * ```ts
  * import { fromKServe } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -367,7 +367,7 @@ export function fromKServe(name: string): DType | undefined {
  * @param dtype A dtype.
  * @returns The wire name, e.g. `"FP32"`.
  *
- * @example
+ * @example The KServe name of bytes
  * ```ts
  * import { kserveName } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -385,7 +385,7 @@ export function kserveName(dtype: DType): KServeDType {
  * @param dtype A dtype.
  * @returns The `DataType` enum name of `model_config.proto`.
  *
- * @example
+ * @example The config name of bytes
  * ```ts
  * import { configName } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -403,7 +403,7 @@ export function configName(dtype: DType): string {
  * @param dtype A dtype.
  * @returns The element size in bytes.
  *
- * @example
+ * @example The size of a float64
  * ```ts
  * import { elementSize } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -421,7 +421,7 @@ export function elementSize(dtype: DType): number {
  * @param dtype A numeric dtype.
  * @returns Its TypedArray constructor.
  *
- * @example
+ * @example int64 uses BigInt64Array
  * ```ts
  * import { arrayConstructorOf } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -477,7 +477,7 @@ export function newTypedArray(
  * @param dtype A dtype.
  * @returns `true` for int64 and uint64.
  *
- * @example
+ * @example uint64 elements are bigints
  * ```ts
  * import { isBigIntDType } from "./dtype.ts";
  * import assert from "node:assert/strict";
@@ -496,7 +496,7 @@ export function isBigIntDType(dtype: DType): dtype is "int64" | "uint64" {
  * @returns Its dtype.
  * @throws {TritonValidationError} For array types DenoTriton does not use.
  *
- * @example
+ * @example The dtype of a Float32Array
  * ```ts
  * import { dtypeOfArray } from "./dtype.ts";
  * import assert from "node:assert/strict";

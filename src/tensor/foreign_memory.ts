@@ -18,7 +18,7 @@ const foreign = new WeakSet<ArrayBufferLike>();
  * @param offset Bytes to skip from `pointer`.
  * @returns The buffer.
  *
- * @example
+ * @example View memory through a pointer and mark it foreign
  * ```ts
  * import { foreignBuffer, isForeign } from "./foreign_memory.ts";
  * import assert from "node:assert/strict";
@@ -66,7 +66,7 @@ export function isForeign(buffer: ArrayBufferLike): boolean {
  * @param bytes The bytes.
  * @returns `true` for such memory.
  *
- * @example
+ * @example A plain buffer is own memory, a shared one is not
  * ```ts
  * import { isOwnMemory } from "./foreign_memory.ts";
  * import assert from "node:assert/strict";

@@ -96,7 +96,7 @@ const encoder = new TextEncoder();
  * @param shape Dimensions.
  * @returns Their product.
  *
- * @example
+ * @example Six elements of a 2 by 3 shape
  * ```ts
  * import { shapeSize } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -304,7 +304,7 @@ function fromValues(values: readonly unknown[], shape: readonly number[], wanted
  * @param array A tensor.
  * @returns Its wire bytes.
  *
- * @example
+ * @example An int16 tensor's little-endian bytes
  * ```ts
  * import { ndarray, toRawBytes } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -324,7 +324,7 @@ export function toRawBytes(array: NDArray): Uint8Array {
  * @param array A tensor.
  * @returns The size in bytes.
  *
- * @example
+ * @example A string's length prefix counts
  * ```ts
  * import { ndarray, rawByteSize } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -349,7 +349,7 @@ export function rawByteSize(array: NDArray): number {
  * @returns The tensor.
  * @throws {InferenceError} (INVALID_ARG) When the byte count does not match the shape.
  *
- * @example
+ * @example Two int16 values from four bytes
  * ```ts
  * import { fromRawBytes } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -386,7 +386,7 @@ export function fromRawBytes(dtype: DType, shape: readonly number[], bytes: Uint
  * @returns One tensor whose first dimension is the sum of theirs.
  * @throws {TritonValidationError} When dtypes or trailing dimensions differ.
  *
- * @example
+ * @example Stack two one-row tensors
  * ```ts
  * import { concatBatch, ndarray } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -441,7 +441,7 @@ export function concatBatch(arrays: readonly NDArray[]): NDArray {
  * @param end Row after the last.
  * @returns The slice.
  *
- * @example
+ * @example View the last two rows
  * ```ts
  * import { ndarray, sliceBatch } from "./ndarray.ts";
  * import assert from "node:assert/strict";
@@ -467,7 +467,7 @@ export function sliceBatch(array: NDArray, start: number, end: number): NDArray 
  * @param value Anything.
  * @returns `true` for an object with a known dtype, a shape array and fitting data.
  *
- * @example
+ * @example An ndarray passes, a look-alike object does not
  * ```ts
  * import { isNDArray, ndarray } from "./ndarray.ts";
  * import assert from "node:assert/strict";

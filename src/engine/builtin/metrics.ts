@@ -144,7 +144,7 @@ function escapeLabel(value: string): string {
  * @param options Which families are reported.
  * @returns The text exposition (ends with a newline when not empty).
  *
- * @example
+ * @example Render a model's counters as Prometheus text
  * ```ts
  * import { renderMetrics } from "./metrics.ts";
  * import { ModelStatsRecorder } from "./statistics.ts";

@@ -69,7 +69,7 @@ function cacheBytes(options: BuiltinEngineOptions): number {
  * @throws {TritonValidationError} For a cache or metrics setting the built-in engine cannot
  *   honour; the message names it.
  *
- * @example
+ * @example Read cache and metrics settings, refuse GPU metrics
  * ```ts
  * import { builtinSettings } from "./options.ts";
  * import assert from "node:assert/strict";

@@ -13,7 +13,7 @@ import type { ModelStatistics, StatDuration } from "../engine.ts";
  * @param end The later reading, in milliseconds.
  * @returns The duration in nanoseconds.
  *
- * @example
+ * @example Half a millisecond in nanoseconds
  * ```ts
  * import { nsBetween } from "./statistics.ts";
  * import assert from "node:assert/strict";

@@ -80,7 +80,7 @@ function unquote(text: string): string {
  * @param text Complete lines of the core's log.
  * @returns The records, in order.
  *
- * @example
+ * @example Split an error line and a multi-line table
  * ```ts
  * import { parseCoreLog } from "./core_log.ts";
  * import assert from "node:assert/strict";
@@ -120,7 +120,7 @@ export function parseCoreLog(text: string): CoreLogRecord[] {
  * @param logger The server's logger.
  * @param record The record.
  *
- * @example
+ * @example Forward a warning; a known start-up error goes to verbose
  * ```ts
  * import { forwardCoreRecord } from "./core_log.ts";
  * import { Logger } from "../../log.ts";
@@ -173,7 +173,7 @@ export interface CoreLogWatch extends Disposable {
  * @param records The core's records during the load.
  * @returns The error, with the core's error and warning lines that name the model appended.
  *
- * @example
+ * @example Add the core's reason for this model only
  * ```ts
  * import { withCoreReasons } from "./core_log.ts";
  * import { InferenceError } from "../../errors.ts";

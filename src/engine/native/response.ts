@@ -47,7 +47,7 @@ export interface DescribedTensor {
  * @param reader The description, at the parameter count.
  * @returns Strings, numbers and booleans by name.
  *
- * @example
+ * @example Read one integer parameter
  * ```ts
  * import { Unpacker } from "./packer.ts";
  * import { readParameters } from "./response.ts";

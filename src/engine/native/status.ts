@@ -27,7 +27,7 @@ export const ERROR_CODES: readonly ErrorCode[] = [
  * @param code A `TRITONSERVER_Error_Code` value.
  * @returns Its name; `UNKNOWN` for values out of range.
  *
- * @example
+ * @example Code 2 is NOT_FOUND
  * ```ts
  * import { errorCodeName } from "./status.ts";
  * import assert from "node:assert/strict";
@@ -45,7 +45,7 @@ export function errorCodeName(code: number): ErrorCode {
  * @param code An error code name.
  * @returns Its `TRITONSERVER_Error_Code` value.
  *
- * @example
+ * @example CANCELLED is code 7
  * ```ts
  * import { errorCodeValue } from "./status.ts";
  * import assert from "node:assert/strict";
@@ -67,7 +67,7 @@ const decoder = new TextDecoder();
  * @param text The string.
  * @returns Its bytes plus a trailing 0.
  *
- * @example
+ * @example Encode a string with its NUL terminator
  * ```ts
  * import { cString } from "./status.ts";
  * import assert from "node:assert/strict";

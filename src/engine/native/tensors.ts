@@ -38,7 +38,7 @@ const BY_VALUE = new Map<number, DType>(
  * @param dtype A dtype.
  * @returns Its enum value.
  *
- * @example
+ * @example The Triton numbers of float32 and bytes
  * ```ts
  * import { tritonDataType } from "./tensors.ts";
  * import assert from "node:assert/strict";
@@ -58,7 +58,7 @@ export function tritonDataType(dtype: DType): number {
  * @returns The dtype.
  * @throws {InferenceError} (INVALID_ARG) For INVALID or unknown values.
  *
- * @example
+ * @example The dtype of Triton type 9
  * ```ts
  * import { dtypeOfTriton } from "./tensors.ts";
  * import assert from "node:assert/strict";

@@ -14,7 +14,7 @@ import type { EncodeOptions } from "../../protocol/grpc_codec.ts";
 /**
  * The gRPC status codes the front end answers with (the gRPC protocol's numbers).
  *
- * @example
+ * @example UNIMPLEMENTED is 12
  * ```ts
  * import { Status } from "./call.ts";
  * import assert from "node:assert/strict";
@@ -50,7 +50,7 @@ export interface GrpcStatus {
  * A failure with a gRPC status: what a unary handler throws, or a streaming handler ends its
  * call with, to answer that status. Anything else a handler throws ends its call with UNKNOWN.
  *
- * @example
+ * @example The details are the message
  * ```ts
  * import { GrpcError, Status } from "./call.ts";
  * import assert from "node:assert/strict";
@@ -86,7 +86,7 @@ export class GrpcError extends Error implements GrpcStatus {
  *
  * Iterating yields each key with its first value, as header forwarding takes them.
  *
- * @example
+ * @example A repeated key keeps its values in order
  * ```ts
  * import { Metadata } from "./call.ts";
  * import assert from "node:assert/strict";

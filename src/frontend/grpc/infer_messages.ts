@@ -32,7 +32,7 @@ import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
  * @returns The version number, or `undefined` for the default.
  * @throws {InferenceError} (INVALID_ARG) When it is not an integer.
  *
- * @example
+ * @example The default version, a number, and a bad version
  * ```ts
  * import { parseModelVersion } from "./infer_messages.ts";
  * import assert from "node:assert/strict";
@@ -246,7 +246,7 @@ function hasAnyContents(contents: object): boolean {
  * @param inSharedMemory Outputs written into shared memory.
  * @returns The message.
  *
- * @example
+ * @example An INT32 output as raw contents
  * ```ts
  * import { toInferResponseMessage } from "./infer_messages.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";

@@ -228,7 +228,7 @@ export function frameMessage<T>(
  * @param bytes The room for the prefix, then the message.
  * @returns The same bytes.
  *
- * @example
+ * @example Write the prefix over the first five bytes
  * ```ts
  * import { writePrefix } from "./message_framing.ts";
  * import assert from "node:assert/strict";

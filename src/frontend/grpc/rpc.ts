@@ -93,7 +93,7 @@ export function grpcErrorOf(error: unknown, rpc: string, logger: Logger): GrpcEr
  * @returns The decoded message.
  * @throws {InferenceError} (INVALID_ARG) When the bytes are not a valid message.
  *
- * @example
+ * @example Decode a model reference, refuse a truncated one
  * ```ts
  * import { decodeRequest } from "./rpc.ts";
  * import { codecs } from "../../protocol/grpc_codec.ts";
@@ -126,7 +126,7 @@ export function decodeRequest<T>(codec: MessageCodec<T>, what: string, bytes: Ui
  * @param handler Answers a call.
  * @returns The RPC.
  *
- * @example
+ * @example A ServerLive handler
  * ```ts
  * import { unary } from "./rpc.ts";
  * import { codecs } from "../../protocol/grpc_codec.ts";
@@ -172,7 +172,7 @@ export function unary<Res>(
  * @param handler Starts serving a call.
  * @returns The RPC.
  *
- * @example
+ * @example A stream that ends when the client does
  * ```ts
  * import { duplex } from "./rpc.ts";
  * import { codecs } from "../../protocol/grpc_codec.ts";

@@ -301,7 +301,7 @@ function alignedAt(bytes: Uint8Array, alignAt: number): Uint8Array {
  * @param header The `Accept-Encoding` header.
  * @returns The encoding, or `undefined` to answer uncompressed.
  *
- * @example
+ * @example Pick an encoding by preference and quality
  * ```ts
  * import { responseEncoding } from "./compression.ts";
  * import assert from "node:assert/strict";
@@ -392,7 +392,7 @@ export function oneChunk(bytes: Uint8Array<ArrayBuffer>): BodyChunks {
  * @param body The body.
  * @returns Its bytes.
  *
- * @example
+ * @example Join two chunks
  * ```ts
  * import { joinChunks } from "./compression.ts";
  * import assert from "node:assert/strict";
@@ -471,7 +471,7 @@ const STREAM_FROM_BYTES = 64 * 1024;
  * @param headers The response headers.
  * @returns The response.
  *
- * @example
+ * @example Send a large body as a stream with its length
  * ```ts
  * import { bytesResponse } from "./compression.ts";
  * import assert from "node:assert/strict";

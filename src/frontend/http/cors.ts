@@ -65,7 +65,7 @@ const DEFAULT_MAX_AGE = 600;
  * @throws {TritonValidationError} For an entry that is not `*` or an origin, or credentials
  *   with `*`.
  *
- * @example
+ * @example Defaults for an origin, none, and a path refused
  * ```ts
  * import { resolveCorsSettings } from "./cors.ts";
  * import assert from "node:assert/strict";

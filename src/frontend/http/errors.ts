@@ -64,7 +64,7 @@ export class HttpError extends InferenceError {
  * @param headers Extra headers.
  * @returns The response, `Content-Type: application/json`.
  *
- * @example
+ * @example A JSON body with its content type
  * ```ts
  * import { jsonResponse } from "./errors.ts";
  * import assert from "node:assert/strict";
@@ -93,7 +93,7 @@ export function jsonResponse(
  * @param headers Extra headers.
  * @returns The response.
  *
- * @example
+ * @example A 404 with Triton's error body
  * ```ts
  * import { errorResponse } from "./errors.ts";
  * import assert from "node:assert/strict";

@@ -216,7 +216,7 @@ export function decodeGenerateRequest(
  * @returns The JSON text.
  * @throws {InferenceError} (INVALID_ARG) For FP16/BF16 outputs, which JSON cannot carry.
  *
- * @example
+ * @example A text output beside the model's name and version
  * ```ts
  * import { encodeGenerateResponse } from "./generate.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";

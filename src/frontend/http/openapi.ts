@@ -116,7 +116,7 @@ interface Described {
  * @param tables The route tables.
  * @returns The described routes and the others, in match order.
  *
- * @example
+ * @example One described route and one pattern without a description
  * ```ts
  * import { describedRoutes } from "./openapi.ts";
  * import { Router } from "./router.ts";

@@ -51,7 +51,7 @@ const DIMS: JsonSchema = { type: "array", items: { type: "integer" } };
  * @param dtype The datatype.
  * @returns The element's schema.
  *
- * @example
+ * @example A uint8 element's range; none for float16
  * ```ts
  * import { elementSchema } from "./openapi_schemas.ts";
  * import assert from "node:assert/strict";
@@ -451,7 +451,7 @@ function outputSchema(spec: ResolvedTensorSpec): JsonSchema {
  * @param model The model.
  * @returns The schema.
  *
- * @example
+ * @example A batched input's shape schema
  * ```ts
  * import { modelInferRequestSchema } from "./openapi_schemas.ts";
  * import type { ModelHandle } from "../../engine/engine.ts";

@@ -93,7 +93,7 @@ function compilePart(part: string): string {
  * @throws {Error} For a template that does not start with `/`, has more than one optional
  *   part, or a stray brace (a bug in the route table, found when it is built).
  *
- * @example
+ * @example Match with and without the optional version
  * ```ts
  * import { compilePathTemplate } from "./path_template.ts";
  * import assert from "node:assert/strict";
@@ -119,7 +119,7 @@ export function compilePathTemplate(template: string): RegExp {
  * @param template The path template.
  * @returns One or two OpenAPI path templates.
  *
- * @example
+ * @example Expand an optional part; a plain path stays one
  * ```ts
  * import { expandPathTemplate } from "./path_template.ts";
  * import assert from "node:assert/strict";
@@ -142,7 +142,7 @@ export function expandPathTemplate(template: string): string[] {
  * @param path An OpenAPI path (or a template).
  * @returns The names.
  *
- * @example
+ * @example A model and a version parameter
  * ```ts
  * import { pathParameterNames } from "./path_template.ts";
  * import assert from "node:assert/strict";

@@ -114,7 +114,7 @@ export const JSON_TYPE = "application/json";
  * @param example An example value.
  * @returns The media types.
  *
- * @example
+ * @example Wrap a schema as a JSON body
  * ```ts
  * import { jsonContent } from "./route_doc.ts";
  * import assert from "node:assert/strict";
@@ -137,7 +137,7 @@ export function jsonContent(
  * @param name The component's name.
  * @returns The `$ref` schema.
  *
- * @example
+ * @example Refer to the Error schema
  * ```ts
  * import { schemaRef } from "./route_doc.ts";
  * import assert from "node:assert/strict";
@@ -155,7 +155,7 @@ export function schemaRef(name: string): JsonSchema {
  * @param statuses When each status is sent, by status.
  * @returns The responses.
  *
- * @example
+ * @example Describe a 404
  * ```ts
  * import { errorResponses } from "./route_doc.ts";
  * import assert from "node:assert/strict";

@@ -83,7 +83,7 @@ export type RouteMatch<H> =
  *
  * @typeParam H The handler type.
  *
- * @example
+ * @example Found with a decoded parameter, wrong method, not found
  * ```ts
  * import { Router } from "./router.ts";
  * import assert from "node:assert/strict";
@@ -147,7 +147,7 @@ export class Router<H> {
    * @param handler The handler.
    * @returns This router.
    *
-   * @example
+   * @example A prefix's fallback answers what its routes do not
    * ```ts
    * import { Router } from "./router.ts";
    * import assert from "node:assert/strict";

@@ -997,7 +997,7 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
  * @param context Its context.
  * @returns The handler's response promise.
  *
- * @example
+ * @example A synchronous throw becomes a rejection
  * ```ts
  * import { runHandler } from "./routes.ts";
  * import assert from "node:assert/strict";

@@ -19,7 +19,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
  * @param accessToken The token.
  * @returns `undefined` to let it through, or the 401 answer.
  *
- * @example
+ * @example The right key passes, a wrong one gets 401
  * ```ts
  * import { openAIAccess } from "./access.ts";
  * import assert from "node:assert/strict";

@@ -29,7 +29,7 @@ export type GenerationEvent =
  * @param stops The stop strings.
  * @returns How many characters to hold back.
  *
- * @example
+ * @example Hold back the start of a stop sequence
  * ```ts
  * import { heldBack } from "./generation.ts";
  * import assert from "node:assert/strict";

@@ -371,7 +371,7 @@ const UNKNOWN_REFUSED =
  * @param names The models served on the endpoint; `undefined` for any name.
  * @returns The schema.
  *
- * @example
+ * @example Required fields and the served model names
  * ```ts
  * import { chatRequestSchema } from "./openapi_schemas.ts";
  * import assert from "node:assert/strict";

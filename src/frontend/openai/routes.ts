@@ -374,7 +374,7 @@ async function embeddings(
 /**
  * The routes of the OpenAI API, in match order.
  *
- * @example
+ * @example The five routes in match order
  * ```ts
  * import { OPENAI_ROUTES } from "./routes.ts";
  * import assert from "node:assert/strict";

@@ -63,7 +63,7 @@ export interface OpenAIErrorOptions extends ErrorOptions {
 /**
  * An error answered with OpenAI's error body and a status.
  *
- * @example
+ * @example A missing parameter as OpenAI's error body
  * ```ts
  * import { OpenAIError } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -123,7 +123,7 @@ type Body = Record<string, unknown>;
  * @returns The object.
  * @throws {OpenAIError} 400 when it is not JSON or not an object.
  *
- * @example
+ * @example Parse an object, refuse broken JSON
  * ```ts
  * import { parseBody } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -363,7 +363,7 @@ const CHAT_FIELDS: ReadonlySet<string> = new Set([
  * @returns The request.
  * @throws {OpenAIError} 400 naming the field at fault.
  *
- * @example
+ * @example A streamed chat request with usage; no messages refused
  * ```ts
  * import { chatRequestOf } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -468,7 +468,7 @@ export const COMPLETION_DEFAULT_MAX_TOKENS = 16;
  * @returns The request; `max_tokens` defaults to 16, as on OpenAI.
  * @throws {OpenAIError} 400 naming the field at fault.
  *
- * @example
+ * @example A one-prompt list and the default token limit
  * ```ts
  * import { completionRequestOf } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -540,7 +540,7 @@ export const MAX_EMBEDDING_INPUTS = 2048;
  * @returns The request.
  * @throws {OpenAIError} 400 naming the field at fault.
  *
- * @example
+ * @example One text input; token arrays refused
  * ```ts
  * import { embeddingRequestOf } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -682,7 +682,7 @@ export type ChatChunkPart =
  * @param includeUsage Whether the stream ends with usage.
  * @returns The object.
  *
- * @example
+ * @example A content chunk
  * ```ts
  * import { chatChunk } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -731,7 +731,7 @@ export function chatChunk(head: AnswerHead, part: ChatChunkPart, includeUsage: b
  * @param choices Whether the object has its choice (the usage chunk has none).
  * @returns The object.
  *
- * @example
+ * @example A streamed piece of text
  * ```ts
  * import { textCompletion } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -768,7 +768,7 @@ export function textCompletion(
  * @param promptTokens The texts' tokens.
  * @returns The object.
  *
- * @example
+ * @example An embedding as base64
  * ```ts
  * import { embeddingList } from "./wire.ts";
  * import assert from "node:assert/strict";
@@ -835,7 +835,7 @@ export function modelObject(entry: ModelEntry): unknown {
  * @param entries The models.
  * @returns The object.
  *
- * @example
+ * @example List one model
  * ```ts
  * import { modelList } from "./wire.ts";
  * import assert from "node:assert/strict";

@@ -53,7 +53,7 @@ export interface CallOptions {
  * @param services The services.
  * @returns Each method by its path, `/<service>/<method>`.
  *
- * @example
+ * @example A service's method by its path
  * ```ts
  * import { methodsOf } from "./calls.ts";
  * import assert from "node:assert/strict";

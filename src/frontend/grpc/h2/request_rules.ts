@@ -140,7 +140,7 @@ export function checkRequest(fields: readonly HeaderField[]): RequestCheck {
  * @param fields The decoded trailer fields.
  * @returns Why the trailers are malformed, or undefined.
  *
- * @example
+ * @example A regular trailer passes, a pseudo-header does not
  * ```ts
  * import { checkTrailers } from "./request_rules.ts";
  * import assert from "node:assert/strict";
