@@ -33,6 +33,9 @@ import type {
 } from "./transport.ts";
 import type { TritonUrl } from "./url.ts";
 
+/** How long a finished stream call may wait for the server's status before it is cancelled. */
+const FINISHED_CALL_GRACE_MS = 10_000;
+
 const SERVICE = "/inference.GRPCInferenceService";
 
 // Cancellations and unreachable servers carry these codes; the client maps them by its signals.
@@ -257,11 +260,12 @@ export class GrpcTransport implements Transport {
       {},
     );
     // grpc-js hands messages over as events: the source pauses while the queue is full.
+    let finished = false;
     const queue = new BoundedQueue<ModelStreamInferResponse>({
       pull: () => call.resume(),
-      cancel: () => call.cancel(),
+      // A finished call is not cancelled: it is half-closed, and the server ends it with OK.
+      cancel: () => finished || call.cancel(),
     });
-    let finished = false;
     call.on("data", (message: ModelStreamInferResponse) => {
       void queue.push(message);
       if (queue.desiredSize <= 0) call.pause();
@@ -303,11 +307,18 @@ export class GrpcTransport implements Transport {
       }
     } finally {
       signal.removeEventListener("abort", abort);
-      if (finished) call.end();
-      // Either the server has ended the request, or the caller stopped early: nothing more is
-      // read, and the queue's cancel cancels the call.
+      if (finished) {
+        // The answer is complete: half-close, and the server ends the call with OK (no
+        // RST_STREAM, which servers bound as rapid resets). Should it not, the call is
+        // cancelled after a while, without holding the process open.
+        call.end();
+        const timer = setTimeout(() => call.cancel(), FINISHED_CALL_GRACE_MS);
+        Deno.unrefTimer(timer);
+        call.on("status", () => clearTimeout(timer));
+      }
+      // Nothing more is read; a caller that stopped early cancels the call through the
+      // queue's cancel.
       await reader.cancel().catch(() => {});
-      call.cancel();
     }
   }
 

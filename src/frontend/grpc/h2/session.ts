@@ -293,6 +293,7 @@ export class Http2ServerSession {
   };
 
   #sendHeaders(stream: Stream, fields: readonly HeaderField[], endStream: boolean): void {
+    stream.responseStarted = true;
     const block = this.#encoder.encode(fields);
     let offset = 0;
     let type: number = FrameType.HEADERS;
@@ -609,7 +610,11 @@ export class Http2ServerSession {
             new Error(`HTTP/2 stream ${id} reset by the client (code ${readUint32(payload, 0)})`),
             Closed.BY_PEER,
           );
-          this.#countReset();
+          // Only a reset before the response counts: the attack (CVE-2023-44487) makes the
+          // server set up work and throws it away at once. A client that cancels a call it is
+          // being answered on (grpc-js ends a finished stream call so; a reader that stops
+          // early) waited for that work, however many it does a second.
+          if (!stream.responseStarted) this.#countReset();
         }
         return;
       }

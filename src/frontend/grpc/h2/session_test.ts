@@ -625,3 +625,36 @@ Deno.test("HTTP/2 session: a rapid reset (HEADERS, RST_STREAM, ...) past the lim
     client.close();
   }
 });
+
+Deno.test("HTTP/2 session: resets of streams being answered do not count against the reset limit", async () => {
+  // A handler that answers headers at once and then waits, as a gRPC stream call does between
+  // its responses; the client cancels each call once its answer has begun.
+  await using server = serve((stream) => stream.respond([[":status", "200"]]), {
+    resetBurst: 3,
+    resetsPerSecond: 0.001,
+  });
+  const client = connect(server.url);
+  try {
+    for (let i = 0; i < 10; i++) {
+      const call = client.request({ ":method": "POST", ":path": `/call${i}` });
+      call.on("error", () => {});
+      const status = await new Promise<number>((resolve, reject) => {
+        call.on("response", (headers) => resolve(Number(headers[":status"])));
+        call.on("close", () => reject(new Error(`call ${i} closed before its response`)));
+      });
+      assert.equal(status, 200);
+      call.close(http2.constants.NGHTTP2_CANCEL);
+    }
+    // Past a burst of 3, the connection still serves: no GOAWAY was sent.
+    const last = client.request({ ":method": "POST", ":path": "/last" });
+    last.on("error", () => {});
+    const status = await new Promise<number>((resolve, reject) => {
+      last.on("response", (headers) => resolve(Number(headers[":status"])));
+      last.on("close", () => reject(new Error("the last call closed before its response")));
+    });
+    assert.equal(status, 200);
+    last.close(http2.constants.NGHTTP2_CANCEL);
+  } finally {
+    client.close();
+  }
+});

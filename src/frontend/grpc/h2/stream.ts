@@ -99,6 +99,11 @@ export class Stream implements Http2ServerStream {
   remoteClosed = false;
   /** Whether this side ended its side. */
   localClosed = false;
+  /**
+   * Whether this side has sent the response's HEADERS: a reset after that is a client giving up
+   * on an answer it is getting, not the rapid reset `reset_limit.ts` bounds.
+   */
+  responseStarted = false;
   /** Body bytes waiting for window. */
   pending: Pending[] = [];
   /** The trailers to send once the body is out, once the application ended the response. */
