@@ -50,6 +50,16 @@ export {
 } from "./src/triton.ts";
 export type { LogFormat, LogSink } from "./src/log.ts";
 export {
+  ensemble,
+  type EnsembleBindOptions,
+  type EnsembleOptions,
+  ensembleStep,
+  EnsembleSteps,
+  type EnsembleStepSpec,
+  type StepInputMap,
+  type StepOutputMap,
+} from "./src/ensemble.ts";
+export {
   type ChatMessage,
   chatModel,
   type ChatModelOptions,
@@ -81,6 +91,7 @@ export {
   GENERATE_OUTPUTS,
 } from "./src/protocol/openai.ts";
 export type { ModelInfo, OpenAIServing } from "./src/config/model_info.ts";
+export type { ResolvedEnsemble, ResolvedEnsembleStep } from "./src/config/ensemble.ts";
 export type { EngineChoice } from "./src/engine/select.ts";
 export type { EngineKind } from "./src/engine/engine.ts";
 
@@ -111,8 +122,11 @@ export type {
 
 export type {
   CallableResult,
+  CallFrame,
+  CallParent,
   InferCallable,
   InferCallableObject,
+  InferCallOptions,
   InferContext,
   InferFunc,
   InferRequest,
@@ -120,6 +134,9 @@ export type {
   InferResult,
   InferReturn,
   InputProperties,
+  ModelCall,
+  ModelCaller,
+  ModelRef,
   ParameterValue,
   Request,
   SpecName,

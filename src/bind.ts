@@ -22,6 +22,8 @@ import type { InstanceProvider } from "./instances/instance.ts";
 import { MainThreadInstances } from "./instances/main_thread.ts";
 import type { FacadePlan } from "./wiring.ts";
 import { type OpenAIOptions, openAIServingOf } from "./protocol/openai.ts";
+import { EnsembleSteps } from "./ensemble.ts";
+import { resolveEnsemble } from "./config/ensemble.ts";
 
 /**
  * The callable `bind()` accepts for inputs `I` and outputs `O`: an {@linkcode InferCallable} of
@@ -182,6 +184,9 @@ export function modelDefinitionOf(
   }
   const inputs = resolveTensorSpecs(options.inputs, "input");
   const outputs = resolveTensorSpecs(options.outputs, "output");
+  if (options.inferFunc instanceof EnsembleSteps) {
+    return ensembleDefinitionOf(options, options.inferFunc, { name, version, inputs, outputs });
+  }
   const openai = options.openai === undefined
     ? undefined
     : openAIServingOf(name, options.openai, { inputs, outputs, config });
@@ -195,5 +200,38 @@ export function modelDefinitionOf(
     strict: options.strict ?? false,
     // The typed callable meets the engine's untyped requests here; the engine validates the wire.
     instances: instancesOf(name, options.inferFunc as BindOptions["inferFunc"]),
+  };
+}
+
+/** The config fields an ensemble takes: it has no batcher, cache or instances of its own. */
+const ENSEMBLE_CONFIG_FIELDS: ReadonlySet<string> = new Set(["batching", "maxBatchSize"]);
+
+/** The definition of an ensemble (`ensemble()`'s options): its steps checked, no instances. */
+function ensembleDefinitionOf(
+  options: BindOptions,
+  steps: EnsembleSteps,
+  model: Pick<ModelDefinition, "name" | "version" | "inputs" | "outputs">,
+): ModelDefinition {
+  const refused = Object.keys(options.config ?? {}).filter((key) =>
+    !ENSEMBLE_CONFIG_FIELDS.has(key)
+  );
+  if (refused.length > 0) {
+    throw new TritonBadParameterError(
+      `Cannot bind ensemble '${model.name}': config.${
+        refused[0]
+      } does not apply to an ensemble (its steps' models have their own)`,
+    );
+  }
+  if (options.openai !== undefined) {
+    throw new TritonValidationError(
+      `Cannot bind ensemble '${model.name}': it cannot be served on the OpenAI API`,
+    );
+  }
+  return {
+    ...model,
+    config: resolveModelConfig(options.config),
+    strict: false,
+    ensemble: resolveEnsemble(model.name, steps.steps, model.inputs, model.outputs),
+    instances: steps,
   };
 }

@@ -621,8 +621,9 @@ export class Triton implements AsyncDisposable {
     engineKind = this.#engine.kind;
     await explainPermission(() => this.#engine!.start(), engineNeeds);
     // A model bound while this loop runs is loaded by it too (a Map's iteration reaches entries
-    // added meanwhile); its bind() waits for this load instead of loading it again.
-    for (const [key, model] of this.#models) {
+    // added meanwhile); its bind() waits for this load instead of loading it again. Ensembles
+    // load after the other models, which their steps run.
+    for (const [key, model] of this.#startOrder()) {
       const load = explainPermission(
         () => this.#repository.loadVersion(model),
         (denied) => ({ grant: denied.flag, why: `model '${model.name}'` }),
@@ -684,6 +685,15 @@ export class Triton implements AsyncDisposable {
         (denied) => permissionUse("metrics", denied),
       );
       logger.info(`Metrics at ${this.#metrics.url}/metrics`);
+    }
+  }
+
+  /** The bound models for the start: every other model first, then the ensembles. */
+  *#startOrder(): Generator<[string, ModelDefinition]> {
+    for (const ensembles of [false, true]) {
+      for (const entry of this.#models) {
+        if ((entry[1].ensemble !== undefined) === ensembles) yield entry;
+      }
     }
   }
 

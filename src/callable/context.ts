@@ -9,7 +9,8 @@
 import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { TritonValidationError } from "../errors.ts";
-import type { InferContext } from "./types.ts";
+import { batchCalls } from "./calls.ts";
+import type { InferContext, ModelCaller } from "./types.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 /**
@@ -136,6 +137,13 @@ export interface InferContextOptions {
    * @default {"cpu"}
    */
   device?: string;
+  /**
+   * What runs the callable's calls to other models (`context.infer`): a stand-in for the server's
+   * models in a unit test. Without one, a call throws.
+   *
+   * @default {undefined}
+   */
+  caller?: ModelCaller;
 }
 
 /**
@@ -167,7 +175,7 @@ export interface InferContextOptions {
  * ```
  */
 export function inferContext(options: InferContextOptions = {}): InferContext {
-  return {
+  const base = {
     model: {
       name: options.modelName ?? "model",
       version: options.modelVersion ?? 1,
@@ -179,4 +187,6 @@ export function inferContext(options: InferContextOptions = {}): InferContext {
     instanceIndex: options.instanceIndex ?? 0,
     device: options.device ?? "cpu",
   };
+  // Outside a server there is no batch: calls work for none, and are cancelled by their signal.
+  return batchCalls(base, [], options.caller).context;
 }

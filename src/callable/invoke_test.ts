@@ -1,23 +1,12 @@
 import assert from "node:assert/strict";
-import { resolveModelConfig } from "../config/model_config.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { callInfer, runCoupled, runDecoupled } from "./invoke.ts";
+import { inferContext } from "./context.ts";
 import { inferRequest } from "./request.ts";
 import type { InferCallable, InferContext, InferRequest, InferResult } from "./types.ts";
 
-const context: InferContext = {
-  model: {
-    name: "m",
-    version: 1,
-    strict: false,
-    inputs: [],
-    outputs: [],
-    config: resolveModelConfig({ batching: false }),
-  },
-  instanceIndex: 0,
-  device: "cpu",
-};
+const context: InferContext = inferContext({ modelName: "m", config: { batching: false } });
 const requests: InferRequest[] = [{
   data: { x: ndarray([1]), signal: ndarray([2]) },
   parameters: { p: 1 },

@@ -6,7 +6,13 @@
  */
 
 import { isNDArray } from "../tensor/ndarray.ts";
-import type { InferRequest, InferRequestFields, ParameterValue, Tensors } from "./types.ts";
+import type {
+  CallParent,
+  InferRequest,
+  InferRequestFields,
+  ParameterValue,
+  Tensors,
+} from "./types.ts";
 
 /** Options of {@linkcode inferRequest}. */
 export interface InferRequestOptions {
@@ -28,6 +34,12 @@ export interface InferRequestOptions {
    * @default {a signal that never aborts}
    */
   signal?: AbortSignal;
+  /**
+   * The call the request serves, when another model made it.
+   *
+   * @default {undefined}
+   */
+  parent?: CallParent;
 }
 
 /**
@@ -59,13 +71,16 @@ export function inferRequest<I extends Tensors>(
   options: InferRequestOptions = {},
 ): InferRequest<I> {
   // The fields come last so that an input named like one of them stays only in `data`.
-  return {
+  const request: Record<string, unknown> = {
     ...data,
     data,
     parameters: options.parameters ?? {},
     requestedOutputNames: options.requestedOutputNames ?? [],
     signal: options.signal ?? new AbortController().signal,
-  } as InferRequest<I>;
+  };
+  if (options.parent !== undefined) request.parent = options.parent;
+  else delete request.parent; // an input named `parent` stays only in `data` too
+  return request as InferRequest<I>;
 }
 
 /**

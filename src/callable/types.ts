@@ -80,11 +80,16 @@ export interface InferRequestFields<I = Tensors> {
   readonly requestedOutputNames: readonly string[];
   /** Aborted when the client disconnects or the request is cancelled. */
   readonly signal: AbortSignal;
+  /**
+   * The call this request serves when another model of the server made it (`context.infer`, an
+   * ensemble's step); `undefined` for a client's request.
+   */
+  readonly parent?: CallParent;
 }
 
 /**
  * The inputs of a typed request as its own properties (`request.x` beside `request.data.x`,
- * like PyTriton's `request["x"]`). Inputs named like a request field (`data`, `parameters`,
+ * like PyTriton's `request["x"]`). Inputs named like a request field (`data`, `parameters`, `parent`,
  * `requestedOutputNames`, `signal`) are only in `data`; untyped requests have none.
  *
  * @typeParam I The inputs.
@@ -129,6 +134,132 @@ export type InferResult<O = Tensors> = O;
  */
 export type CallableResult<O = Tensors> = InferResult<O> | InferRequestFields<O>;
 
+/** One model instance that waits for a call it made (see {@linkcode CallParent}). */
+export interface CallFrame {
+  /** Its model's name. */
+  readonly model: string;
+  /** Its model's version. */
+  readonly version: number;
+  /** The instance's index; -1 for an ensemble, which has no instances. */
+  readonly instance: number;
+}
+
+/**
+ * Who made a call to a model of the same server: the calling model's instance, and every
+ * instance waiting for the call (its callers' callers too), outermost first, the caller last.
+ * The engines refuse a call that every instance of its model waits for, which would never run
+ * (A calls B calls A, A with one instance); tracing links the call to the caller's request.
+ */
+export interface CallParent extends CallFrame {
+  /** Whether the caller is an ensemble (the call is one of its steps). */
+  readonly ensemble: boolean;
+  /** The instances waiting for the call, outermost first; the caller is the last. */
+  readonly waiting: readonly CallFrame[];
+}
+
+/** Options of {@linkcode InferContext.infer} and {@linkcode InferContext.inferStream}. */
+export interface InferCallOptions {
+  /**
+   * The model's version.
+   *
+   * @default {the version the server serves}
+   */
+  version?: number;
+  /**
+   * Request parameters for the model.
+   *
+   * @default {{}}
+   */
+  parameters?: Record<string, ParameterValue>;
+  /**
+   * Priority level in the model's queue (0: its default).
+   *
+   * @default {0}
+   */
+  priority?: number;
+  /**
+   * Queue timeout in microseconds, where the model's queue policy allows one.
+   *
+   * @default {0}
+   */
+  timeoutMicroseconds?: number;
+  /**
+   * Request id, echoed by the model.
+   *
+   * @default {""}
+   */
+  id?: string;
+  /**
+   * The request of this batch the call works for: cancelling it cancels the call. By default
+   * the call works for the whole batch, and is cancelled once every request of it is.
+   *
+   * @default {undefined}
+   */
+  request?: InferRequestFields<unknown>;
+  /**
+   * Aborts the call (`AbortSignal.timeout(ms)` bounds it).
+   *
+   * @default {undefined}
+   */
+  signal?: AbortSignal;
+}
+
+/**
+ * A model a callable calls, typed by its specs: the options given to `bind()` will do.
+ *
+ * @typeParam I The model's input specs.
+ * @typeParam O The model's output specs.
+ */
+export interface ModelRef<
+  I extends readonly TensorSpec[] = readonly TensorSpec[],
+  O extends readonly TensorSpec[] = readonly TensorSpec[],
+> {
+  /** Model name. */
+  readonly modelName: string;
+  /** Input specs. */
+  readonly inputs: I;
+  /** Output specs. */
+  readonly outputs: O;
+}
+
+/**
+ * One call of a callable to a model of the same server, as the engine takes it (what
+ * {@linkcode InferContext.infer} builds).
+ */
+export interface ModelCall {
+  /** The model's name. */
+  readonly model: string;
+  /** Its version; the served one when undefined. */
+  readonly version?: number;
+  /** Input tensors by name. */
+  readonly inputs: Tensors;
+  /** Requested outputs; every output when undefined. */
+  readonly outputs?: readonly string[];
+  /** Request parameters. */
+  readonly parameters: Record<string, ParameterValue>;
+  /** Priority level. */
+  readonly priority?: number;
+  /** Queue timeout in microseconds. */
+  readonly timeoutMicroseconds?: number;
+  /** Request id. */
+  readonly id?: string;
+  /** Cancels the call. */
+  readonly signal?: AbortSignal;
+  /** Who calls. */
+  readonly parent: CallParent;
+}
+
+/**
+ * Runs the calls of callables on their server's engine. Engines hand one to the instances they
+ * start; a unit test may hand one of its own to `inferContext()`.
+ */
+export interface ModelCaller {
+  /** Runs a call to a coupled model: its outputs by name. */
+  infer(call: ModelCall): Promise<Tensors>;
+  /** Runs a call to a decoupled model: the outputs of each response, as they come. */
+  inferStream(call: ModelCall): AsyncIterable<Tensors>;
+}
+
 /** The context passed as second argument to every inference callable (and through decorators). */
 export interface InferContext {
   /** The model this call belongs to. */
@@ -137,6 +268,63 @@ export interface InferContext {
   readonly instanceIndex: number;
   /** Device of the instance: `"cpu"` or `"cuda:N"`. */
   readonly device: string;
+  /**
+   * Runs a request on another model of the same server, through that model's scheduler
+   * (batching, queue policy, priorities, statistics) like a client's, without the network:
+   * tensors cross as they are (in a Worker, moved to the engine's isolate: pass a copy of an
+   * array you use afterwards). The call works for this batch: cancelling its requests cancels
+   * it. Its failure is an `InferenceError` that names the model.
+   *
+   * @param model The model: its name, or the options it was bound with (which type the call).
+   * @param inputs Its inputs by name.
+   * @param options Version, parameters, priority, the request it works for, a signal.
+   * @returns Its outputs by name.
+   */
+  infer<const I extends readonly TensorSpec[], const O extends readonly TensorSpec[]>(
+    model: ModelRef<I, O>,
+    inputs: TensorsOf<I>,
+    options?: InferCallOptions,
+  ): Promise<TensorsOf<O>>;
+  /**
+   * Runs a request on another model of the same server by its name (see the typed form).
+   *
+   * @param model The model's name.
+   * @param inputs Its inputs by name.
+   * @param options As for the typed form, and the outputs to return (all by default).
+   * @returns Its outputs by name.
+   */
+  infer(
+    model: string,
+    inputs: Tensors,
+    options?: InferCallOptions & { outputs?: readonly string[] },
+  ): Promise<Tensors>;
+  /**
+   * Runs a request on a decoupled model of the same server: the outputs of each of its
+   * responses, as they come. Reading slowly slows the model down; leaving the loop cancels it.
+   *
+   * @param model The model: its name, or the options it was bound with (which type the call).
+   * @param inputs Its inputs by name.
+   * @param options As for {@linkcode InferContext.infer}.
+   * @returns The responses' outputs.
+   */
+  inferStream<const I extends readonly TensorSpec[], const O extends readonly TensorSpec[]>(
+    model: ModelRef<I, O>,
+    inputs: TensorsOf<I>,
+    options?: InferCallOptions,
+  ): AsyncIterable<TensorsOf<O>>;
+  /**
+   * Runs a request on a decoupled model of the same server by its name (see the typed form).
+   *
+   * @param model The model's name.
+   * @param inputs Its inputs by name.
+   * @param options As for the typed form, and the outputs to return (all by default).
+   * @returns The responses' outputs.
+   */
+  inferStream(
+    model: string,
+    inputs: Tensors,
+    options?: InferCallOptions & { outputs?: readonly string[] },
+  ): AsyncIterable<Tensors>;
 }
 
 /**

@@ -8,6 +8,7 @@
  * @module
  */
 
+import type { ResolvedEnsemble } from "./ensemble.ts";
 import type { ResolvedModelConfig } from "./model_config.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 
@@ -27,6 +28,11 @@ export interface ModelInfo {
   readonly strict: boolean;
   /** How the model is served on the OpenAI API; `undefined` when it is not. */
   readonly openai?: OpenAIServing;
+  /**
+   * The steps when the model is an ensemble (Triton's platform `ensemble`): it has no callable
+   * and no instances of its own, and runs its steps' models; `undefined` for other models.
+   */
+  readonly ensemble?: ResolvedEnsemble;
 }
 
 /** The endpoints of the OpenAI API a model can serve. */

@@ -11,6 +11,7 @@ import { configName, toDType } from "../tensor/dtype.ts";
 import type { ModelWarmup, ResolvedQueuePolicy } from "./model_config.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 import { placeInstances } from "../gpu/devices.ts";
+import { ensembleSchedulingJson } from "./ensemble.ts";
 import type { ModelInfo } from "./model_info.ts";
 
 /** Triton's model-config JSON; kept loose because Triton adds fields across versions. */
@@ -182,6 +183,7 @@ export function toTritonModelConfig(
   options: TritonModelConfigOptions = {},
 ): TritonModelConfigJson {
   const normalized = options.normalized ?? false;
+  if (model.ensemble !== undefined) return ensembleConfig(model, normalized);
   const { config } = model;
   const json: TritonModelConfigJson = {
     name: model.name,
@@ -255,4 +257,51 @@ export function toTritonModelConfig(
     });
   }
   return json;
+}
+
+/**
+ * An ensemble's config: platform `ensemble`, its steps in `ensemble_scheduling` (one of the
+ * scheduling choices, so no `dynamic_batching`), no backend and no instance groups; normalised, the
+ * fields the core prints for one.
+ */
+function ensembleConfig(model: ModelInfo, normalized: boolean): TritonModelConfigJson {
+  const scheduling = ensembleSchedulingJson(model.ensemble!);
+  const input = model.inputs.map((spec) => tensorJson(spec, "input", normalized));
+  const output = model.outputs.map((spec) => tensorJson(spec, "output", normalized));
+  if (!normalized) {
+    return {
+      name: model.name,
+      platform: "ensemble",
+      max_batch_size: model.config.maxBatchSize,
+      input,
+      output,
+      ensemble_scheduling: scheduling,
+    };
+  }
+  // The fields and defaults the core prints for an ensemble (Triton 2.51).
+  return {
+    name: model.name,
+    platform: "ensemble",
+    backend: "",
+    runtime: "",
+    version_policy: { specific: { versions: [model.version] } },
+    max_batch_size: model.config.maxBatchSize,
+    input,
+    output,
+    batch_input: [],
+    batch_output: [],
+    ensemble_scheduling: {
+      step: (scheduling["step"] as Record<string, unknown>[]).map((step) => ({
+        ...step,
+        model_namespace: "",
+      })),
+    },
+    instance_group: [],
+    default_model_filename: "",
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: {},
+    model_warmup: [],
+    model_transaction_policy: { decoupled: false },
+  };
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ParameterValue } from "../callable/types.ts";
+import type { CallParent, ParameterValue } from "../callable/types.ts";
 import type { TritonUnrecoverableError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
@@ -198,6 +198,13 @@ export interface InferenceRequest {
   readonly timeoutMicroseconds?: number;
   /** Aborts the request (client gone). */
   readonly signal?: AbortSignal;
+  /**
+   * Who made the request when it is a call of another model of the server (a callable's
+   * `context.infer`, an ensemble's step): the callable sees it as `request.parent`, the engine
+   * refuses a call that the target's every instance waits for, and tracing links the request to
+   * its caller's. `undefined` for a client's request.
+   */
+  readonly parent?: CallParent;
 }
 
 /** A protocol-neutral inference response. */

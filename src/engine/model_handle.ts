@@ -50,7 +50,8 @@ export function modelMetadataOf(model: ModelInfo, versions: readonly number[]): 
   return {
     name: model.name,
     versions: versions.map(String),
-    platform: MODEL_PLATFORM,
+    // An ensemble shows as Triton shows one; every other model by its backend's name.
+    platform: model.ensemble === undefined ? MODEL_PLATFORM : "ensemble",
     inputs: model.inputs.map((spec) => tensorMetadata(spec, batching)),
     outputs: model.outputs.map((spec) => tensorMetadata(spec, batching)),
   };

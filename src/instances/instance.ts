@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { InferRequest, InferResult } from "../callable/types.ts";
+import type { InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
@@ -73,6 +73,13 @@ export interface InstanceStartOptions {
    * @default {{ devices: [] }}
    */
   gpus?: GpuInventory;
+  /**
+   * Runs the calls the instances' callables make to other models of the server
+   * (`context.infer`): the engine's. Without it, such calls fail.
+   *
+   * @default {undefined}
+   */
+  caller?: ModelCaller;
 }
 
 /** Creates the instances of a model when it is loaded. */

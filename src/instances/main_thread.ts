@@ -6,13 +6,14 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
+import { batchCalls, type InstanceContext, settleThen } from "../callable/calls.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
+import type { InferCallable, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { parseDevices } from "../gpu/devices.ts";
-import type { InstanceProvider, ModelInstance } from "./instance.ts";
+import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
@@ -31,17 +32,25 @@ class MainThreadInstance implements ModelInstance {
   readonly index: number;
   readonly device: string;
   #callable: InferCallable;
-  #context: InferContext;
+  #context: InstanceContext;
+  #caller: ModelCaller | undefined;
   #model: ModelInfo;
   #alive = true;
   #gate = new BatchGate();
 
-  constructor(callable: InferCallable, model: ModelInfo, index: number, device: string) {
+  constructor(
+    callable: InferCallable,
+    model: ModelInfo,
+    index: number,
+    device: string,
+    caller: ModelCaller | undefined,
+  ) {
     this.index = index;
     this.device = device;
     this.#callable = callable;
     this.#model = model;
     this.#context = { model, instanceIndex: index, device };
+    this.#caller = caller;
   }
 
   get alive(): boolean {
@@ -59,10 +68,13 @@ class MainThreadInstance implements ModelInstance {
   #timedOut = (): Error => executionTimeoutError(this.#model, this.index);
 
   async execute(requests: InferRequest[]): Promise<InferResult[]> {
-    const release = await this.#gate.acquire();
+    const acquired = await this.#gate.acquire();
+    const calls = batchCalls(this.#context, requests, this.#caller);
+    // The calls the callable left running end before the instance takes another batch.
+    const release = (): void => settleThen(calls, acquired);
     const work = (async () => {
       try {
-        const value = await runCoupled(this.#callable, requests, this.#context);
+        const value = await runCoupled(this.#callable, requests, calls.context);
         return validateResults(value, requests, this.#model);
       } finally {
         // After a timeout too: a callable cannot be interrupted, so the instance stays busy
@@ -74,8 +86,10 @@ class MainThreadInstance implements ModelInstance {
   }
 
   async *stream(requests: InferRequest[]): AsyncIterable<InferResult[]> {
-    const release = await this.#gate.acquire();
-    const steps = runDecoupled(this.#callable, requests, this.#context)[Symbol.asyncIterator]();
+    const acquired = await this.#gate.acquire();
+    const calls = batchCalls(this.#context, requests, this.#caller);
+    const release = (): void => settleThen(calls, acquired);
+    const steps = runDecoupled(this.#callable, requests, calls.context)[Symbol.asyncIterator]();
     const seconds = this.#model.config.executionTimeoutS;
     let pending: Promise<unknown> | undefined;
     try {
@@ -178,12 +192,13 @@ export class MainThreadInstances implements InstanceProvider {
    * Starts every instance.
    *
    * @param model The model the instances serve.
+   * @param options The engine's caller, for the callables' calls to other models.
    * @returns The instances, by index.
    */
-  start(model: ModelInfo): Promise<ModelInstance[]> {
+  start(model: ModelInfo, options: InstanceStartOptions = {}): Promise<ModelInstance[]> {
     return Promise.resolve(
       this.#callables.map((callable, index) =>
-        new MainThreadInstance(callable, model, index, this.#devices[index]!)
+        new MainThreadInstance(callable, model, index, this.#devices[index]!, options.caller)
       ),
     );
   }

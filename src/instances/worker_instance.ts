@@ -11,7 +11,8 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { InferRequest, InferResult } from "../callable/types.ts";
+import type { InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import { WorkerCallRunner } from "./worker_calls.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
@@ -64,6 +65,8 @@ interface Life {
   retiring: boolean;
   /** Settles, once it has ended, like the start of the Worker that replaces it. */
   readonly next: PromiseWithResolvers<void>;
+  /** Runs the calls its callable makes to other models. */
+  readonly calls: WorkerCallRunner;
 }
 
 /** One batch in a Worker. */
@@ -106,6 +109,8 @@ export class WorkerInstance implements ModelInstance {
   /** The GPU it runs on, and the driver that makes it current in the Worker. */
   #gpu: GpuDevice | undefined;
   #cudaDriver: string | undefined;
+  /** The engine's caller, for the calls of the Worker's callable to other models. */
+  #caller: ModelCaller | undefined;
 
   constructor(
     shared: Shared,
@@ -114,6 +119,7 @@ export class WorkerInstance implements ModelInstance {
     device: string,
     gpu: GpuDevice | undefined,
     cudaDriver: string | undefined,
+    caller?: ModelCaller,
   ) {
     this.#shared = shared;
     this.#model = model;
@@ -121,6 +127,7 @@ export class WorkerInstance implements ModelInstance {
     this.device = device;
     this.#gpu = gpu;
     this.#cudaDriver = cudaDriver;
+    this.#caller = caller;
   }
 
   get alive(): boolean {
@@ -156,6 +163,9 @@ export class WorkerInstance implements ModelInstance {
       ended: false,
       retiring: false,
       next: Promise.withResolvers<void>(),
+      calls: new WorkerCallRunner(this.#caller, (message, transfer) => {
+        if (!life.ended) worker.postMessage(message, transfer);
+      }),
     };
     this.#life = life;
     this.#lives.add(life);
@@ -256,16 +266,24 @@ export class WorkerInstance implements ModelInstance {
         if (batch !== undefined) this.#finish(batch, fromWireError(message.error));
         break;
       }
+      case "call":
+      case "call-cancel":
+      case "call-credit":
+        life.calls.receive(message);
+        break;
     }
   }
 
-  /** The Worker is done with a batch. */
+  /**
+   * The Worker is done with a batch; it settles once the calls its callable made have too (they
+   * may read its inputs).
+   */
   #finish(batch: Batch, error?: Error): void {
     this.#batches.delete(batch.id);
     batch.life.batches.delete(batch);
     if (error === undefined) batch.queue.end();
     else batch.queue.fail(error);
-    batch.settled.resolve();
+    void batch.life.calls.settled(batch.id).then(() => batch.settled.resolve());
   }
 
   /**
@@ -287,6 +305,7 @@ export class WorkerInstance implements ModelInstance {
     life.next.resolve(next);
     const error = failure ??
       InferenceError.unavailable(`${this.#label} was stopped`);
+    life.calls.cancelAll(error);
     for (const batch of [...life.batches]) this.#finish(batch, error);
   }
 
@@ -392,6 +411,7 @@ export class WorkerInstance implements ModelInstance {
         parameters: request.parameters,
         requestedOutputNames: request.requestedOutputNames,
         cancelled: request.signal.aborted,
+        ...(request.parent === undefined ? {} : { parent: request.parent }),
       };
     });
     const { stats } = this.#shared;
@@ -536,6 +556,7 @@ export class WorkerInstance implements ModelInstance {
     // batches never settle.
     await Promise.all(lives.map(async (life) => {
       for (const batch of life.batches) batch.queue.fail(stopped);
+      life.calls.cancelAll(stopped);
       if (!life.retiring) {
         life.retiring = true;
         life.worker.postMessage({ type: "exit" } satisfies ToWorker);

@@ -11,8 +11,9 @@
 /// <reference no-default-lib="true" />
 /// <reference lib="deno.worker" />
 
+import { batchCalls, type InstanceContext } from "../callable/calls.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
+import type { InferCallable, InferRequest, InferResult } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonError, TritonValidationError } from "../errors.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
@@ -24,9 +25,12 @@ import {
   zeroCounts,
 } from "../isolate/codec.ts";
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
+import { rememberInput, WorkerCaller } from "./worker_calls.ts";
 
 let callable: InferCallable | undefined;
-let context: InferContext | undefined;
+let context: InstanceContext | undefined;
+/** Posts the callables' calls to other models to the instance (`context.infer`). */
+const caller = new WorkerCaller((message, transfer) => post(message, transfer));
 /** Abort controllers of the running batch, by request index. */
 const running = new Map<number, AbortController[]>();
 /** Decoupled batches whose consumer stopped reading. */
@@ -91,13 +95,18 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
   running.set(id, controllers);
   return wire.map((entry, index) => {
     const data: Record<string, NDArray> = {};
-    for (const [name, tensor] of Object.entries(entry.data)) data[name] = fromWireTensor(tensor);
+    for (const [name, tensor] of Object.entries(entry.data)) {
+      const array = data[name] = fromWireTensor(tensor);
+      // A call passing it on sends its address (read in place) or a copy: the callable keeps it.
+      rememberInput(array, "address" in tensor ? tensor.address : undefined);
+    }
     if (entry.cancelled) controllers[index]!.abort();
     return {
       data,
       parameters: entry.parameters,
       requestedOutputNames: entry.requestedOutputNames,
       signal: controllers[index]!.signal,
+      ...(entry.parent === undefined ? {} : { parent: entry.parent }),
     };
   });
 }
@@ -130,26 +139,33 @@ async function runBatch(
   wire: readonly WireRequest[],
   credit: number,
 ): Promise<void> {
+  let calls: ReturnType<typeof batchCalls> | undefined;
   try {
     if (callable === undefined || context === undefined) {
       throw new Error("The instance received a batch before it was loaded");
     }
     const requests = toRequests(id, wire);
+    calls = batchCalls(context, requests, caller.forBatch(id));
     if (decoupled) {
       credits.set(id, { left: credit });
-      for await (const step of runDecoupled(callable, requests, context)) {
+      for await (const step of runDecoupled(callable, requests, calls.context)) {
         postResults(id, validateResults(step, requests, context.model));
         credits.get(id)!.left--;
         // A slow consumer pauses the generator here: its next step is pulled once there is room.
         await untilCredit(id);
         if (stopped.has(id)) break;
       }
+      // The batch's calls end before the batch does (they may read its inputs).
+      await calls.settle();
       post({ type: "done", id });
     } else {
-      const value = await runCoupled(callable, requests, context);
-      postResults(id, validateResults(value, requests, context.model));
+      const value = await runCoupled(callable, requests, calls.context);
+      const results = validateResults(value, requests, context.model);
+      await calls.settle();
+      postResults(id, results);
     }
   } catch (error) {
+    await calls?.settle();
     post({ type: "failed", id, error: toWireError(error) });
   } finally {
     running.delete(id);
@@ -186,6 +202,12 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       break;
     case "exit":
       self.close();
+      break;
+    case "call-result":
+    case "call-step":
+    case "call-end":
+    case "call-failed":
+      caller.receive(message);
       break;
   }
 };

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { ParameterValue } from "../callable/types.ts";
+import type { CallParent, ParameterValue } from "../callable/types.ts";
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { WireCounts, WireError, WireTensor } from "../isolate/codec.ts";
 import type { ModelInfo } from "../config/model_info.ts";
@@ -49,6 +49,37 @@ export interface WireRequest {
   readonly requestedOutputNames: readonly string[];
   /** Whether the request was cancelled before the batch was sent. */
   readonly cancelled: boolean;
+  /** Who made the request, when another model called (see `InferRequest.parent`). */
+  readonly parent?: CallParent;
+}
+
+/** A call of the Worker's callable to another model of the server (`context.infer`). */
+export interface CallMessage {
+  readonly type: "call";
+  /** The batch whose callable calls. */
+  readonly batch: number;
+  /** The call's id, which the answers name. */
+  readonly call: number;
+  /** Whether it streams (`inferStream`). */
+  readonly stream: boolean;
+  /** The model. */
+  readonly model: string;
+  /** Its version. */
+  readonly version?: number;
+  /** The inputs. */
+  readonly inputs: Record<string, WireTensor>;
+  /** Requested outputs. */
+  readonly outputs?: readonly string[];
+  /** Request parameters. */
+  readonly parameters: Record<string, ParameterValue>;
+  /** Priority level. */
+  readonly priority?: number;
+  /** Queue timeout in microseconds. */
+  readonly timeoutMicroseconds?: number;
+  /** Request id. */
+  readonly id?: string;
+  /** Who calls. */
+  readonly parent: CallParent;
 }
 
 /** Main → Worker. */
@@ -83,7 +114,23 @@ export type ToWorker =
   /** Ends a decoupled batch after its current step (the consumer stopped reading). */
   | { readonly type: "stop"; readonly id: number }
   /** Closes the Worker at its next turn of the event loop. */
-  | { readonly type: "exit" };
+  | { readonly type: "exit" }
+  /** A call's outputs. */
+  | {
+    readonly type: "call-result";
+    readonly call: number;
+    readonly outputs: Record<string, WireTensor>;
+  }
+  /** One step of a streaming call. */
+  | {
+    readonly type: "call-step";
+    readonly call: number;
+    readonly outputs: Record<string, WireTensor>;
+  }
+  /** A streaming call is done. */
+  | { readonly type: "call-end"; readonly call: number }
+  /** A call failed. */
+  | { readonly type: "call-failed"; readonly call: number; readonly error: WireError };
 
 /** Worker → main. */
 export type FromWorker =
@@ -96,4 +143,9 @@ export type FromWorker =
     readonly counts: WireCounts;
   }
   | { readonly type: "done"; readonly id: number }
-  | { readonly type: "failed"; readonly id: number; readonly error: WireError };
+  | { readonly type: "failed"; readonly id: number; readonly error: WireError }
+  | CallMessage
+  /** The callable gave a call up (its signal aborted, or it left a stream's loop). */
+  | { readonly type: "call-cancel"; readonly call: number }
+  /** The callable took `steps` steps of a streaming call. */
+  | { readonly type: "call-credit"; readonly call: number; readonly steps: number };

@@ -40,6 +40,9 @@ import { type ModelEntry, ModelRegistry } from "./registry.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
+import { checkEnsemble, EnsembleScheduler } from "./ensemble.ts";
+import { engineCaller, refuseDeadlock } from "../calls.ts";
+import type { ModelCaller } from "../../callable/types.ts";
 import { nsBetween } from "./statistics.ts";
 import { outputsOf, responseOf, submit } from "./submit.ts";
 
@@ -98,6 +101,8 @@ export class BuiltinEngine implements Engine {
   #entries = new WeakMap<ModelHandle, ModelEntry>();
   #stopping: Promise<void> | undefined;
   #stopped = false;
+  /** Runs the calls of the instances' callables to other models, on this engine. */
+  #caller: ModelCaller = engineCaller(this);
 
   /**
    * Creates the engine.
@@ -183,9 +188,12 @@ export class BuiltinEngine implements Engine {
     const gpus = this.#gpusFor(model);
     planPlacement(model.name, model.instances.devices, gpus, this.#logger);
     const replace = options.replace === true;
+    if (model.ensemble !== undefined) {
+      checkEnsemble(model, (name, version) => this.#stepModel(name, version));
+    }
     const entry = replace ? this.#registry.candidate(model) : this.#registry.begin(model);
     try {
-      entry.instances = await model.instances.start(model, { gpus });
+      entry.instances = await model.instances.start(model, { gpus, caller: this.#caller });
     } catch (error) {
       this.#registry.forget(entry);
       throw InferenceError.internal(
@@ -210,15 +218,32 @@ export class BuiltinEngine implements Engine {
       this.#registry.forget(entry);
       throw stopping();
     }
-    entry.scheduler = new ModelScheduler(model, entry.instances, entry.stats, {
-      onUnrecoverable: (error) => this.#unrecoverable(error),
-    });
+    entry.scheduler = model.ensemble === undefined
+      ? new ModelScheduler(model, entry.instances, entry.stats, {
+        onUnrecoverable: (error) => this.#unrecoverable(error),
+      })
+      : new EnsembleScheduler({
+        definition: model,
+        stats: entry.stats,
+        infer: (request) => this.infer(request),
+        batches: (step) =>
+          (this.#stepModel(step.model, step.version)?.config.maxBatchSize ?? 0) > 0,
+      });
     this.#entries.set(entry.handle, entry);
     entry.state = "READY";
     const replaced = replace ? this.#registry.promote(entry) : [];
     this.#logger?.info(`Successfully loaded '${model.name}' version ${model.version}`);
     // Requests that found a replaced version before the swap finish on it.
     await Promise.all(replaced.map((old) => this.#unload(old)));
+  }
+
+  /** The ready model an ensemble's step names (-1: the latest), if any. */
+  #stepModel(name: string, version: number): ModelDefinition | undefined {
+    try {
+      return this.#registry.lookup(name, version === -1 ? undefined : version).definition;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Hands the error to the hook, which reports it; logs it only when there is no hook. */
@@ -263,7 +288,9 @@ export class BuiltinEngine implements Engine {
     this.#logger?.info(`Successfully unloaded '${name}' version ${version}`);
   }
 
-  async #drainWithin(schedulers: readonly ModelScheduler[]): Promise<void> {
+  async #drainWithin(
+    schedulers: readonly (ModelScheduler | EnsembleScheduler)[],
+  ): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<void>((resolve) =>
       timer = setTimeout(resolve, this.#exitTimeoutMs)
@@ -313,6 +340,8 @@ export class BuiltinEngine implements Engine {
   modelReady(name: string, version?: number): boolean {
     try {
       const entry = this.#registry.lookup(name, version);
+      // An ensemble has no instances: it is ready while it is loaded.
+      if (entry.definition.ensemble !== undefined) return true;
       // Not ready while every instance is down (a crashed Worker restarting or given up).
       return entry.instances.some((instance) => instance.alive);
     } catch {
@@ -408,7 +437,7 @@ export class BuiltinEngine implements Engine {
     if (entry === undefined || entry.state !== "READY") {
       entry = this.#registry.lookup(handle.name, request.modelVersion);
     }
-    if (entry.instances.every(isDown)) {
+    if (entry.definition.ensemble === undefined && entry.instances.every(isDown)) {
       // Queued requests wait for a restarting instance, never for one that gave up.
       throw InferenceError.unavailable(
         `Model '${entry.definition.name}' version ${entry.definition.version} is not ready: no instance is alive`,
@@ -421,6 +450,17 @@ export class BuiltinEngine implements Engine {
   #validate(entry: ModelEntry, request: InferenceRequest, arrival: number): ValidatedRequest {
     try {
       return validateInferenceRequest(entry.definition, request);
+    } catch (error) {
+      entry.stats.recordFailure(nsBetween(arrival, performance.now()));
+      throw error;
+    }
+  }
+
+  /** Refuses a call every instance of its model waits for, counting it as a failure. */
+  #refuseDeadlock(entry: ModelEntry, request: InferenceRequest, arrival: number): void {
+    try {
+      const { name, version } = entry.definition;
+      refuseDeadlock(request.parent, name, version, entry.instances.length);
     } catch (error) {
       entry.stats.recordFailure(nsBetween(arrival, performance.now()));
       throw error;
@@ -449,6 +489,10 @@ export class BuiltinEngine implements Engine {
         );
       }
       const validated = this.#validate(entry, request, arrival);
+      this.#refuseDeadlock(entry, request, arrival);
+      if (entry.scheduler instanceof EnsembleScheduler) {
+        return entry.scheduler.run(request, validated.batchSize, validated.outputs, arrival);
+      }
       let key: ReturnType<typeof cacheKey> | undefined;
       const cache = definition.config.responseCache ? this.#cache : undefined;
       if (cache !== undefined) {
@@ -505,6 +549,7 @@ export class BuiltinEngine implements Engine {
       );
     }
     const validated = this.#validate(entry, request, arrival);
+    this.#refuseDeadlock(entry, request, arrival);
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.

@@ -12,6 +12,7 @@ import type { ModelInstance } from "../../instances/instance.ts";
 import type { ModelDefinition, ModelHandle, RepositoryIndexEntry } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
 import { lookupVersion } from "../model_lookup.ts";
+import type { EnsembleScheduler } from "./ensemble.ts";
 import type { ModelScheduler } from "./scheduler.ts";
 import { ModelStatsRecorder } from "./statistics.ts";
 
@@ -30,8 +31,8 @@ export interface ModelEntry {
   reason: string;
   /** Its started instances. */
   instances: ModelInstance[];
-  /** Its scheduler, while it is ready or unloading. */
-  scheduler: ModelScheduler | undefined;
+  /** Its scheduler, while it is ready or unloading (an ensemble's runs its steps). */
+  scheduler: ModelScheduler | EnsembleScheduler | undefined;
   /** Its statistics. */
   readonly stats: ModelStatsRecorder;
 }

@@ -141,14 +141,15 @@ export class ResponseCache {
    * Looks a key up, marking the entry most recently used.
    *
    * @param key The request's key.
-   * @returns The cached outputs, or `undefined` on a miss.
+   * @returns Copies of the cached outputs (a response's outputs are its receiver's, who may move
+   *   them to another isolate: a caller in a Worker), or `undefined` on a miss.
    */
   lookup(key: CacheKey): ReadonlyMap<string, NDArray> | undefined {
     const entry = this.#entries.get(key.id);
     if (entry === undefined || !equalBytes(entry.key, key.bytes)) return undefined;
     this.#entries.delete(key.id);
     this.#entries.set(key.id, entry);
-    return entry.outputs;
+    return new Map([...entry.outputs].map(([name, array]) => [name, copyArray(array)]));
   }
 
   /**

@@ -11,7 +11,7 @@ import type { NDArray } from "../../tensor/ndarray.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { ModelEntry } from "./registry.ts";
 import type { ValidatedRequest } from "./request_validation.ts";
-import type { SchedulerSink } from "./scheduler.ts";
+import type { ModelScheduler, SchedulerSink } from "./scheduler.ts";
 
 /**
  * Queues a validated request on its model's scheduler.
@@ -36,8 +36,10 @@ export function submit(
     parameters: { ...request.parameters },
     requestedOutputNames: validated.outputs,
     signal: controller.signal,
+    ...(request.parent === undefined ? {} : { parent: request.parent }),
   };
-  entry.scheduler!.submit({
+  // The engine runs an ensemble's requests on its EnsembleScheduler, never through here.
+  (entry.scheduler as ModelScheduler).submit({
     request: callableRequest,
     controller,
     batchSize: validated.batchSize,

@@ -28,6 +28,7 @@ import {
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
+import { decodeParent, PARENT_PARAMETER } from "../calls.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "../../native/ffi.ts";
@@ -369,14 +370,17 @@ async function runBatch(
       refuseMissingInputs(model, (name) => data[name] !== undefined);
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
-      const { [STREAM_PARAMETER]: token, ...parameters } = entry.parameters;
+      const { [STREAM_PARAMETER]: token, [PARENT_PARAMETER]: link, ...parameters } =
+        entry.parameters;
       const stream = typeof token === "number" ? options.streamOf?.(token) : undefined;
       if (stream !== undefined) streams.push(stream);
+      const parent = decodeParent(link);
       requests.push({
         data,
         parameters,
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
+        ...(parent === undefined ? {} : { parent }),
       });
       native?.push(locations);
       controllers.push(controller);
@@ -454,7 +458,14 @@ async function runBatch(
     }
   } catch (error) {
     const failure = toInferenceError(error);
-    for (const index of indices) sendError(options, index, failure.code, failure.message);
+    indices.forEach((index, i) => {
+      // The core names the ensemble of a failing step ("in ensemble 'E', ..."); this names the
+      // step's model, as the built-in engine's ensembles do.
+      const message = requests[i]!.parent?.ensemble
+        ? `model '${model.name}' failed: ${failure.message}`
+        : failure.message;
+      sendError(options, index, failure.code, message);
+    });
     if (error instanceof TritonUnrecoverableError) options.onUnrecoverable?.(error);
   } finally {
     watching.delete(allCancelled);

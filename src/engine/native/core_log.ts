@@ -49,6 +49,18 @@ export const HARMLESS_CORE_LINES: readonly { readonly pattern: RegExp; readonly 
       "the core asks the CUDA driver at start and logs this where there is none (a CPU host); GPU discovery reports what DenoTriton found, and no instance is placed on a GPU without one",
   },
   {
+    pattern:
+      /^unable to create stream for .+: CUDA driver version is insufficient for CUDA runtime version$/,
+    why:
+      "logged at each ensemble's load where there is no usable CUDA driver (a CPU host): the ensemble's CUDA stream only serves copies of GPU tensors between its steps, and there are none",
+  },
+  {
+    pattern:
+      /^failed to allocate pinned system memory: no pinned memory pool, falling back to non-pinned system memory$/,
+    why:
+      "logged by an ensemble's first requests where the pinned pool has 0 bytes (pinnedMemoryPoolByteSize's default without GPUs): the tensors between its steps then live in plain memory, which serves as well without GPUs",
+  },
+  {
     pattern: /^Failed to set config modification time: model_config_content_name_ is empty$/,
     why:
       "logged at each load of a model whose config comes as a parameter, not a file: the time only serves to notice a changed config file when polling the repository, which DenoTriton never does",

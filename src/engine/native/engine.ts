@@ -37,6 +37,14 @@ import {
   type UnloadOptions,
 } from "../engine.ts";
 import { lookupVersion } from "../model_lookup.ts";
+import {
+  encodeParent,
+  engineCaller,
+  ensembleParent,
+  PARENT_PARAMETER,
+  refuseDeadlock,
+} from "../calls.ts";
+import type { CallParent } from "../../callable/types.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import { findTritonInstall, setupCommand } from "../../setup/install.ts";
@@ -46,6 +54,7 @@ import { Logger } from "../../log.ts";
 import {
   disposeInstances,
   type LoadedModel,
+  loadEnsemble,
   type LoaderContext,
   loadModel,
   retire,
@@ -121,6 +130,8 @@ export class NativeEngine implements Engine {
   #gpus: GpuInventory = { devices: [] };
   /** How each share ends (see `share`). */
   #shares = new Set<ShareEnd>();
+  /** Runs the calls of the instances' callables to other models, through the core. */
+  #caller = engineCaller(this);
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -157,6 +168,7 @@ export class NativeEngine implements Engine {
       stopping: this.#abandon.signal,
       logTarget: this.#coreLog?.target ?? 0n,
       streamOf: (token) => this.#streams.get(token),
+      caller: this.#caller,
       delivered: () => this.#queue?.drain(),
       ...(logger ? { logger } : {}),
       // As the built-in engine: the hook reports the error; without one, the log does.
@@ -283,7 +295,8 @@ export class NativeEngine implements Engine {
     this.#loading.add(model.name);
     using watch = this.#coreLog?.watch();
     try {
-      const loaded = await loadModel(this.#context, model).catch((error) => {
+      const load = model.ensemble === undefined ? loadModel : loadEnsemble;
+      const loaded = await load(this.#context, model).catch((error) => {
         this.#coreLog?.drain();
         throw withCoreReasons(error, model.name, watch?.records ?? []);
       });
@@ -378,8 +391,11 @@ export class NativeEngine implements Engine {
    */
   modelReady(name: string, version?: number): boolean {
     if (this.#server === null || this.#stopped) return false;
-    // Not ready while every instance is down (a crashed Worker restarting or given up).
-    const alive = this.#models.get(name)?.instances.some((instance) => instance.alive) ?? false;
+    const loaded = this.#models.get(name);
+    // Not ready while every instance is down (a crashed Worker restarting or given up); an
+    // ensemble has none, and is ready when the core says so.
+    const alive = loaded?.definition.ensemble !== undefined ||
+      (loaded?.instances.some((instance) => instance.alive) ?? false);
     return alive && queries.modelIsReady(this.#core, this.#server, name, version);
   }
 
@@ -453,6 +469,25 @@ export class NativeEngine implements Engine {
   }
 
   /**
+   * The request as the core gets it: a call of another model carries its parent in a parameter
+   * (which the backend half reads back), and so does a request of an ensemble, whose steps the
+   * core sends on with the ensemble's parameters: they learn the ensemble is their parent. A call
+   * every instance of its model waits for is refused here.
+   */
+  #withParent(request: InferenceRequest, loaded: LoadedModel): InferenceRequest {
+    const { name, version, ensemble } = loaded.definition;
+    refuseDeadlock(request.parent, name, version, loaded.instances.length);
+    const parent: CallParent | undefined = ensemble === undefined
+      ? request.parent
+      : ensembleParent(request, name, version);
+    if (parent === undefined) return request;
+    return {
+      ...request,
+      parameters: { ...request.parameters, [PARENT_PARAMETER]: encodeParent(parent) },
+    };
+  }
+
+  /**
    * Runs one request of a coupled model through the core.
    *
    * @param request The request.
@@ -470,7 +505,13 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
-      return inferCoupled(this.#libraries!, this.#queue!, this.#server, request, loaded.order);
+      return inferCoupled(
+        this.#libraries!,
+        this.#queue!,
+        this.#server,
+        this.#withParent(request, loaded),
+        loaded.order,
+      );
     } catch (error) {
       return Promise.reject(error);
     }
@@ -507,10 +548,11 @@ export class NativeEngine implements Engine {
     const token = this.#nextStream++;
     this.#streams.set(token, stream);
     try {
+      const sent = this.#withParent(request, loaded);
       submitRequest(libraries, this.#queue!, this.#server, {
-        ...request,
+        ...sent,
         signal,
-        parameters: { ...request.parameters, [STREAM_PARAMETER]: token },
+        parameters: { ...sent.parameters, [STREAM_PARAMETER]: token },
       }, {
         response: (response, final) => {
           if (response !== null) {

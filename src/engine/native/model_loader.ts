@@ -17,6 +17,7 @@ import { type GpuInventory, planPlacement } from "../../gpu/devices.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, messageOf, type TritonUnrecoverableError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
+import type { ModelCaller } from "../../callable/types.ts";
 import type { Logger } from "../../log.ts";
 import type { ModelDefinition, ModelHandle } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
@@ -69,6 +70,8 @@ export interface LoaderContext {
   readonly streamOf: (token: number) => ResponseStream | undefined;
   /** Dispatches the completion events the consumer loops' own calls queued. */
   readonly delivered: () => void;
+  /** Runs the calls of the instances' callables to other models (the engine's). */
+  readonly caller?: ModelCaller;
 }
 
 /**
@@ -131,8 +134,6 @@ async function loadIntoCore(
   channel: bigint,
   count: number,
 ): Promise<void> {
-  const { core, bridge } = context.libraries;
-  await Deno.mkdir(`${context.repository}/${model.name}/${model.version}`, { recursive: true });
   const devices = Array.from({ length: count }, (_, i) => model.instances.devices[i] ?? "cpu");
   // One group per instance: Triton initializes them in order, so instance thread i attaches
   // to slot i and feeds our instance i (and its Worker).
@@ -142,9 +143,20 @@ async function loadIntoCore(
     gpuCount: context.gpus.devices.length,
     parameters: { [CHANNEL_PARAMETER]: String(channel) },
   });
-  config["version_policy"] = { specific: { versions: [model.version] } };
   // Warm-up ran before the load (see ../warmup.ts): the core must not run it again.
   delete config["model_warmup"];
+  await loadConfig(context, model, config);
+}
+
+/** Writes the model's (empty) version directory and loads `config` into the core. */
+async function loadConfig(
+  context: LoaderContext,
+  model: ModelDefinition,
+  config: Record<string, unknown>,
+): Promise<void> {
+  const { core, bridge } = context.libraries;
+  await Deno.mkdir(`${context.repository}/${model.name}/${model.version}`, { recursive: true });
+  config["version_policy"] = { specific: { versions: [model.version] } };
   const parameter = core.TRITONSERVER_ParameterNew(
     cString("config"),
     PARAMETER_STRING,
@@ -194,7 +206,10 @@ export async function loadModel(
   planPlacement(model.name, model.instances.devices, context.gpus, context.logger);
   let instances: ModelInstance[];
   try {
-    instances = await model.instances.start(model, { gpus: context.gpus });
+    instances = await model.instances.start(model, {
+      gpus: context.gpus,
+      ...(context.caller === undefined ? {} : { caller: context.caller }),
+    });
   } catch (error) {
     throw failed(error);
   }
@@ -219,6 +234,32 @@ export async function loadModel(
     channel,
     instances,
     consumers,
+    order: model.outputs.map((output) => output.name),
+  };
+}
+
+/**
+ * Loads an ensemble into the core: its config alone (platform `ensemble`), which the core's own
+ * ensemble scheduler serves by sending each step's request to the step's model; it has no
+ * instances and no channel.
+ *
+ * @param context The engine's context.
+ * @param model The ensemble.
+ * @returns The loaded model.
+ * @throws {InferenceError} The core's load error (a step's model missing, tensors that do not
+ *   match the step's model).
+ */
+export async function loadEnsemble(
+  context: LoaderContext,
+  model: ModelDefinition,
+): Promise<LoadedModel> {
+  await loadConfig(context, model, toTritonModelConfig(model));
+  return {
+    definition: model,
+    handle: modelHandle(model),
+    channel: 0n,
+    instances: [],
+    consumers: Promise.resolve(),
     order: model.outputs.map((output) => output.name),
   };
 }
