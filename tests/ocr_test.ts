@@ -13,7 +13,13 @@ import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
 import { ClientInferenceServerError } from "../src/client/mod.ts";
 import { InferenceError } from "../mod.ts";
 import { runClient } from "../examples/ocr/client.ts";
-import { bindOcr, OCR_MODEL } from "../examples/ocr/model.ts";
+import {
+  bindOcr,
+  bindOcrPipelines,
+  OCR_ENSEMBLE,
+  OCR_MODEL,
+  OCR_PIPELINE,
+} from "../examples/ocr/model.ts";
 import { detectionBoxes, detectionInput } from "../examples/ocr/detection.ts";
 import { minAreaRect, type Point, rectCorners, unclip } from "../examples/ocr/geometry.ts";
 import { decodeImage } from "../examples/ocr/image.ts";
@@ -162,6 +168,66 @@ for (const engine of ENGINES) {
       const ready = await fetch(`${triton.urls.http}/v2/models/${OCR_MODEL}/ready`);
       await ready.body?.cancel();
       assert.equal(ready.status, 200, "the model still serves after the bad request");
+    },
+  });
+}
+
+for (const engine of ENGINES) {
+  Deno.test({
+    name:
+      `ocr: the split pipeline, as a callable and as an ensemble, reads what OCR reads [${engine}]${fontMissing}`,
+    ignore: !FONT && !PEERS_REQUIRED,
+    async fn(t): Promise<void> {
+      assert.ok(
+        FONT,
+        `The OCR test needs the font ${FONT_PATH}: apt-get install fonts-dejavu-core`,
+      );
+      await using triton = await startServer({ engine });
+      // One thread per session: three models' Workers share the test host's cores.
+      await bindOcr(triton, { instances: 1, threads: 1 });
+      await bindOcrPipelines(triton, { instances: 1, threads: 1 });
+      const png = renderText(PNG_LINES);
+      const single = await runClient(triton.urls.http!, png, OCR_MODEL);
+      assert.deepEqual(single.map((line) => line.text), PNG_LINES);
+      for (const form of [OCR_PIPELINE, OCR_ENSEMBLE]) {
+        for (const url of [triton.urls.http!, triton.urls.grpc!]) {
+          await t.step(`${form} over ${url.split(":")[0]}`, async () => {
+            // The same computation split in two: the same texts, scores and boxes.
+            assert.deepEqual(await runClient(url, png, form), single);
+          });
+        }
+      }
+      await t.step("a failing step names the ensemble and the step's model", async () => {
+        await assert.rejects(
+          runClient(triton.urls.http!, new TextEncoder().encode("not an image"), OCR_ENSEMBLE),
+          (error) => {
+            assert.ok(error instanceof ClientInferenceServerError, String(error));
+            assert.equal(error.status, 400);
+            assert.match(
+              error.message,
+              /in ensemble 'OcrEnsemble', model 'OcrDetect' failed: Cannot decode image: expected PNG or JPEG data, got 12 bytes starting 6e 6f 74 20/,
+            );
+            return true;
+          },
+        );
+      });
+      await t.step("the callable's calls went through the split models' schedulers", async () => {
+        const stats = await (await fetch(`${triton.urls.http}/v2/models/stats`)).json();
+        const counts = Object.fromEntries(
+          (stats.model_stats as { name: string; inference_count: number }[]).map((
+            { name, inference_count },
+          ) => [name, inference_count]),
+        );
+        // Each split model: 2 pipeline calls and 2 ensemble steps (the bad image failed, and
+        // inference_count counts successes).
+        assert.deepEqual(counts, {
+          OCR: 1,
+          OcrDetect: 4,
+          OcrRecognize: 4,
+          OcrPipeline: 2,
+          OcrEnsemble: 2,
+        });
+      });
     },
   });
 }

@@ -2,7 +2,7 @@
  * Sends an image to the OCR model and prints the lines it read. Without a file it renders a
  * two-line PNG first.
  *
- *     deno run -A examples/ocr/client.ts [url] [image.png|image.jpg]
+ *     deno run -A examples/ocr/client.ts [url] [image.png|image.jpg] [model]
  *
  * @module
  */
@@ -28,10 +28,15 @@ export interface OcrAnswer {
  *
  * @param url Server URL (`http://...` or `grpc://...`).
  * @param image PNG or JPEG bytes.
+ * @param model Which form reads it: `OCR`, `OcrPipeline` or `OcrEnsemble`.
  * @returns The lines in reading order.
  */
-export async function runClient(url: string, image: Uint8Array): Promise<OcrAnswer[]> {
-  await using client = new ModelClient(url, OCR_MODEL, { initTimeoutS: 60, inferenceTimeoutS: 60 });
+export async function runClient(
+  url: string,
+  image: Uint8Array,
+  model: string = OCR_MODEL,
+): Promise<OcrAnswer[]> {
+  await using client = new ModelClient(url, model, { initTimeoutS: 60, inferenceTimeoutS: 60 });
   const out = await client.inferSample({ image: ndarray([image], [1]) });
   const decoder = new TextDecoder();
   const texts = (out.texts!.data as Uint8Array[]).map((bytes) => decoder.decode(bytes));
@@ -49,7 +54,7 @@ if (import.meta.main) {
   const image = Deno.args[1] === undefined
     ? renderText(["Hello DenoTriton", "Serving 42 models"])
     : await Deno.readFile(Deno.args[1]);
-  for (const line of await runClient(url, image)) {
+  for (const line of await runClient(url, image, Deno.args[2])) {
     console.log(`${line.score.toFixed(3)}  ${JSON.stringify(line.box)}  ${line.text}`);
   }
 }
