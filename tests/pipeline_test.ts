@@ -241,7 +241,15 @@ for (const engine of ENGINES) {
     });
 
     await t.step("a call cycle with no free instance is refused", async () => {
-      const { status, json } = await post(url, "CycleA", vectorBody([1]));
+      // Bounded: without the refusal the call would wait forever.
+      const { status, json } = await post(
+        url,
+        "CycleA",
+        vectorBody([1]),
+        AbortSignal.timeout(20_000),
+      ).catch((error) => {
+        throw new Error("the cycle was not refused within 20 s: it hangs", { cause: error });
+      });
       assert.equal(status, 503);
       assert.deepEqual(json, {
         error:
