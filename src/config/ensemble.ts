@@ -10,6 +10,7 @@
  */
 
 import { TritonValidationError } from "../errors.ts";
+import { isObject } from "../json_values.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 
 /** One step as `bind()` takes it (see `ensembleStep()` for a step typed by its model). */
@@ -51,9 +52,7 @@ function mapOf(
   map: unknown,
   where: string,
 ): ReadonlyMap<string, string> {
-  if (typeof map !== "object" || map === null || Array.isArray(map)) {
-    fail(`${where} must be an object of tensor names`);
-  }
+  if (!isObject(map)) fail(`${where} must be an object of tensor names`);
   const entries = Object.entries(map as Record<string, unknown>);
   if (entries.length === 0) fail(`${where} is empty`);
   for (const [key, value] of entries) {
@@ -114,7 +113,7 @@ export function resolveEnsemble(
   }
   const resolved: ResolvedEnsembleStep[] = steps.map((step, index) => {
     const where = `step ${index + 1}`;
-    if (typeof step !== "object" || step === null) fail(`${where} is not an object`);
+    if (!isObject(step)) fail(`${where} is not an object`);
     if (typeof step.model !== "string" || step.model === "") fail(`${where} names no model`);
     if (step.model === name) fail(`${where} runs the ensemble itself`);
     const version = step.version ?? -1;

@@ -89,7 +89,7 @@ export function encodeParent(parent: CallParent): string {
  * @param value The parameter's value.
  * @returns The parent; `undefined` when the value is not one.
  *
- * @example
+ * @example A parent survives the round trip through the request parameter; other text is none
  * ```ts
  * import { decodeParent, encodeParent } from "./calls.ts";
  * import assert from "node:assert/strict";
