@@ -155,3 +155,25 @@ export function callerFunc(
       return { v: zip(out.v as NDArray<"float32">, v, (x, y) => x + y) };
     }));
 }
+
+/** `Echo`: answers its request's own `v` (the same array). */
+export const echo = {
+  ...double,
+  modelName: "Echo",
+  inferFunc: (requests) => requests.map(({ v }) => ({ v })),
+} satisfies BindOptions<typeof VECTOR, typeof VECTOR>;
+
+/**
+ * `Same` (main thread): calls `Echo` with its `v` and answers whether the output it got back is
+ * its own array (1 or 0), then whether it is the same buffer.
+ */
+export const same = {
+  ...double,
+  modelName: "Same",
+  inferFunc: (requests, context) =>
+    Promise.all(requests.map(async (request) => {
+      const { v } = await context.infer(echo, { v: request.v }, { request });
+      const flags = [v === request.v ? 1 : 0, v.data.buffer === request.v.data.buffer ? 1 : 0];
+      return { v: ndarray(new Float32Array(flags), [1, 2]) };
+    })),
+} satisfies BindOptions<typeof VECTOR, typeof VECTOR>;

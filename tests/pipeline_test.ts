@@ -16,10 +16,12 @@ import {
   callerFunc,
   counter,
   double,
+  echo,
   left,
   mul,
   plus1,
   right,
+  same,
   seen,
   slow,
   VECTOR,
@@ -173,6 +175,8 @@ for (const engine of ENGINES) {
         slow,
         left,
         right,
+        echo,
+        same,
         { modelName: "CallerMain", inferFunc: callerFunc(), inputs: VECTOR, outputs: VECTOR },
         {
           modelName: "CallerWorker",
@@ -284,6 +288,58 @@ for (const engine of ENGINES) {
       assert.equal(status, 200, JSON.stringify(json));
       assert.deepEqual([outputOf(json, 0), outputOf(json, 1)], [[5], [5]]);
       assert.deepEqual(seen.overlapped, [true, true]);
+    });
+
+    await t.step("on the main thread a call's outputs are the callee's arrays", async () => {
+      const { status, json } = await post(url, "Same", vectorBody([1, 2]));
+      assert.equal(status, 200, JSON.stringify(json));
+      // The built-in engine hands the callee's output to the caller as it is; the core's
+      // response is read out of the core's memory into arrays of the caller's.
+      assert.deepEqual(outputOf(json), engine === "builtin" ? [1, 1] : [0, 0]);
+    });
+
+    await t.step("an ensemble that does not fit its steps' models is refused", async () => {
+      const x2 = [{ name: "x2", dtype: "float32", shape: [-1] }] as const;
+      const cases = [
+        [
+          "Bad",
+          0,
+          [{ model: "Missing", inputMap: { v: "x" }, outputMap: { v: "x2" } }],
+          "ensemble Bad contains models that are not available or ambiguous: Missing",
+        ],
+        [
+          "Bad",
+          0,
+          [{ model: "Double", inputMap: { w: "x" }, outputMap: { v: "x2" } }],
+          "in ensemble Bad, ensemble tensor x is mapping to non-existing input w in model Double",
+        ],
+        [
+          "Bad",
+          0,
+          [{ model: "Double", inputMap: { v: "x" }, outputMap: { u: "x2" } }],
+          "in ensemble Bad, ensemble tensor x2 is mapped from non-existing output u in model Double",
+        ],
+        [
+          "Big",
+          8,
+          [{ model: "Double", inputMap: { v: "x" }, outputMap: { v: "x2" } }],
+          "ensemble Big allows maximum batch size 8, but it contains model Double which only allows maximum batch size to be 4",
+        ],
+      ] as const;
+      for (const [name, maxBatchSize, steps, why] of cases) {
+        await assert.rejects(
+          triton.bind(ensemble({ modelName: name, maxBatchSize, inputs: X, outputs: x2, steps })),
+          {
+            name: "InferenceError",
+            message:
+              `Failed to load model '${name}' version 1: load failed for model '${name}': ${why}`,
+          },
+        );
+      }
+      // The server goes on serving the ensemble that loaded.
+      const { status, json } = await post(url, "Chain", vectorBody([1, 2], {}, "x"));
+      assert.equal(status, 200, JSON.stringify(json));
+      assert.deepEqual(outputOf(json), [4, 12]);
     });
 
     await t.step({

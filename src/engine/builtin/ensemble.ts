@@ -23,7 +23,7 @@ import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 
 /**
  * Checks an ensemble against the models of its steps as the core does when it loads one, with
- * its messages.
+ * its messages (the Triton engine's, whose load error wraps the core's `load failed for model`).
  *
  * @param ensemble The ensemble.
  * @param modelOf The loaded model a step names (its version; -1 for the served one), if any.
@@ -36,7 +36,7 @@ export function checkEnsemble(
   const name = ensemble.name;
   const fail = (why: string): never => {
     throw InferenceError.invalidArg(
-      `Failed to load model '${name}' version ${ensemble.version}: ${why}`,
+      `Failed to load model '${name}' version ${ensemble.version}: load failed for model '${name}': ${why}`,
     );
   };
   const steps = ensemble.ensemble!.steps;

@@ -253,7 +253,11 @@ export async function loadEnsemble(
   context: LoaderContext,
   model: ModelDefinition,
 ): Promise<LoadedModel> {
-  await loadConfig(context, model, toTritonModelConfig(model));
+  await loadConfig(context, model, toTritonModelConfig(model)).catch((error) => {
+    // The core ends an ensemble's load error with a newline; the message ends with its reason.
+    if (!(error instanceof InferenceError)) throw error;
+    throw new InferenceError(error.message.trimEnd(), { code: error.code, cause: error });
+  });
   return {
     definition: model,
     handle: modelHandle(model),
