@@ -2,7 +2,10 @@
  * Sends an image to the OCR model and prints the lines it read. Without a file it renders a
  * two-line PNG first.
  *
- *     deno run -A examples/ocr/client.ts [url] [image.png|image.jpg] [model]
+ *     deno run -A examples/ocr/client.ts [url] [image.png|image.jpg|-] [model]
+ *
+ * `-` (or no file) renders the test image; `model` picks the form that reads it (`OCR`,
+ * `OcrPipeline`, `OcrEnsemble`).
  *
  * @module
  */
@@ -51,7 +54,7 @@ export async function runClient(
 
 if (import.meta.main) {
   const url = Deno.args[0] ?? "http://127.0.0.1:8000";
-  const image = Deno.args[1] === undefined
+  const image = Deno.args[1] === undefined || Deno.args[1] === "-"
     ? renderText(["Hello DenoTriton", "Serving 42 models"])
     : await Deno.readFile(Deno.args[1]);
   for (const line of await runClient(url, image, Deno.args[2])) {
