@@ -342,6 +342,24 @@ for (const engine of ENGINES) {
       assert.deepEqual(outputOf(json), [4, 12]);
     });
 
+    await t.step("the ensemble's statistics count its requests", async () => {
+      const body = await (await fetch(`${url}/v2/models/Chain/stats`)).json();
+      const stats = body.model_stats[0];
+      // As the core counts an ensemble: two chained requests, the failing one a failure.
+      assert.deepEqual(
+        {
+          inference: stats.inference_count,
+          execution: stats.execution_count,
+          success: stats.inference_stats.success.count,
+          fail: stats.inference_stats.fail.count,
+          batches: stats.batch_stats.map((
+            batch: { batch_size: number; compute_infer: { count: number } },
+          ) => [batch.batch_size, batch.compute_infer.count]),
+        },
+        { inference: 2, execution: 2, success: 2, fail: 1, batches: [[1, 2]] },
+      );
+    });
+
     await t.step({
       name: "tritonclient calls the ensemble over HTTP and gRPC",
       ignore: !PYTHON && !PEERS_REQUIRED,
