@@ -336,6 +336,20 @@ for (const engine of ENGINES) {
           },
         );
       }
+      // A decoupled step: the core would answer with its first response alone.
+      await assert.rejects(
+        triton.bind(ensemble({
+          modelName: "Dec",
+          inputs: X,
+          outputs: x2,
+          steps: [{ model: "Counter", inputMap: { v: "x" }, outputMap: { v: "x2" } }],
+        })),
+        {
+          name: "InferenceError",
+          message:
+            "Failed to load model 'Dec' version 1: in ensemble Dec, step of model Counter is decoupled, which DenoTriton's ensembles do not run (call it from a callable with context.inferStream)",
+        },
+      );
       // The server goes on serving the ensemble that loaded.
       const { status, json } = await post(url, "Chain", vectorBody([1, 2], {}, "x"));
       assert.equal(status, 200, JSON.stringify(json));

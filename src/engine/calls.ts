@@ -11,6 +11,7 @@
 
 import type { CallFrame, CallParent, ModelCall, ModelCaller, Tensors } from "../callable/types.ts";
 import { InferenceError, toInferenceError } from "../errors.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 import type { Engine, InferenceRequest } from "./engine.ts";
 
 /**
@@ -210,4 +211,45 @@ export function engineCaller(engine: Engine): ModelCaller {
       }
     },
   };
+}
+
+/**
+ * Refuses an ensemble with a step whose model is decoupled, on both engines: the core's ensemble
+ * scheduler would answer a coupled request with the step's first response alone, and the
+ * built-in engine's ensembles run coupled steps only.
+ *
+ * @param ensemble The ensemble being loaded.
+ * @param modelOf The loaded model a step names, if any (a missing one is the load's to report).
+ * @throws {InferenceError} UNSUPPORTED naming the ensemble and the step's model.
+ *
+ * @example A decoupled step
+ * ```ts
+ * import { refuseDecoupledSteps } from "./calls.ts";
+ * import { resolveModelConfig } from "../config/model_config.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const model = (name: string, decoupled: boolean) => ({
+ *   name, version: 1, strict: false, inputs: [], outputs: [],
+ *   config: resolveModelConfig({ batching: false, decoupled }),
+ * });
+ * const ensemble = {
+ *   ...model("E", false),
+ *   ensemble: { steps: [{ model: "Counter", version: -1, inputMap: new Map(), outputMap: new Map() }] },
+ * };
+ * assert.throws(() => refuseDecoupledSteps(ensemble, (name) => model(name, true)), {
+ *   message: "Failed to load model 'E' version 1: in ensemble E, step of model Counter is decoupled, which DenoTriton's ensembles do not run (call it from a callable with context.inferStream)",
+ * });
+ * refuseDecoupledSteps(ensemble, (name) => model(name, false));
+ * ```
+ */
+export function refuseDecoupledSteps(
+  ensemble: ModelInfo,
+  modelOf: (name: string, version: number) => ModelInfo | undefined,
+): void {
+  for (const step of ensemble.ensemble?.steps ?? []) {
+    if (modelOf(step.model, step.version)?.config.decoupled !== true) continue;
+    throw InferenceError.unsupported(
+      `Failed to load model '${ensemble.name}' version ${ensemble.version}: in ensemble ${ensemble.name}, step of model ${step.model} is decoupled, which DenoTriton's ensembles do not run (call it from a callable with context.inferStream)`,
+    );
+  }
 }

@@ -41,7 +41,7 @@ import { type ValidatedRequest, validateInferenceRequest } from "./request_valid
 import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { checkEnsemble, EnsembleScheduler } from "./ensemble.ts";
-import { engineCaller, refuseDeadlock } from "../calls.ts";
+import { engineCaller, refuseDeadlock, refuseDecoupledSteps } from "../calls.ts";
 import type { ModelCaller } from "../../callable/types.ts";
 import { nsBetween } from "./statistics.ts";
 import { outputsOf, responseOf, submit } from "./submit.ts";
@@ -189,7 +189,9 @@ export class BuiltinEngine implements Engine {
     planPlacement(model.name, model.instances.devices, gpus, this.#logger);
     const replace = options.replace === true;
     if (model.ensemble !== undefined) {
-      checkEnsemble(model, (name, version) => this.#stepModel(name, version));
+      const modelOf = (name: string, version: number) => this.#stepModel(name, version);
+      checkEnsemble(model, modelOf);
+      refuseDecoupledSteps(model, modelOf);
     }
     const entry = replace ? this.#registry.candidate(model) : this.#registry.begin(model);
     try {

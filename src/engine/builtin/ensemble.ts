@@ -69,11 +69,6 @@ export function checkEnsemble(
         `ensemble ${name} allows maximum batch size ${ensemble.config.maxBatchSize}, but it contains model ${model.name} which only allows maximum batch size to be ${model.config.maxBatchSize}`,
       );
     }
-    if (model.config.decoupled) {
-      fail(
-        `in ensemble ${name}, step of model ${model.name} is decoupled, which the built-in engine's ensembles do not run`,
-      );
-    }
     for (const [input, tensor] of step.inputMap) {
       const spec = model.inputs.find((candidate) => candidate.name === input);
       if (spec === undefined) {

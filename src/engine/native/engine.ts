@@ -43,6 +43,7 @@ import {
   ensembleParent,
   PARENT_PARAMETER,
   refuseDeadlock,
+  refuseDecoupledSteps,
 } from "../calls.ts";
 import type { CallParent } from "../../callable/types.ts";
 import { CompletionPump } from "./events.ts";
@@ -295,6 +296,8 @@ export class NativeEngine implements Engine {
     this.#loading.add(model.name);
     using watch = this.#coreLog?.watch();
     try {
+      // The core's own checks of an ensemble run at its load; this one it does not make.
+      refuseDecoupledSteps(model, (name) => this.#models.get(name)?.definition);
       const load = model.ensemble === undefined ? loadModel : loadEnsemble;
       const loaded = await load(this.#context, model).catch((error) => {
         this.#coreLog?.drain();
