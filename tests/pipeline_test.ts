@@ -78,6 +78,15 @@ const both = ensemble({
   ],
 });
 
+/** Slow as the one step of an ensemble: cancelling the ensemble's request cancels the step's. */
+const slowly = ensemble({
+  modelName: "Slowly",
+  maxBatchSize: 4,
+  inputs: X,
+  outputs: Y,
+  steps: [ensembleStep(slow, { inputMap: { v: "x" }, outputMap: { v: "y" } })],
+});
+
 /** The ensemble's config as the Triton core shows it (both engines answer this). */
 const CHAIN_CONFIG = {
   name: "Chain",
@@ -188,6 +197,7 @@ for (const engine of ENGINES) {
         { modelName: "CycleB", inferFunc: callerFunc("CycleA"), inputs: VECTOR, outputs: VECTOR },
         chain,
         both,
+        slowly,
       ],
     });
     const url = triton.urls.http!;
@@ -242,6 +252,17 @@ for (const engine of ENGINES) {
         await assert.rejects(request);
         await watchdog(seen.slowCancelled.promise, `Slow's cancellation (${caller})`, 20_000);
       }
+    });
+
+    await t.step("cancelling an ensemble's request cancels its running step", async () => {
+      seen.slowStarted = Promise.withResolvers();
+      seen.slowCancelled = Promise.withResolvers();
+      const client = new AbortController();
+      const request = post(url, "Slowly", vectorBody([1], {}, "x"), client.signal);
+      await watchdog(seen.slowStarted.promise, "the ensemble's step on Slow", 20_000);
+      client.abort();
+      await assert.rejects(request);
+      await watchdog(seen.slowCancelled.promise, "the step's cancellation", 20_000);
     });
 
     await t.step("a call cycle with no free instance is refused", async () => {

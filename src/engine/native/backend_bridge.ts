@@ -34,7 +34,11 @@ import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
 import { type DescribedTensor, readParameters, readTensor } from "./response.ts";
-import { type ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
+import {
+  ENSEMBLE_SIGNAL_PARAMETER,
+  type ResponseStream,
+  STREAM_PARAMETER,
+} from "./response_stream.ts";
 import { cString, errorCodeName, errorCodeValue, readCString } from "./status.ts";
 import {
   dtypeOfTriton,
@@ -116,6 +120,11 @@ export interface ConsumeOptions {
    * consumer's room decides when the callable's next step is pulled.
    */
   streamOf?: (token: number) => ResponseStream | undefined;
+  /**
+   * The signal of the ensemble request a step's request serves, by the number in its
+   * {@linkcode ENSEMBLE_SIGNAL_PARAMETER}: its abort cancels the step.
+   */
+  signalOf?: (token: number) => AbortSignal | undefined;
   /**
    * Called after the calls that complete requests on this thread (sends, the batch's end): the
    * core runs the client's callbacks inside them, and their events are dispatched at once.
@@ -370,8 +379,22 @@ async function runBatch(
       refuseMissingInputs(model, (name) => data[name] !== undefined);
       const controller = new AbortController();
       if (entry.cancelled) controller.abort();
-      const { [STREAM_PARAMETER]: token, [PARENT_PARAMETER]: link, ...parameters } =
-        entry.parameters;
+      const {
+        [STREAM_PARAMETER]: token,
+        [PARENT_PARAMETER]: link,
+        [ENSEMBLE_SIGNAL_PARAMETER]: outer,
+        ...parameters
+      } = entry.parameters;
+      const ensembleSignal = typeof outer === "number" ? options.signalOf?.(outer) : undefined;
+      if (ensembleSignal !== undefined) {
+        // The core cancels no running step when its ensemble's request is cancelled: this does.
+        const cancel = (): void =>
+          controller.abort(
+            InferenceError.cancelled(`Request for model '${model.name}' was cancelled`),
+          );
+        if (ensembleSignal.aborted) cancel();
+        else ensembleSignal.addEventListener("abort", cancel, { once: true });
+      }
       const stream = typeof token === "number" ? options.streamOf?.(token) : undefined;
       if (stream !== undefined) streams.push(stream);
       const parent = decodeParent(link);

@@ -65,7 +65,7 @@ import * as queries from "./queries.ts";
 import { inferCoupled, submitRequest } from "./request.ts";
 import { readResponse } from "./response.ts";
 import { returnLent } from "./tensors.ts";
-import { ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
+import { ENSEMBLE_SIGNAL_PARAMETER, ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
 import { createServer, type NativeEngineOptions } from "./server_options.ts";
 import { deleteServer, releaseServer } from "./shutdown.ts";
 
@@ -131,6 +131,9 @@ export class NativeEngine implements Engine {
   #gpus: GpuInventory = { devices: [] };
   /** How each share ends (see `share`). */
   #shares = new Set<ShareEnd>();
+  /** The signals of ensemble requests running, by the token their steps carry. */
+  #ensembleSignals = new Map<number, AbortSignal>();
+  #nextEnsembleSignal = 0;
   /** Runs the calls of the instances' callables to other models, through the core. */
   #caller = engineCaller(this);
 
@@ -169,6 +172,7 @@ export class NativeEngine implements Engine {
       stopping: this.#abandon.signal,
       logTarget: this.#coreLog?.target ?? 0n,
       streamOf: (token) => this.#streams.get(token),
+      signalOf: (token) => this.#ensembleSignals.get(token),
       caller: this.#caller,
       delivered: () => this.#queue?.drain(),
       ...(logger ? { logger } : {}),
@@ -508,13 +512,17 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
-      return inferCoupled(
-        this.#libraries!,
-        this.#queue!,
-        this.#server,
-        this.#withParent(request, loaded),
-        loaded.order,
-      );
+      const sent = this.#withParent(request, loaded);
+      if (loaded.definition.ensemble === undefined || request.signal === undefined) {
+        return inferCoupled(this.#libraries!, this.#queue!, this.#server, sent, loaded.order);
+      }
+      // The steps' callables learn of the ensemble request's cancellation through this token.
+      const token = this.#nextEnsembleSignal++;
+      this.#ensembleSignals.set(token, request.signal);
+      return inferCoupled(this.#libraries!, this.#queue!, this.#server, {
+        ...sent,
+        parameters: { ...sent.parameters, [ENSEMBLE_SIGNAL_PARAMETER]: token },
+      }, loaded.order).finally(() => this.#ensembleSignals.delete(token));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -68,6 +68,8 @@ export interface LoaderContext {
   readonly stopping: AbortSignal;
   /** The stream of a decoupled request, by its {@linkcode STREAM_PARAMETER} number. */
   readonly streamOf: (token: number) => ResponseStream | undefined;
+  /** The signal of an ensemble's request, by its token (see `ConsumeOptions.signalOf`). */
+  readonly signalOf?: (token: number) => AbortSignal | undefined;
   /** Dispatches the completion events the consumer loops' own calls queued. */
   readonly delivered: () => void;
   /** Runs the calls of the instances' callables to other models (the engine's). */
@@ -115,6 +117,7 @@ function attach(
       model,
       stopping: context.stopping,
       streamOf: context.streamOf,
+      ...(context.signalOf === undefined ? {} : { signalOf: context.signalOf }),
       delivered: context.delivered,
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),

@@ -19,6 +19,13 @@ import type { InferenceResponse } from "../engine.ts";
 /** The request parameter that names a decoupled request's stream to the backend half. */
 export const STREAM_PARAMETER = "triton_denotriton_stream";
 
+/**
+ * The request parameter that links an ensemble's steps to the ensemble's request (a number the
+ * engine maps to that request's signal): the core passes it on to every step, but does not cancel
+ * a running step when the ensemble's request is cancelled, so the step's callable learns it here.
+ */
+export const ENSEMBLE_SIGNAL_PARAMETER = "triton_denotriton_ensemble_signal";
+
 /** Options of {@linkcode ResponseStream}. */
 export interface ResponseStreamOptions {
   /**
