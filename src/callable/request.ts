@@ -78,8 +78,8 @@ export function inferRequest<I extends Tensors>(
     requestedOutputNames: options.requestedOutputNames ?? [],
     signal: options.signal ?? new AbortController().signal,
   };
-  if (options.parent !== undefined) request.parent = options.parent;
-  else delete request.parent; // an input named `parent` stays only in `data` too
+  if (options.parent !== undefined) request["parent"] = options.parent;
+  else delete request["parent"]; // an input named `parent` stays only in `data` too
   return request as InferRequest<I>;
 }
 
