@@ -241,8 +241,19 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
   bool cancelled = false;
   err = TRITONBACKEND_RequestIsCancelled(request, &cancelled);
   if (err) TRITONSERVER_ErrorDelete(err);
+  /* The request's trace id (0: not traced), by which JS finds the trace its front end started. */
+  uint64_t trace_id = 0;
+  TRITONSERVER_InferenceTrace* trace = NULL;
+  err = TRITONBACKEND_RequestTrace(request, &trace);
+  if (err) {
+    TRITONSERVER_ErrorDelete(err);
+  } else if (trace) {
+    err = TRITONSERVER_InferenceTraceId(trace, &trace_id);
+    if (err) TRITONSERVER_ErrorDelete(err);
+  }
   out_str(o, id);
   out_u32(o, cancelled ? 1 : 0);
+  out_u64(o, trace_id);
   uint32_t n = 0;
   err = TRITONBACKEND_RequestParameterCount(request, &n);
   if (err) {

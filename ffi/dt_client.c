@@ -15,7 +15,18 @@
 
 /* ---- Event queues ------------------------------------------------------------------------ */
 
-enum { EVENT_RESPONSE = 1, EVENT_RELEASE = 2 };
+/*
+ * A traced request's events carry the same tag: an activity (flags: the activity, pointer: its
+ * timestamp in ns), a tensor (pointer: a malloc'd blob, see on_trace_tensor; JS frees it with
+ * dt_free), and the end of its trace (the core released it; the bridge deleted it).
+ */
+enum {
+  EVENT_RESPONSE = 1,
+  EVENT_RELEASE = 2,
+  EVENT_TRACE_ACTIVITY = 3,
+  EVENT_TRACE_TENSOR = 4,
+  EVENT_TRACE_END = 5
+};
 
 typedef struct {
   uint64_t tag;
@@ -102,6 +113,7 @@ static void drop_orphan(uint64_t kind, void* pointer) {
     TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseDelete(pointer);
     if (err) TRITONSERVER_ErrorDelete(err);
   }
+  if (kind == EVENT_TRACE_TENSOR) free(pointer);
 }
 
 static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointer) {
@@ -329,6 +341,64 @@ static void on_release(TRITONSERVER_InferenceRequest* request, uint32_t flags, v
   push_event((uint64_t)(uintptr_t)userp, EVENT_RELEASE, flags, request);
 }
 
+/* ---- Trace callbacks: any Triton thread; they only push events ----------------------------- */
+
+static void on_trace_activity(TRITONSERVER_InferenceTrace* trace, int32_t activity,
+                              uint64_t timestamp_ns, void* userp) {
+  (void)trace;
+  /* The timeline only (custom activities of other backends are not ours to name). */
+  if (activity < 0 || activity > 6) return;
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_ACTIVITY, (uint32_t)activity,
+             (void*)(uintptr_t)timestamp_ns);
+}
+
+/*
+ * A tensor the core shows the trace (level TENSORS), copied into one blob, since its memory is
+ * the core's only during the call: u32 activity, u32 datatype, u32 dims, i64 shape[dims], u32
+ * name length, the name, u64 byte size, the bytes (none for GPU memory, which the bridge does
+ * not read). JS reads it and frees it with dt_free.
+ */
+static void on_trace_tensor(TRITONSERVER_InferenceTrace* trace, int32_t activity, const char* name,
+                            int32_t datatype, const void* base, size_t byte_size,
+                            const int64_t* shape, uint64_t dim_count, int32_t memory_type,
+                            int64_t memory_type_id, void* userp) {
+  (void)trace;
+  (void)memory_type_id;
+  if (activity < DT_TRACE_TENSOR_QUEUE_INPUT || activity > DT_TRACE_TENSOR_BACKEND_OUTPUT) return;
+  if (dim_count > 64) return;
+  size_t bytes = memory_type == DT_MEM_GPU || !base ? 0 : byte_size;
+  size_t name_length = strlen(name);
+  size_t size = 12 + 8 * dim_count + 4 + name_length + 8 + bytes;
+  uint8_t* blob = malloc(size);
+  if (!blob) return;
+  dt_out o = {blob, 0, size};
+  out_u32(&o, (uint32_t)activity);
+  out_u32(&o, (uint32_t)datatype);
+  out_u32(&o, (uint32_t)dim_count);
+  for (uint64_t d = 0; d < dim_count; ++d) out_u64(&o, (uint64_t)shape[d]);
+  out_str(&o, name);
+  out_u64(&o, bytes);
+  out_put(&o, base, bytes);
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_TENSOR, 0, blob);
+}
+
+/* The core is done with the trace (after REQUEST_END): ours to delete, then JS writes it. */
+static void on_trace_release(TRITONSERVER_InferenceTrace* trace, void* userp) {
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceTraceDelete(trace);
+  if (err) TRITONSERVER_ErrorDelete(err);
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_END, 0, NULL);
+}
+
+/** Frees what the bridge handed JS (a trace tensor's blob). */
+DT_EXPORT void dt_free(void* pointer) { free(pointer); }
+
+/** CLOCK_MONOTONIC in ns: the clock of the core's trace timestamps (steady_clock). */
+DT_EXPORT uint64_t dt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static pthread_once_t g_allocator_once = PTHREAD_ONCE_INIT;
 static TRITONSERVER_ResponseAllocator* g_allocator = NULL;
 static TRITONSERVER_Error* g_allocator_error = NULL;
@@ -504,16 +574,20 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
  * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
  * with their data addresses, the requested outputs, the typed parameters and the address of the
  * table of bound output buffers, which must outlive the last response), routes its events to the
- * queue under `tag` and submits it. On success `out[0]` holds the request (the caller deletes it
- * after its release event) and `out[1]` how many events the queue holds now (a cache hit
- * completes inside ServerInferAsync, on the caller's thread, so the caller drains only when that
- * is not 0); on failure nothing is left to clean up and the error comes back (the caller deletes
- * it). Input data is not copied: it must stay valid until the release event.
+ * queue under `tag` and submits it. The description ends with a u32 trace level (0: not traced;
+ * else the core's level bits): a traced request gets a trace whose activities, tensors and end
+ * arrive as events under `tag`, and `out[2]` holds the trace's id. On success `out[0]` holds the
+ * request (the caller deletes it after its release event) and `out[1]` how many events the queue
+ * holds now (a cache hit completes inside ServerInferAsync, on the caller's thread, so the caller
+ * drains only when that is not 0); on failure nothing is left to clean up and the error comes
+ * back (the caller deletes it). Input data is not copied: it must stay valid until the release
+ * event.
  */
 DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_t* packed,
                                        uint64_t length, uint64_t tag, uint64_t* out) {
   out[0] = 0;
   out[1] = 0;
+  out[2] = 0;
   dt_reader r = {packed, packed + length, 0};
   const char* model = rd_str(&r);
   int64_t version = (int64_t)rd_u64(&r);
@@ -524,11 +598,27 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
   err = build_request(request, &r);
   /* Last: the address of the table of bound output buffers (0: none; see bound_output). */
   const uint8_t* bound_outputs = err ? NULL : (const uint8_t*)(uintptr_t)rd_u64(&r);
+  uint32_t trace_level = err ? 0 : rd_u32(&r);
   if (!err && r.bad) {
     err = dt_error(DT_CODE_INTERNAL, "Cannot build a request: its description is malformed");
   }
   if (!err) err = dt_request_bind(request, tag, bound_outputs);
-  if (!err) err = TRITONSERVER_ServerInferAsync(server, request, NULL);
+  TRITONSERVER_InferenceTrace* trace = NULL;
+  if (!err && trace_level != 0) {
+    /* A trace that cannot be made leaves the request untraced rather than failing it. */
+    TRITONSERVER_Error* failed = TRITONSERVER_InferenceTraceTensorNew(
+        &trace, (int32_t)trace_level, 0, on_trace_activity, on_trace_tensor, on_trace_release,
+        (void*)(uintptr_t)tag);
+    if (failed) {
+      TRITONSERVER_ErrorDelete(failed);
+      trace = NULL;
+    } else {
+      failed = TRITONSERVER_InferenceTraceId(trace, &out[2]);
+      if (failed) TRITONSERVER_ErrorDelete(failed);
+    }
+  }
+  /* The core takes the trace whatever happens: on a failure it is released with the request. */
+  if (!err) err = TRITONSERVER_ServerInferAsync(server, request, trace);
   if (err) {
     TRITONSERVER_Error* ignored = TRITONSERVER_InferenceRequestDelete(request);
     if (ignored) TRITONSERVER_ErrorDelete(ignored);
@@ -638,5 +728,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 7; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 8; }
 

@@ -10,6 +10,7 @@ import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts"
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { TritonValidationError } from "../errors.ts";
 import type { InferContext } from "./types.ts";
+import { DISCARDED_METRICS, type MetricsBackend, ModelMetrics } from "./metrics.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 /**
@@ -136,6 +137,12 @@ export interface InferContextOptions {
    * @default {"cpu"}
    */
   device?: string;
+  /**
+   * Where the context's metric changes go.
+   *
+   * @default {DISCARDED_METRICS (kept nowhere)}
+   */
+  metrics?: MetricsBackend;
 }
 
 /**
@@ -178,5 +185,6 @@ export function inferContext(options: InferContextOptions = {}): InferContext {
     },
     instanceIndex: options.instanceIndex ?? 0,
     device: options.device ?? "cpu",
+    metrics: new ModelMetrics(options.metrics ?? DISCARDED_METRICS),
   };
 }

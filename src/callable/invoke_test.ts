@@ -4,6 +4,7 @@ import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { callInfer, runCoupled, runDecoupled } from "./invoke.ts";
 import { inferRequest } from "./request.ts";
+import { DISCARDED_METRICS, ModelMetrics } from "./metrics.ts";
 import type { InferCallable, InferContext, InferRequest, InferResult } from "./types.ts";
 
 const context: InferContext = {
@@ -17,6 +18,7 @@ const context: InferContext = {
   },
   instanceIndex: 0,
   device: "cpu",
+  metrics: new ModelMetrics(DISCARDED_METRICS),
 };
 const requests: InferRequest[] = [{
   data: { x: ndarray([1]), signal: ndarray([2]) },

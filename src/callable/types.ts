@@ -5,6 +5,7 @@
  */
 
 import type { ModelInfo } from "../config/model_info.ts";
+import type { ModelMetrics } from "./metrics.ts";
 import type { TensorSpec } from "../config/tensor_spec.ts";
 import type { DTypeOf } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
@@ -137,6 +138,11 @@ export interface InferContext {
   readonly instanceIndex: number;
   /** Device of the instance: `"cpu"` or `"cuda:N"`. */
   readonly device: string;
+  /**
+   * The model's own metrics (Triton's custom-metrics API: a family, then metrics with labels),
+   * exported on `/metrics` beside the server's.
+   */
+  readonly metrics: ModelMetrics;
 }
 
 /**

@@ -17,6 +17,8 @@ import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 import type { CacheConfig } from "../config/cache_config.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo, OpenAIServing } from "../config/model_info.ts";
+import type { TraceCarrier } from "../telemetry/otel.ts";
+import type { Tracer } from "../telemetry/tracer.ts";
 
 export type { CacheConfig, TritonModelConfigJson };
 
@@ -120,6 +122,13 @@ export interface CommonEngineOptions {
    * @default {undefined}
    */
   onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /**
+   * The server's tracer (trace settings, trace file or OpenTelemetry export), which the engine
+   * asks once per request whether to trace it. The engine does not close it.
+   *
+   * @default {undefined (nothing is traced)}
+   */
+  tracer?: Tracer;
 }
 
 /** A model handed to an engine for loading. */
@@ -198,6 +207,11 @@ export interface InferenceRequest {
   readonly timeoutMicroseconds?: number;
   /** Aborts the request (client gone). */
   readonly signal?: AbortSignal;
+  /**
+   * The client's W3C trace context (HTTP headers or gRPC metadata `traceparent`, `tracestate`):
+   * in trace mode `opentelemetry` the request's spans continue the client's trace.
+   */
+  readonly traceContext?: TraceCarrier;
 }
 
 /** A protocol-neutral inference response. */

@@ -8,6 +8,8 @@
 import type { InferRequest, InferResult } from "../callable/types.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { MetricsBackend } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 
 /** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
 export interface NativeTensorLocation {
@@ -73,6 +75,19 @@ export interface InstanceStartOptions {
    * @default {{ devices: [] }}
    */
   gpus?: GpuInventory;
+  /**
+   * Where the callables' own metrics go (`context.metrics`): the engine's registry.
+   *
+   * @default {undefined (kept nowhere)}
+   */
+  metrics?: MetricsBackend;
+  /**
+   * The server's OpenTelemetry export (trace mode `opentelemetry`): instances in other
+   * isolates export their callables' spans with the same settings.
+   *
+   * @default {undefined}
+   */
+  opentelemetry?: OpenTelemetryTraceConfig;
 }
 
 /** Creates the instances of a model when it is loaded. */

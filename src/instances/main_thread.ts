@@ -12,8 +12,9 @@ import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { parseDevices } from "../gpu/devices.ts";
-import type { InstanceProvider, ModelInstance } from "./instance.ts";
+import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import { DISCARDED_METRICS, type MetricsBackend, ModelMetrics } from "../callable/metrics.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
 export interface MainThreadInstancesOptions {
@@ -36,12 +37,18 @@ class MainThreadInstance implements ModelInstance {
   #alive = true;
   #gate = new BatchGate();
 
-  constructor(callable: InferCallable, model: ModelInfo, index: number, device: string) {
+  constructor(
+    callable: InferCallable,
+    model: ModelInfo,
+    index: number,
+    device: string,
+    metrics: MetricsBackend,
+  ) {
     this.index = index;
     this.device = device;
     this.#callable = callable;
     this.#model = model;
-    this.#context = { model, instanceIndex: index, device };
+    this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
   }
 
   get alive(): boolean {
@@ -178,12 +185,14 @@ export class MainThreadInstances implements InstanceProvider {
    * Starts every instance.
    *
    * @param model The model the instances serve.
+   * @param options Where the callables' own metrics go.
    * @returns The instances, by index.
    */
-  start(model: ModelInfo): Promise<ModelInstance[]> {
+  start(model: ModelInfo, options: InstanceStartOptions = {}): Promise<ModelInstance[]> {
+    const metrics = options.metrics ?? DISCARDED_METRICS;
     return Promise.resolve(
       this.#callables.map((callable, index) =>
-        new MainThreadInstance(callable, model, index, this.#devices[index]!)
+        new MainThreadInstance(callable, model, index, this.#devices[index]!, metrics)
       ),
     );
   }

@@ -30,6 +30,9 @@ import {
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers_options.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { MetricsBackend } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
+import { activeTraceparent } from "../telemetry/otel.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
 
@@ -80,6 +83,19 @@ interface Batch {
   readonly settled: PromiseWithResolvers<void>;
 }
 
+/** What a Worker instance passes on about telemetry. */
+export interface WorkerTelemetry {
+  /** Where the callable's own metrics go. */
+  readonly metrics?: MetricsBackend;
+  /** The server's OpenTelemetry export. */
+  readonly opentelemetry?: OpenTelemetryTraceConfig;
+}
+
+function traceparentField(): { traceparent?: string } {
+  const traceparent = activeTraceparent();
+  return traceparent === undefined ? {} : { traceparent };
+}
+
 /**
  * One Worker-backed instance: its Worker's life (start, crash, retire, restart), batches sent to
  * it, and their results on the way back.
@@ -106,6 +122,7 @@ export class WorkerInstance implements ModelInstance {
   /** The GPU it runs on, and the driver that makes it current in the Worker. */
   #gpu: GpuDevice | undefined;
   #cudaDriver: string | undefined;
+  #telemetry: WorkerTelemetry;
 
   constructor(
     shared: Shared,
@@ -114,7 +131,9 @@ export class WorkerInstance implements ModelInstance {
     device: string,
     gpu: GpuDevice | undefined,
     cudaDriver: string | undefined,
+    telemetry: WorkerTelemetry = {},
   ) {
+    this.#telemetry = telemetry;
     this.#shared = shared;
     this.#model = model;
     this.index = index;
@@ -198,6 +217,9 @@ export class WorkerInstance implements ModelInstance {
       context,
       watch: channel.port2,
       ...(this.#cudaDriver === undefined ? {} : { cudaDriver: this.#cudaDriver }),
+      ...(this.#telemetry.opentelemetry === undefined
+        ? {}
+        : { opentelemetry: this.#telemetry.opentelemetry }),
     };
     worker.postMessage(init, [channel.port2 as unknown as Transferable]);
     return this.#loading.promise;
@@ -246,6 +268,17 @@ export class WorkerInstance implements ModelInstance {
         if (!this.#model.config.decoupled) this.#finish(batch);
         break;
       }
+      case "metric":
+        try {
+          this.#telemetry.metrics?.apply(message.change);
+        } catch (error) {
+          this.#shared.logger.error(
+            `${this.#label}: cannot change metric '${message.change.family.name}': ${
+              (error as Error).message
+            }`,
+          );
+        }
+        break;
       case "done": {
         const batch = this.#batches.get(message.id);
         if (batch !== undefined) this.#finish(batch);
@@ -424,6 +457,9 @@ export class WorkerInstance implements ModelInstance {
         decoupled: this.#model.config.decoupled,
         requests: wire,
         credit: STEP_WINDOW,
+        // The engine runs a traced batch in its compute span's context: the Worker's callable
+        // runs under the same span.
+        ...(this.#telemetry.opentelemetry === undefined ? {} : traceparentField()),
       } satisfies ToWorker,
       transfer,
     );

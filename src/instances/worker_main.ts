@@ -24,6 +24,9 @@ import {
   zeroCounts,
 } from "../isolate/codec.ts";
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
+import { ModelMetrics } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
+import type { OpenTelemetryExport } from "../telemetry/otel.ts";
 
 let callable: InferCallable | undefined;
 let context: InferContext | undefined;
@@ -35,6 +38,18 @@ const stopped = new Set<number>();
 const credits = new Map<number, { left: number; wake?: (() => void) | undefined }>();
 /** Held for the Worker's whole life: its other end reports when this thread ends. */
 let _watch: unknown;
+/** The Worker's span export (trace mode `opentelemetry`), flushed before it exits. */
+let otel: OpenTelemetryExport | undefined;
+/** Runs a batch under its request's span (loaded with the export). */
+let underSpan = <T>(_traceparent: string | undefined, fn: () => T): T => fn();
+
+/** Exports the callable's spans from this Worker, like the server's (loaded only then). */
+async function startTelemetry(config: OpenTelemetryTraceConfig | undefined): Promise<void> {
+  if (config === undefined) return;
+  const module = await import("../telemetry/otel.ts");
+  otel = new module.OpenTelemetryExport(config);
+  underSpan = module.withTraceparent;
+}
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -57,9 +72,11 @@ async function init(
   module: string,
   ctx: WorkerContext,
   cudaDriver: string | undefined,
+  opentelemetry: OpenTelemetryTraceConfig | undefined,
 ): Promise<void> {
   try {
     await enterDevice(ctx, cudaDriver);
+    await startTelemetry(opentelemetry);
     const loaded = await import(module);
     const factory = loaded.default;
     if (typeof factory !== "function") {
@@ -79,7 +96,9 @@ async function init(
       );
     }
     callable = made as InferCallable;
-    context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device };
+    // The model's own metrics go to the engine in the main isolate, in order with the results.
+    const metrics = new ModelMetrics({ apply: (change) => post({ type: "metric", change }) });
+    context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device, metrics };
     post({ type: "ready" });
   } catch (error) {
     post({ type: "load-failed", error: toWireError(error) });
@@ -163,10 +182,13 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
   switch (message.type) {
     case "init":
       _watch = message.watch;
-      void init(message.module, message.context, message.cudaDriver);
+      void init(message.module, message.context, message.cudaDriver, message.opentelemetry);
       break;
     case "batch":
-      void runBatch(message.id, message.decoupled, message.requests, message.credit);
+      void underSpan(
+        message.traceparent,
+        () => runBatch(message.id, message.decoupled, message.requests, message.credit),
+      );
       break;
     case "credit": {
       const credit = credits.get(message.id);
@@ -185,7 +207,9 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       credits.get(message.id)?.wake?.();
       break;
     case "exit":
-      self.close();
+      // The callable's last spans are exported before the thread ends.
+      if (otel === undefined) self.close();
+      else void otel.shutdown().catch(() => {}).finally(() => self.close());
       break;
   }
 };

@@ -80,6 +80,18 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_InferenceRequestDelete: { parameters: [P], result: P },
   TRITONSERVER_InferenceRequestCancel: { parameters: [P], result: P },
   TRITONSERVER_InferenceResponseDelete: { parameters: [P], result: P },
+  // The models' own metrics (`context.metrics`): families and metrics in the core's registry,
+  // which `TRITONSERVER_ServerMetrics` renders beside the core's own.
+  TRITONSERVER_MetricFamilyNew: { parameters: [B, "i32", B, B], result: P },
+  TRITONSERVER_MetricFamilyDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricArgsNew: { parameters: [B], result: P },
+  TRITONSERVER_MetricArgsSetHistogram: { parameters: [P, B, "u64"], result: P },
+  TRITONSERVER_MetricArgsDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricNewWithArgs: { parameters: [B, P, B, "u64", P], result: P },
+  TRITONSERVER_MetricDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricIncrement: { parameters: [P, "f64"], result: P },
+  TRITONSERVER_MetricSet: { parameters: [P, "f64"], result: P },
+  TRITONSERVER_MetricObserve: { parameters: [P, "f64"], result: P },
 } as const;
 
 /** DenoTriton's bridge symbols (`ffi/dt_backend.c`, `ffi/dt_client.c`). */
@@ -107,6 +119,8 @@ export const BRIDGE_SYMBOLS = {
   dt_poll_events: { parameters: ["u64", B, "i32"], result: "i32" },
   dt_infer: { parameters: [P, B, "u64", "u64", B], result: P },
   dt_response_read: { parameters: [P, B, "u64"], result: "u64" },
+  dt_free: { parameters: [P], result: "void" },
+  dt_now_ns: { parameters: [], result: "u64" },
   // Tests only: makes the bridge fail sends or corrupt batch descriptions on purpose.
   dt_debug_fault: { parameters: ["i32", "u32"], result: "i32" },
   // Creating and deleting servers and loading models touch the core's process-wide state:
@@ -137,7 +151,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 7;
+export const BRIDGE_VERSION = 8;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.

@@ -326,6 +326,14 @@ export interface LogSettingsMessage {
   settings: Record<string, LogSettingValue>;
 }
 
+/** `inference.TraceSettingRequest` (the response is its `settings` alone: one wire form). */
+export interface TraceSettingMessage {
+  /** Settings by name; an empty `value` list clears a setting. */
+  settings: Record<string, { value?: string[] }>;
+  /** The model whose settings these are; empty for the global ones. */
+  model_name?: string;
+}
+
 /**
  * `inference.SystemSharedMemoryRegisterRequest`; the status and unregister requests are its
  * `name` alone (field 1), so one codec reads all three.
@@ -568,6 +576,7 @@ export const codecs: {
   readonly RepositoryIndexResponse: MessageCodec<RepositoryIndexResponse>;
   readonly RepositoryModelRequest: MessageCodec<RepositoryModelRequest>;
   readonly LogSettings: MessageCodec<LogSettingsMessage>;
+  readonly TraceSetting: MessageCodec<TraceSettingMessage>;
   readonly SystemSharedMemoryRequest: MessageCodec<SystemSharedMemoryRequest>;
   readonly SystemSharedMemoryStatusResponse: MessageCodec<SystemSharedMemoryStatusResponse>;
   readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
@@ -608,6 +617,8 @@ export const codecs: {
   RepositoryModelRequest: lazyCodec("inference.RepositoryModelLoadRequest"),
   // LogSettingsRequest and LogSettingsResponse have the same fields.
   LogSettings: lazyCodec("inference.LogSettingsRequest"),
+  // TraceSettingResponse is TraceSettingRequest's field 1 alone, with the same SettingValue.
+  TraceSetting: lazyCodec("inference.TraceSettingRequest"),
   // The status and unregister requests share field 1 (`name`) with the register request.
   SystemSharedMemoryRequest: lazyCodec("inference.SystemSharedMemoryRegisterRequest"),
   SystemSharedMemoryStatusResponse: lazyCodec("inference.SystemSharedMemoryStatusResponse"),

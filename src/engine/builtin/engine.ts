@@ -42,6 +42,9 @@ import { cacheKey, ResponseCache } from "./response_cache.ts";
 import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
 import { nsBetween } from "./statistics.ts";
 import { outputsOf, responseOf, submit } from "./submit.ts";
+import { endTrace, startTrace } from "./trace_points.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
+import { CustomMetricsRegistry } from "../../telemetry/custom_metrics.ts";
 
 export type { BuiltinEngineOptions } from "./options.ts";
 
@@ -91,6 +94,9 @@ export class BuiltinEngine implements Engine {
   #cpuMetrics: CpuMetrics | undefined;
   #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
+  #tracer: Tracer | undefined;
+  /** The models' own metrics (`context.metrics`), exported beside the engine's. */
+  #customMetrics = new CustomMetricsRegistry();
   /** The GPUs, found when a model pinned to one first loads. */
   #gpus: GpuInventory | undefined;
   #registry = new ModelRegistry();
@@ -121,6 +127,7 @@ export class BuiltinEngine implements Engine {
       this.#cpuMetrics = new CpuMetrics({ intervalMs: options.metricsIntervalMs ?? 2000 });
     }
     this.#onUnrecoverable = options.onUnrecoverable;
+    this.#tracer = options.tracer;
   }
 
   /** Starts the engine (nothing to do for the built-in engine). */
@@ -185,7 +192,13 @@ export class BuiltinEngine implements Engine {
     const replace = options.replace === true;
     const entry = replace ? this.#registry.candidate(model) : this.#registry.begin(model);
     try {
-      entry.instances = await model.instances.start(model, { gpus });
+      entry.instances = await model.instances.start(model, {
+        gpus,
+        metrics: this.#customMetrics,
+        ...(this.#tracer?.opentelemetry === undefined
+          ? {}
+          : { opentelemetry: this.#tracer.opentelemetry }),
+      });
     } catch (error) {
       this.#registry.forget(entry);
       throw InferenceError.internal(
@@ -449,6 +462,7 @@ export class BuiltinEngine implements Engine {
         );
       }
       const validated = this.#validate(entry, request, arrival);
+      const trace = startTrace(this.#tracer, request, definition.name, definition.version);
       let key: ReturnType<typeof cacheKey> | undefined;
       const cache = definition.config.responseCache ? this.#cache : undefined;
       if (cache !== undefined) {
@@ -461,6 +475,7 @@ export class BuiltinEngine implements Engine {
             nsBetween(lookupStart, lookupEnd),
             nsBetween(arrival, lookupEnd),
           );
+          endTrace(trace);
           return Promise.resolve(responseOf(entry, request, hit));
         }
         entry.stats.recordCacheMiss(nsBetween(lookupStart, lookupEnd));
@@ -471,11 +486,20 @@ export class BuiltinEngine implements Engine {
             const outputs = outputsOf(result, validated);
             if (cache !== undefined && key !== undefined) cache.insert(key, outputs);
             resolve(responseOf(entry, request, outputs));
+            endTrace(trace);
           },
           end: () => {},
-          error: reject,
+          error: (error) => {
+            reject(error);
+            endTrace(trace);
+          },
         };
-        submit(entry, request, validated, arrival, sink);
+        try {
+          submit(entry, request, validated, arrival, sink, trace);
+        } catch (error) {
+          endTrace(trace);
+          throw error;
+        }
       });
     } catch (error) {
       return Promise.reject(error);
@@ -505,6 +529,12 @@ export class BuiltinEngine implements Engine {
       );
     }
     const validated = this.#validate(entry, request, arrival);
+    const trace = startTrace(
+      this.#tracer,
+      request,
+      entry.definition.name,
+      entry.definition.version,
+    );
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.
@@ -514,11 +544,23 @@ export class BuiltinEngine implements Engine {
           InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`),
         ),
     });
-    const controller = submit(entry, request, validated, arrival, {
-      result: (result) => queue.push(result),
-      end: () => queue.end(),
-      error: (error) => queue.fail(error),
-    });
+    let controller: AbortController;
+    try {
+      controller = submit(entry, request, validated, arrival, {
+        result: (result) => queue.push(result),
+        end: () => {
+          queue.end();
+          endTrace(trace);
+        },
+        error: (error) => {
+          queue.fail(error);
+          endTrace(trace);
+        },
+      }, trace);
+    } catch (error) {
+      endTrace(trace);
+      throw error;
+    }
     const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
       ...responseOf(
         entry,
@@ -547,7 +589,7 @@ export class BuiltinEngine implements Engine {
       })),
       { latencyCounters: this.#latencyCounters },
     );
-    return models + (this.#cpuMetrics?.render() ?? "");
+    return models + (this.#cpuMetrics?.render() ?? "") + this.#customMetrics.render();
   }
 
   /**

@@ -17,6 +17,9 @@ import type { ModelInfo } from "../../config/model_info.ts";
 import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import { runInContext } from "../../telemetry/otel.ts";
+import { traceTensors } from "./trace_points.ts";
 
 /** Where the scheduler delivers a request's outcome. */
 export interface SchedulerSink {
@@ -52,6 +55,8 @@ export interface ScheduledRequest {
   readonly arrival: number;
   /** Receives the outcome. */
   readonly sink: SchedulerSink;
+  /** The request's trace, when it is traced. */
+  readonly trace?: RequestTrace | undefined;
 }
 
 /** Options of {@linkcode ModelScheduler}. */
@@ -93,6 +98,15 @@ const NO_POLICY: ResolvedQueuePolicy = {
   allowTimeoutOverride: false,
   maxQueueSize: 0,
 };
+
+// The traces of a batch's traced requests; `undefined` (no array) when none is traced.
+function tracesOf(batch: readonly Entry[]): RequestTrace[] | undefined {
+  let traces: RequestTrace[] | undefined;
+  for (const entry of batch) {
+    if (entry.item.trace !== undefined) (traces ??= []).push(entry.item.trace);
+  }
+  return traces;
+}
 
 function isUnrecoverable(error: unknown): error is Error {
   return error instanceof Error && error.name === "TritonUnrecoverableError";
@@ -283,6 +297,7 @@ export class ModelScheduler {
       entry.onAbort = onAbort;
       item.signal.addEventListener("abort", onAbort, { once: true });
     }
+    item.trace?.activity("QUEUE_START");
     level.queue.push(entry);
     this.#active.add(entry);
     if (this.#preserveOrdering) this.#order.push(entry);
@@ -530,14 +545,38 @@ export class ModelScheduler {
     const started = performance.now();
     const requests = batch.map((entry) => entry.item.request);
     const batchSize = batch.reduce((sum, entry) => sum + entry.item.batchSize, 0);
+    const traces = tracesOf(batch);
+    if (traces !== undefined) {
+      const place = { instance: instance.index, device: instance.device, batchSize };
+      for (const trace of traces) {
+        trace.computedOn(place);
+        trace.activity("COMPUTE_START");
+      }
+    }
+    // A traced batch runs in its first traced request's compute span (mode opentelemetry), so
+    // the callable's own spans are that span's children.
+    const span = traces === undefined ? undefined : traces[0]!.callableContext();
     try {
       if (this.#model.config.decoupled) {
-        await this.#runStream(instance, batch, requests, batchSize, started);
+        await runInContext(
+          span,
+          () => this.#runStream(instance, batch, requests, batchSize, started),
+        );
+        if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_END"); }
         return;
       }
       const inferStart = performance.now();
-      const results = await instance.execute(requests);
+      if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_INPUT_END"); }
+      const results = await runInContext(span, () => instance.execute(requests));
       const inferEnd = performance.now();
+      if (traces !== undefined) {
+        for (const trace of traces) trace.activity("COMPUTE_OUTPUT_START");
+        batch.forEach((entry, index) => {
+          const trace = entry.item.trace;
+          if (trace?.tensors) traceTensors(trace, "TENSOR_BACKEND_OUTPUT", results[index] ?? {});
+          trace?.activity("COMPUTE_END");
+        });
+      }
       const timings = {
         computeInput: nsBetween(started, inferStart),
         computeInfer: nsBetween(inferStart, inferEnd),
@@ -562,6 +601,7 @@ export class ModelScheduler {
       });
     } catch (error) {
       const failure = toInferenceError(error);
+      if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_END"); }
       for (const entry of batch) {
         if (entry.state === "done") continue;
         this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));

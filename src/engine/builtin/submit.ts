@@ -12,6 +12,7 @@ import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { ModelEntry } from "./registry.ts";
 import type { ValidatedRequest } from "./request_validation.ts";
 import type { SchedulerSink } from "./scheduler.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
 
 /**
  * Queues a validated request on its model's scheduler.
@@ -29,6 +30,7 @@ export function submit(
   validated: ValidatedRequest,
   arrival: number,
   sink: SchedulerSink,
+  trace?: RequestTrace,
 ): AbortController {
   const controller = new AbortController();
   const callableRequest: InferRequest = {
@@ -44,6 +46,7 @@ export function submit(
     shapeKey: validated.shapeKey,
     arrival,
     sink,
+    trace,
     ...(request.priority === undefined ? {} : { priority: request.priority }),
     ...(request.timeoutMicroseconds === undefined
       ? {}

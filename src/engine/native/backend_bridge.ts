@@ -45,10 +45,14 @@ import {
   viewAt,
 } from "./tensors.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
+import type { Context } from "@opentelemetry/api";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import { runInContext } from "../../telemetry/otel.ts";
 
 interface DescribedRequest {
   id: string;
   cancelled: boolean;
+  traceId: bigint;
   parameters: Record<string, ParameterValue>;
   inputs: DescribedTensor[];
   outputs: string[];
@@ -72,6 +76,7 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
     for (let r = 0; r < count; r++) {
       const id = reader.string();
       const cancelled = reader.u32() !== 0;
+      const traceId = reader.u64();
       const parameters = readParameters(reader);
       const inputs: DescribedTensor[] = [];
       const inputCount = reader.u32();
@@ -79,7 +84,7 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
       const outputs: string[] = [];
       const outputCount = reader.u32();
       for (let i = 0; i < outputCount; i++) outputs.push(reader.string());
-      requests.push({ id, cancelled, parameters, inputs, outputs });
+      requests.push({ id, cancelled, traceId, parameters, inputs, outputs });
     }
     return requests;
   } catch (error) {
@@ -120,6 +125,8 @@ export interface ConsumeOptions {
    * core runs the client's callbacks inside them, and their events are dispatched at once.
    */
   delivered?: () => void;
+  /** The trace of a request the core traces, by the core's trace id. */
+  traceOf?: (id: bigint) => RequestTrace | undefined;
 }
 
 const CANCEL_POLL_MS = 20;
@@ -404,13 +411,32 @@ async function runBatch(
   };
   watching.add(allCancelled);
   watch();
+  // The core times the batch itself (COMPUTE_* come from the statistics the bridge reports); the
+  // traces learn where it ran, and the callable runs in the first traced request's compute span
+  // (mode opentelemetry), so its own spans are that span's children.
+  let span: Context | undefined;
+  if (options.traceOf !== undefined) {
+    const batchSize = indices.reduce(
+      (sum, index) => sum + batchSizeOf(described[index]!, model),
+      0,
+    );
+    for (const index of indices) {
+      const id = described[index]!.traceId;
+      const trace = id === 0n ? undefined : options.traceOf(id);
+      if (trace === undefined) continue;
+      trace.computedOn({ instance: instance.index, device: instance.device, batchSize });
+      span ??= trace.callableContext();
+    }
+  }
   try {
     if (model.config.decoupled) {
-      const steps = instance.stream(requests, native)[Symbol.asyncIterator]();
+      const steps = runInContext(span, () => instance.stream(requests, native))[
+        Symbol.asyncIterator
+      ]();
       let finished = false;
       try {
         while (true) {
-          const step = await unlessStopped(steps.next(), stopping);
+          const step = await unlessStopped(runInContext(span, () => steps.next()), stopping);
           if (step.done) {
             finished = true;
             break;
@@ -447,7 +473,10 @@ async function runBatch(
         checkSent(options, bridge.dt_send(channel, slot, index, 1, -1, null), index);
       }
     } else {
-      const results = await unlessStopped(instance.execute(requests, native), stopping);
+      const results = await unlessStopped(
+        runInContext(span, () => instance.execute(requests, native)),
+        stopping,
+      );
       results.forEach((result, i) =>
         sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, true)
       );
@@ -460,4 +489,10 @@ async function runBatch(
     watching.delete(allCancelled);
   }
   await untilDone(options, views);
+}
+
+// A request's batch size: its first input's first dimension for a batching model, else 1.
+function batchSizeOf(request: DescribedRequest, model: ModelInfo): number {
+  if (model.config.maxBatchSize === 0) return 1;
+  return Number(request.inputs[0]?.shape[0] ?? 1);
 }

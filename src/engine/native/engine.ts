@@ -52,7 +52,9 @@ import {
   unloadFromCore,
 } from "./model_loader.ts";
 import * as queries from "./queries.ts";
-import { inferCoupled, submitRequest } from "./request.ts";
+import { inferCoupled, type NativeTraceHooks, submitRequest } from "./request.ts";
+import { CoreMetrics } from "./custom_metrics.ts";
+import { monotonicNs, type RequestTrace } from "../../telemetry/request_trace.ts";
 import { readResponse } from "./response.ts";
 import { returnLent } from "./tensors.ts";
 import { ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
@@ -121,6 +123,10 @@ export class NativeEngine implements Engine {
   #gpus: GpuInventory = { devices: [] };
   /** How each share ends (see `share`). */
   #shares = new Set<ShareEnd>();
+  /** Requests the core traces, by the core's trace id (the backend half finds them by it). */
+  #traces = new Map<bigint, RequestTrace>();
+  /** The models' own metrics, in the core's registry. */
+  #customMetrics: CoreMetrics | undefined;
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -158,6 +164,11 @@ export class NativeEngine implements Engine {
       logTarget: this.#coreLog?.target ?? 0n,
       streamOf: (token) => this.#streams.get(token),
       delivered: () => this.#queue?.drain(),
+      traceOf: (id) => this.#traces.get(id),
+      ...(this.#customMetrics === undefined ? {} : { metrics: this.#customMetrics }),
+      ...(this.#options.tracer?.opentelemetry === undefined
+        ? {}
+        : { opentelemetry: this.#options.tracer.opentelemetry }),
       ...(logger ? { logger } : {}),
       // As the built-in engine: the hook reports the error; without one, the log does.
       onUnrecoverable: onUnrecoverable ??
@@ -208,6 +219,7 @@ export class NativeEngine implements Engine {
     this.#repository = repository;
     this.#libraries = libraries;
     this.#queue = new CompletionPump(libraries.bridge);
+    this.#customMetrics = new CoreMetrics(libraries.core);
     const logger = this.#options.logger;
     if (logger !== undefined) this.#logSubscription = bridgeLogSettings(libraries.core, logger);
     logger?.info(`Started Triton ${install.version} in-process (${install.coreLibrary})`);
@@ -470,7 +482,15 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
-      return inferCoupled(this.#libraries!, this.#queue!, this.#server, request, loaded.order);
+      return inferCoupled(
+        this.#libraries!,
+        this.#queue!,
+        this.#server,
+        request,
+        loaded.order,
+        undefined,
+        this.#traced(request, loaded),
+      );
     } catch (error) {
       return Promise.reject(error);
     }
@@ -523,7 +543,7 @@ export class NativeEngine implements Engine {
           }
           if (final) stream.end();
         },
-      });
+      }, this.#traced(request, loaded));
       // Sent at once (streaming latency), and never merged with the final flag: clients such
       // as PyTriton's DecoupledModelClient drop the outputs of a response marked final.
       for await (const response of stream.readable) yield { ...response, final: false };
@@ -611,6 +631,9 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
+    // Every model is unloaded: no callable changes a metric any more.
+    this.#customMetrics?.close();
+    this.#customMetrics = undefined;
     this.#unloaded.clear();
     if (!clean) {
       this.#closeCoreLog();
@@ -632,6 +655,33 @@ export class NativeEngine implements Engine {
     this.#coreLog = undefined;
     this.#ownLogger?.close();
     this.#ownLogger = undefined;
+  }
+
+  /**
+   * Starts a request's trace when the tracer samples it: the core then traces it (its
+   * activities come from the core's trace callbacks, through the bridge's event queue), and
+   * the trace is written once the core releases it.
+   */
+  #traced(request: InferenceRequest, loaded: LoadedModel): NativeTraceHooks | undefined {
+    const tracer = this.#options.tracer;
+    if (tracer === undefined) return undefined;
+    const trace = tracer.start({
+      model: loaded.definition.name,
+      version: loaded.definition.version,
+      id: request.id,
+      traceContext: request.traceContext,
+    });
+    if (trace === undefined) return undefined;
+    const bridge = this.#libraries!.bridge;
+    return {
+      trace,
+      started: (started) => this.#traces.set(started.id, started),
+      ended: (ended) => {
+        this.#traces.delete(ended.id);
+        // The core's timestamps are CLOCK_MONOTONIC; spans need the time since the epoch.
+        ended.end(monotonicNs() - BigInt(bridge.dt_now_ns()));
+      },
+    };
   }
 
   /** Stops the engine. */

@@ -28,6 +28,9 @@ import { BACKEND_NAME } from "../../setup/install.ts";
 import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
 import type { ResponseStream } from "./response_stream.ts";
 import { check, cString } from "./status.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import type { MetricsBackend } from "../../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../../config/trace_config.ts";
 
 const PARAMETER_STRING = 0;
 
@@ -69,6 +72,12 @@ export interface LoaderContext {
   readonly streamOf: (token: number) => ResponseStream | undefined;
   /** Dispatches the completion events the consumer loops' own calls queued. */
   readonly delivered: () => void;
+  /** The trace of a request the core traces, by the core's trace id. */
+  readonly traceOf: (id: bigint) => RequestTrace | undefined;
+  /** Where the callables' own metrics go. */
+  readonly metrics?: MetricsBackend;
+  /** The server's OpenTelemetry export, for instances in Workers. */
+  readonly opentelemetry?: OpenTelemetryTraceConfig;
 }
 
 /**
@@ -113,6 +122,7 @@ function attach(
       stopping: context.stopping,
       streamOf: context.streamOf,
       delivered: context.delivered,
+      traceOf: context.traceOf,
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
     }).catch((error) => {
@@ -194,7 +204,11 @@ export async function loadModel(
   planPlacement(model.name, model.instances.devices, context.gpus, context.logger);
   let instances: ModelInstance[];
   try {
-    instances = await model.instances.start(model, { gpus: context.gpus });
+    instances = await model.instances.start(model, {
+      gpus: context.gpus,
+      ...(context.metrics === undefined ? {} : { metrics: context.metrics }),
+      ...(context.opentelemetry === undefined ? {} : { opentelemetry: context.opentelemetry }),
+    });
   } catch (error) {
     throw failed(error);
   }

@@ -24,6 +24,8 @@ import {
 } from "../../protocol/tensor_contents.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import { traceContextOf } from "../../protocol/trace_context.ts";
+import type { TraceCarrier } from "../../telemetry/otel.ts";
 
 /**
  * Parses a model version string: empty (or `-1`) is the default version.
@@ -226,6 +228,7 @@ function decodeTensors(
     ...(priority !== undefined ? { priority } : {}),
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
+    ...traceContextField(context.headers),
   };
   return { request, enableEmptyFinalResponse, sharedMemory };
 }
@@ -280,4 +283,19 @@ export function toInferResponseMessage(
     outputs,
     raw_output_contents: raw,
   };
+}
+
+// The client's W3C trace context, from its metadata (the first value of each key).
+function traceContextField(
+  metadata: Iterable<readonly [string, string]> | undefined,
+): { traceContext?: TraceCarrier } {
+  if (metadata === undefined) return {};
+  let traceparent: string | undefined;
+  let tracestate: string | undefined;
+  for (const [key, value] of metadata) {
+    if (key === "traceparent") traceparent ??= value;
+    else if (key === "tracestate") tracestate ??= value;
+  }
+  const traceContext = traceContextOf((name) => name === "traceparent" ? traceparent : tracestate);
+  return traceContext === undefined ? {} : { traceContext };
 }

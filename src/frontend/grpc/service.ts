@@ -21,10 +21,13 @@ import type { RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
 import { InferenceError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
+import { traceSettings } from "../trace_settings.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 import {
   codecs,
   type LogSettingValue,
   type SystemSharedMemoryRequest,
+  type TraceSettingMessage,
 } from "../../protocol/grpc_codec.ts";
 import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
@@ -61,6 +64,12 @@ export interface GrpcServiceOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
+  /**
+   * The server's tracer (the engine's too): `TraceSetting` reads and changes its settings.
+   *
+   * @default {undefined (the defaults, unchangeable)}
+   */
+  tracer?: Tracer;
 }
 
 /** The inference service name, as in method paths. */
@@ -133,6 +142,25 @@ function logSettings({ logger }: ServiceContext, call: UnaryCall): {
     changes[name] = value[choice];
   }
   return { settings: toSettingValues(changeLogSettings(logger, changes)) };
+}
+
+// An empty value list clears a setting, as `null` does over HTTP.
+function traceSetting({ engine, tracer }: ServiceContext, call: UnaryCall): TraceSettingMessage {
+  const request = decodeRequest(codecs.TraceSetting, "trace setting request", call.request);
+  const entries = Object.entries(request.settings ?? {});
+  const change = entries.length === 0 ? undefined : Object.fromEntries(
+    entries.map(([name, value]) => [name, (value.value ?? []).length === 0 ? null : value.value!]),
+  );
+  const model = request.model_name ? request.model_name : undefined;
+  const settings = traceSettings(tracer, engine, model, change);
+  return {
+    settings: Object.fromEntries(
+      Object.entries(settings).map(([name, value]) => [
+        name,
+        { value: Array.isArray(value) ? value : [value] },
+      ]),
+    ),
+  };
 }
 
 const notSupported = (message: string) => (): never => {
@@ -235,11 +263,7 @@ export const INFERENCE_RPCS: Readonly<Record<string, Rpc>> = Object.freeze({
     sharedMemoryRequest(call);
     return {};
   }),
-  TraceSetting: unary(
-    "trace",
-    codecs.Empty,
-    notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
-  ),
+  TraceSetting: unary("trace", codecs.TraceSetting, traceSetting),
   LogSettings: unary("logging", codecs.LogSettings, logSettings),
 });
 
@@ -293,6 +317,7 @@ export function createServices(
     repository: options.repository ?? engineRepository(engine),
     sharedMemory: options.sharedMemory,
     headerForwardPattern: options.headerForwardPattern,
+    tracer: options.tracer,
   };
   return {
     inference: bindAll(INFERENCE_SERVICE, INFERENCE_RPCS, context),

@@ -28,6 +28,8 @@ import {
 import { sharedMemoryRef } from "../../protocol/shared_memory.ts";
 import { SharedMemoryBinding } from "../shared_memory.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import { traceContextOf } from "../../protocol/trace_context.ts";
+import type { TraceCarrier } from "../../telemetry/otel.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {
@@ -360,7 +362,15 @@ function inferenceRequest(
       ? { timeoutMicroseconds: params.timeoutMicroseconds }
       : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...traceContextField(options.headers),
   };
+}
+
+function traceContextField(headers: Headers | undefined): { traceContext?: TraceCarrier } {
+  const traceContext = headers === undefined
+    ? undefined
+    : traceContextOf((name) => headers.get(name) ?? undefined);
+  return traceContext === undefined ? {} : { traceContext };
 }
 
 /**

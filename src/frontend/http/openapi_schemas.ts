@@ -290,7 +290,7 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   TraceSettingsRequest: {
     type: "object",
     description:
-      'This server does not trace: only `trace_level` `["OFF"]` (or nulls) is accepted, anything else answers 501.',
+      "The settings to change (the others stay); `null` clears a setting back to the global value (for a model) or the start value. `trace_level`: `OFF`, or `TIMESTAMPS` and/or `TENSORS`; `trace_rate`: 1 or more; `trace_count`: -1 (no limit) or more; `log_frequency`: 0 or more; `trace_file`: a path in an existing directory; `trace_mode` cannot change.",
     properties: {
       trace_level: { type: ["array", "null"], items: string },
       trace_rate: { type: ["string", "null"] },

@@ -40,6 +40,8 @@ import { handleGenerate } from "./generate.ts";
 import { type RouteContext, type RouteHandler, Router } from "./router.ts";
 import { addOpenAIRoutes } from "../openai/routes.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import { httpTraceChange, traceSettings } from "../trace_settings.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 import {
   BODY_ERRORS,
   errorResponses,
@@ -73,6 +75,8 @@ export interface RouteSettings {
   readonly repository?: ModelRepository;
   /** The server's system shared-memory regions; `undefined` answers "not supported". */
   readonly sharedMemory?: SharedMemoryRegistry;
+  /** The server's tracer, whose settings the trace extension reads and changes. */
+  readonly tracer?: Tracer;
 }
 
 /** The path template of a model's endpoints, with its optional version. */
@@ -274,51 +278,16 @@ async function repositoryAction(
   return empty(200);
 }
 
-function traceSettings(): Record<string, unknown> {
-  return {
-    trace_level: ["OFF"],
-    trace_rate: "1000",
-    trace_count: "-1",
-    log_frequency: "0",
-    trace_file: "",
-    trace_mode: "triton",
-  };
-}
-
-/** Triton's trace settings, each a string (`trace_level` a list of strings), or null. */
-const TRACE_SETTINGS = new Set(Object.keys(traceSettings()));
-
-async function traceSetting(settings: RouteSettings, context: RouteContext): Promise<Response> {
-  if (context.request.method === "POST") {
-    const body = await readJsonBody(context.request, settings) ?? {};
-    // A malformed request is the client's (400) before an unsupported one is ours (501).
-    for (const [key, value] of Object.entries(body)) {
-      if (!TRACE_SETTINGS.has(key)) {
-        throw InferenceError.invalidArg(
-          `Unknown trace setting '${key}': expected one of ${[...TRACE_SETTINGS].join(", ")}`,
-        );
-      }
-      const valid = value === null ||
-        (key === "trace_level"
-          ? Array.isArray(value) && value.every((entry) => typeof entry === "string")
-          : typeof value === "string");
-      if (!valid) {
-        throw InferenceError.invalidArg(
-          `Invalid '${key}': expected ${key === "trace_level" ? "a list of strings" : "a string"}`,
-        );
-      }
-    }
-    const level = body["trace_level"];
-    const off = level === undefined || level === null ||
-      (Array.isArray(level) && level.every((entry) => entry === "OFF"));
-    const others = Object.keys(body).filter((key) => key !== "trace_level");
-    if (!off || others.some((key) => body[key] !== null)) {
-      throw InferenceError.unsupported(
-        "Tracing is not supported by this server: trace level stays OFF",
-      );
-    }
-  }
-  return jsonResponse(traceSettings());
+async function traceSetting(
+  settings: RouteSettings,
+  engine: Engine,
+  context: RouteContext,
+): Promise<Response> {
+  const model = context.params["model"];
+  const change = context.request.method === "POST"
+    ? httpTraceChange(await readJsonBody(context.request, settings) ?? {})
+    : undefined;
+  return jsonResponse(traceSettings(settings.tracer, engine, model, change));
 }
 
 async function logging(settings: RouteSettings, context: RouteContext): Promise<Response> {
@@ -509,11 +478,17 @@ const GENERATE_STREAM_DOC: RouteDoc = {
   }),
 };
 
-function traceDoc(operationId: string, summary: string, change = false): RouteDoc {
+function traceDoc(
+  operationId: string,
+  summary: string,
+  change = false,
+  forModel = false,
+): RouteDoc {
   const settings = {
     description: "The settings",
     content: jsonContent(schemaRef("TraceSettings")),
   };
+  const model = forModel ? MODEL_ERRORS : {};
   return change
     ? {
       operationId,
@@ -521,10 +496,21 @@ function traceDoc(operationId: string, summary: string, change = false): RouteDo
       requestBody: { content: jsonContent(schemaRef("TraceSettingsRequest")) },
       responses: {
         200: settings,
-        ...errorResponses({ ...BODY_ERRORS, 501: "Any level but OFF: this server does not trace" }),
+        ...errorResponses({
+          ...BODY_ERRORS,
+          ...model,
+          400:
+            "The body is not valid, or a setting does not parse or is out of range (the message names it)",
+          501:
+            "The body's Content-Encoding is not gzip, deflate or identity, or the front end was given no tracer",
+        }),
       },
     }
-    : { operationId, summary, responses: { 200: settings } };
+    : {
+      operationId,
+      summary,
+      responses: { 200: settings, ...(forModel ? errorResponses(model) : {}) },
+    };
 }
 
 function systemStatusDoc(
@@ -720,28 +706,33 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       `${model}/trace/setting`,
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("modelTraceSettings", "A model's trace settings (tracing is off)"),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc(
+        "modelTraceSettings",
+        "A model's trace settings (its own, else the global ones)",
+        false,
+        true,
+      ),
     )
     .add(
       "POST",
       `${model}/trace/setting`,
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true, true),
     )
     .add(
       "GET",
       "/v2/trace/setting",
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("traceSettings", "The trace settings (tracing is off)"),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc("traceSettings", "The global trace settings"),
     )
     .add(
       "POST",
       "/v2/trace/setting",
       "trace",
-      (context) => traceSetting(settings, context),
+      (context) => traceSetting(settings, engine, context),
       traceDoc("updateTraceSettings", "Change the trace settings", true),
     )
     .add("GET", "/v2/logging", "logging", (context) => logging(settings, context), {
