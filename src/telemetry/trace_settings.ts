@@ -99,6 +99,8 @@ export class TraceSetting {
   #created = 0;
   #collected = 0;
   #inStream: string[] = [];
+  // Replaced (or the server stopped): a trace that ends later is written at once.
+  #retired = false;
 
   /**
    * A setting.
@@ -155,6 +157,10 @@ export class TraceSetting {
    */
   write(records: string): void {
     if (this.#file === undefined) return;
+    if (this.#retired) {
+      this.#file.save(records, this.values.logFrequency !== 0);
+      return;
+    }
     this.#inStream.push(records);
     this.#collected++;
     const countDone = this.#count === 0 && this.#collected === this.#created;
@@ -166,8 +172,12 @@ export class TraceSetting {
     }
   }
 
-  /** Writes the traces still kept: to an indexed file with `log_frequency`, else to the file. */
+  /**
+   * Writes the traces still kept, to an indexed file with `log_frequency`, else to the file;
+   * the setting is replaced (or the server stops), so traces still running write on their own.
+   */
   flush(): void {
+    this.#retired = true;
     if (this.#file === undefined || this.#inStream.length === 0 || this.#mode !== "triton") return;
     const stream = this.#inStream.join(",");
     this.#inStream = [];
