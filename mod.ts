@@ -128,6 +128,18 @@ export type {
 } from "./src/callable/types.ts";
 export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
 export {
+  Metric,
+  type MetricChange,
+  MetricFamily,
+  type MetricFamilyOptions,
+  type MetricKind,
+  type MetricOperation,
+  type MetricOptions,
+  type MetricsBackend,
+  ModelMetrics,
+} from "./src/callable/metrics.ts";
+export type { OpenTelemetryTraceConfig } from "./src/config/trace_config.ts";
+export {
   getModelConfig,
   inferContext,
   type InferContextOptions,

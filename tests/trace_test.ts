@@ -237,7 +237,8 @@ for (const engine of ENGINES) {
       }
       const rate = [...traces(recordsOf(rated)).values()].map((records) => records[0]!.request_id);
       assert.deepEqual(rate, ["r2", "r5", "r8"]);
-      const countFiles = [...Deno.readDirSync(dir)].map((entry) => entry.name).sort();
+      const countFiles = (await Array.fromAsync(Deno.readDir(dir))).map((entry) => entry.name)
+        .sort();
       assert.deepEqual(countFiles, ["count.json.0", "rate.json"]);
       const count = [...traces(recordsOf(counted)).values()].map((records) =>
         records[0]!.request_id
