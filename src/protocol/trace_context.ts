@@ -14,7 +14,7 @@ import type { TraceCarrier } from "../telemetry/otel.ts";
  * @param get Reads a header or metadata value by its lower-case name.
  * @returns The carrier, or `undefined`.
  *
- * @example
+ * @example A traceparent header read, and none
  * ```ts
  * import { traceContextOf } from "./trace_context.ts";
  * import assert from "node:assert/strict";
