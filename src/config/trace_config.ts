@@ -9,6 +9,7 @@
  * @module
  */
 
+import { dirname, resolve } from "node:path";
 import { TritonValidationError } from "../errors.ts";
 
 /** A trace level as the trace extension names it. */
@@ -71,6 +72,21 @@ const INT32_MAX = 2 ** 31 - 1;
 
 function invalid(entry: string, why: string): TritonValidationError {
   return new TritonValidationError(`Invalid traceConfig entry '${entry}': ${why}`);
+}
+
+/**
+ * Refuses a trace file whose directory does not exist when the server is made, as the trace
+ * extension refuses it, rather than failing at the first trace written. Other errors (a denied
+ * read permission) leave it to the write, which names the missing flag.
+ */
+function checkDirectory(entry: string, path: string): void {
+  const directory = dirname(resolve(path));
+  try {
+    if (Deno.statSync(directory).isDirectory) return;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return;
+  }
+  throw invalid(entry, `directory '${directory}' does not exist`);
 }
 
 function integer(entry: string, value: string, min: number, max: number): number {
@@ -165,8 +181,10 @@ export function parseTraceConfig(entries: readonly string[]): TraceConfig {
         );
       }
     } else if (section === "triton") {
-      if (setting === "file") file = value;
-      else if (setting === "log-frequency") {
+      if (setting === "file") {
+        checkDirectory(entry, value);
+        file = value;
+      } else if (setting === "log-frequency") {
         logFrequency = integer(entry, value, 0, UINT32_MAX);
       } else throw invalid(entry, `unknown triton setting '${setting}' (file, log-frequency)`);
     } else if (section === "opentelemetry") {
