@@ -188,6 +188,19 @@ export async function traceOf(
 }
 
 /**
+ * How many spans of a trace Jaeger has now (0 when it does not know the trace).
+ *
+ * @param jaeger The collector.
+ * @param traceId The trace.
+ * @returns The count.
+ */
+export async function spanCount(jaeger: Jaeger, traceId: string): Promise<number> {
+  const response = await get(`${jaeger.query}/api/traces/${traceId}`);
+  if (!response.ok) return 0;
+  return (JSON.parse(response.text) as { data: JaegerTrace[] }).data[0]?.spans.length ?? 0;
+}
+
+/**
  * A span's tags as an object.
  *
  * @param span The span.

@@ -3,13 +3,14 @@
 // client's W3C traceparent (HTTP header, gRPC metadata) gets a span named after the model, a
 // child of the client's span, with `queue` and `compute` children (model, version, instance,
 // device, batch size as attributes), and the span the callable opens through
-// @opentelemetry/api is the compute span's child.
+// @opentelemetry/api is the compute span's child. The rate is Triton's default (one in 1000): a
+// client's sampled trace is continued whatever the rate, an unsampled one (flags 00) is not.
 
 import assert from "node:assert/strict";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray } from "../mod.ts";
 import { ENGINES, PEERS_REQUIRED, startServer } from "./_helpers.ts";
-import { JAEGER, type JaegerTrace, startJaeger, tagsOf, traceOf } from "./_jaeger.ts";
+import { JAEGER, type JaegerTrace, spanCount, startJaeger, tagsOf, traceOf } from "./_jaeger.ts";
 import { telemetryModel } from "./_telemetry_model.ts";
 
 function randomHex(bytes: number): string {
@@ -78,7 +79,6 @@ for (const engine of ENGINES) {
             traceConfig: [
               "mode=opentelemetry",
               "level=TIMESTAMPS",
-              "rate=1",
               `opentelemetry,url=${jaeger.otlpTraces}`,
               `opentelemetry,resource=service.name=${service}`,
               "opentelemetry,bsp_schedule_delay=50",
@@ -87,6 +87,7 @@ for (const engine of ENGINES) {
         });
         const http = { trace: randomHex(16), span: randomHex(8) };
         const grpc = { trace: randomHex(16), span: randomHex(8) };
+        const unsampled = { trace: randomHex(16), span: randomHex(8) };
         try {
           const response = await fetch(`${triton.urls.http}/v2/models/Telemetry/infer`, {
             method: "POST",
@@ -99,6 +100,14 @@ for (const engine of ENGINES) {
             }),
           });
           assert.equal(response.status, 200, await response.text());
+          const notTraced = await fetch(`${triton.urls.http}/v2/models/Telemetry/infer`, {
+            method: "POST",
+            headers: { traceparent: `00-${unsampled.trace}-${unsampled.span}-00` },
+            body: JSON.stringify({
+              inputs: [{ name: "x", datatype: "FP32", shape: [1, 1], data: [5] }],
+            }),
+          });
+          assert.equal(notTraced.status, 200, await notTraced.text());
           await using client = new ModelClient(triton.urls.grpc!, "Telemetry");
           const outputs = await client.inferSample(
             { x: ndarray(new Float32Array([3, 4])) },
@@ -131,6 +140,8 @@ for (const engine of ENGINES) {
           isolate,
           service,
         );
+        // The server's stop exported everything, and the two traces above are in.
+        assert.equal(await spanCount(jaeger, unsampled.trace), 0);
       },
     });
   }

@@ -85,6 +85,19 @@ export function extractTraceContext(carrier: TraceCarrier | undefined): Context 
 }
 
 /**
+ * Whether the client's span in `parent` is sampled (its `traceparent`'s flags `01`): a client
+ * that did not sample its trace asks the services it calls not to record it either (W3C trace
+ * context; the SDK's default parent-based sampler would drop the spans anyway).
+ *
+ * @param parent The context {@linkcode extractTraceContext} answered.
+ * @returns Whether it is sampled.
+ */
+export function isSampled(parent: Context): boolean {
+  const span = trace.getSpanContext(parent);
+  return span !== undefined && (span.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/**
  * The context whose active span is `spanId` of `traceId` (sampled): what a callable runs in.
  *
  * @param traceId The trace.

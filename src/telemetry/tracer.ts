@@ -8,7 +8,7 @@
  */
 
 import type { OpenTelemetryTraceConfig, TraceConfig, TraceMode } from "../config/trace_config.ts";
-import { extractTraceContext, OpenTelemetryExport, type TraceCarrier } from "./otel.ts";
+import { extractTraceContext, isSampled, OpenTelemetryExport, type TraceCarrier } from "./otel.ts";
 import { RequestTrace } from "./request_trace.ts";
 import { TraceSettingsStore } from "./trace_settings.ts";
 
@@ -73,7 +73,9 @@ export class Tracer {
     const parent = this.mode === "opentelemetry"
       ? extractTraceContext(request.traceContext)
       : undefined;
-    if (!setting.sample(parent !== undefined)) return undefined;
+    // A client's sampled trace is continued whatever the rate; an unsampled one is left to the
+    // rate (and its spans to the parent-based sampler, which drops them).
+    if (!setting.sample(parent !== undefined && isSampled(parent))) return undefined;
     this.open();
     return new RequestTrace(
       setting,
