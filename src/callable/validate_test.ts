@@ -121,7 +121,7 @@ Deno.test("validateResults() without strict drops, converts and tolerates missin
   );
   assert.deepEqual(Object.keys(result!), ["y"]);
   assert.equal(result!.y!.dtype, "float32");
-  assert.deepEqual([...(result!.y!.data as Float32Array)], [1, 2]);
+  assert.deepEqual([...((result!.y as NDArray).data as Float32Array)], [1, 2]);
   const [unrequested] = validateResults([{ y: y(), z: ndarray(["a"], [1, 1]) }], [
     request(1, ["z"]),
   ], model());
@@ -149,9 +149,9 @@ Deno.test("validateResults() converts between numeric dtypes like numpy's astype
     [request(1, ["i", "b", "h"])],
     model({ outputs }),
   );
-  assert.deepEqual([...(result!.i!.data as BigInt64Array)], [1n, -2n]);
-  assert.deepEqual([...(result!.b!.data as Uint8Array)], [0, 1]);
-  assert.deepEqual([...(result!.h!.data as Uint16Array)], [0x3f80, 0xc000]);
+  assert.deepEqual([...((result!.i as NDArray).data as BigInt64Array)], [1n, -2n]);
+  assert.deepEqual([...((result!.b as NDArray).data as Uint8Array)], [0, 1]);
+  assert.deepEqual([...((result!.h as NDArray).data as Uint16Array)], [0x3f80, 0xc000]);
   rejects(
     () =>
       validateResults(

@@ -113,6 +113,7 @@ function attach(
       stopping: context.stopping,
       streamOf: context.streamOf,
       delivered: context.delivered,
+      ...(context.gpus.driverLibrary ? { cudaDriverLibrary: context.gpus.driverLibrary } : {}),
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
     }).catch((error) => {
