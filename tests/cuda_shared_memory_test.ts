@@ -1,0 +1,463 @@
+/**
+ * CUDA shared memory (the KServe v2 extension) end to end against the stand-in CUDA driver
+ * (tests/_gpu/), on both engines and both protocols: a client in another process
+ * (`tests/_gpu/cuda_client.ts`) allocates device memory and registers its CUDA IPC handles; the
+ * server opens them (`cuIpcOpenMemHandle` through the one `Deno.dlopen` file), reads inputs from
+ * and writes outputs into them, and lists and closes them, with Triton 2.51's answers for bad
+ * handles, sizes, offsets and device ids. Each round trip counts its copies twice, in the
+ * stand-in driver (every copy the server process made through it) and in DenoTriton's own
+ * counters (`deviceCopyCounts`), and the two agree:
+ *
+ * - a host callable: one device-to-host copy of the input, one host-to-device copy of the output;
+ * - a callable pinned to cuda:0 whose specs say `deviceTensor` (built-in engine: the Triton
+ *   engine's stand-in run has no KIND_GPU instance, since the core finds no real GPU): it gets
+ *   the input as a `DeviceTensor` over the client's region and returns it, and the server makes
+ *   one device-to-device copy into the output region and no host copy.
+ *
+ * The real-GPU run of the same paths, with `tritonclient`'s `cuda_shared_memory` and
+ * `perf_analyzer --shared-memory cuda`, is `tests/gpu_cuda_shm_check.sh`.
+ */
+
+import * as grpc from "@grpc/grpc-js";
+import assert from "node:assert/strict";
+import {
+  type BindOptions,
+  deviceCopyCounts,
+  discoverGpus,
+  type InferCallable,
+  isDeviceTensor,
+} from "../mod.ts";
+import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { codecs, type ModelInferRequest } from "../src/protocol/grpc_codec.ts";
+import { ENGINES, startServer, watchdog } from "./_helpers.ts";
+import { rejectsWith, TestGrpcClient } from "./grpc_test_client.ts";
+import { buildStandInDriver, standInMissing } from "./_gpu/stand_in.ts";
+
+const DRIVER = await buildStandInDriver();
+const CLIENT = new URL("./_gpu/cuda_client.ts", import.meta.url).pathname;
+
+/** Copies as the stand-in driver counts them: [H2D calls, bytes, D2H calls, bytes, D2D calls, bytes]. */
+type Counts = [number, number, number, number, number, number];
+
+function standInCounts(): Counts {
+  const library = Deno.dlopen(DRIVER!, {
+    stand_in_copy_counts: { parameters: ["buffer"], result: "void" },
+    stand_in_ipc_open_count: { parameters: [], result: "usize" },
+  });
+  try {
+    const out = new BigUint64Array(6);
+    library.symbols.stand_in_copy_counts(out);
+    return [...out].map(Number) as Counts;
+  } finally {
+    library.close();
+  }
+}
+
+function openMappings(): number {
+  const library = Deno.dlopen(DRIVER!, {
+    stand_in_ipc_open_count: { parameters: [], result: "usize" },
+  });
+  try {
+    return Number(library.symbols.stand_in_ipc_open_count());
+  } finally {
+    library.close();
+  }
+}
+
+function ourCounts(): Counts {
+  const { hostToDevice: h2d, deviceToHost: d2h, deviceToDevice: d2d } = deviceCopyCounts();
+  return [h2d.calls, h2d.bytes, d2h.calls, d2h.bytes, d2d.calls, d2d.bytes];
+}
+
+/** Runs `work` and answers the copies it made, after checking both counters agree. */
+async function copiesOf(work: () => Promise<void>): Promise<Counts> {
+  const [driverBefore, oursBefore] = [standInCounts(), ourCounts()];
+  await work();
+  const driver = standInCounts().map((n, i) => n - driverBefore[i]!) as Counts;
+  const ours = ourCounts().map((n, i) => n - oursBefore[i]!) as Counts;
+  assert.deepEqual(ours, driver, "DenoTriton's copy counters and the stand-in driver's disagree");
+  return driver;
+}
+
+async function* lines(text: ReadableStream<string>): AsyncGenerator<string> {
+  let pending = "";
+  for await (const chunk of text) {
+    pending += chunk;
+    const complete = pending.split("\n");
+    pending = complete.pop()!;
+    yield* complete;
+  }
+}
+
+/** The client process: one JSON command per line. */
+class CudaClient implements AsyncDisposable {
+  #child: Deno.ChildProcess;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #lines: AsyncIterator<string>;
+
+  constructor() {
+    this.#child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "--allow-ffi", "--allow-read", CLIENT, DRIVER!],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    this.#lines = lines(this.#child.stdout.pipeThrough(new TextDecoderStream()));
+  }
+
+  async send(command: Record<string, unknown>): Promise<Record<string, unknown>> {
+    await this.#writer.write(new TextEncoder().encode(`${JSON.stringify(command)}\n`));
+    const { value, done } = await watchdog(this.#lines.next(), "the CUDA client's answer");
+    assert.ok(!done, "the CUDA client ended");
+    const answer = JSON.parse(value);
+    assert.equal(answer.error, undefined, answer.error);
+    return answer;
+  }
+
+  /** Device memory of `bytes` holding `values`; its pointer and base64 IPC handle. */
+  async alloc(bytes: number, values: number[] = []): Promise<{ pointer: string; handle: string }> {
+    return await this.send({ op: "alloc", bytes, values }) as { pointer: string; handle: string };
+  }
+
+  async read(pointer: string, floats: number): Promise<number[]> {
+    return (await this.send({ op: "read", pointer, floats })).values as number[];
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.#writer.close();
+    await this.#child.status;
+  }
+}
+
+const double: InferCallable = (requests) =>
+  requests.map((request) => {
+    const x = request.data.x!;
+    assert.ok(!isDeviceTensor(x), "the host callable got a device tensor");
+    return { y: { ...x, data: (x.data as Float32Array).map((v) => v * 2) } as typeof x };
+  });
+
+/** What the device callable saw, for the test to check. */
+const seen: string[] = [];
+const passOn: InferCallable = (requests) =>
+  requests.map((request) => {
+    const x = request.data.x!;
+    seen.push(isDeviceTensor(x) ? `DeviceTensor ${x.dtype} [${x.shape}] ${x.deviceName}` : "host");
+    return { y: x };
+  });
+
+function models(engine: string): BindOptions[] {
+  const common = { config: { batching: false } } as const;
+  const list: BindOptions[] = [{
+    modelName: "Double",
+    inferFunc: new MainThreadInstances([double]),
+    inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+    outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+    ...common,
+  }];
+  if (engine === "builtin") {
+    list.push({
+      modelName: "OnDevice",
+      inferFunc: new MainThreadInstances([passOn], { devices: ["cuda:0"] }),
+      inputs: [{ name: "x", dtype: "float32", shape: [-1], deviceTensor: true }],
+      outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
+      ...common,
+    });
+  }
+  return list;
+}
+
+function httpInfer(model: string, input: string, output: string, offset = 0): unknown {
+  return {
+    inputs: [{
+      name: "x",
+      datatype: "FP32",
+      shape: [4],
+      parameters: {
+        shared_memory_region: input,
+        shared_memory_byte_size: 16,
+        ...(offset ? { shared_memory_offset: offset } : {}),
+      },
+    }],
+    outputs: [{
+      name: "y",
+      parameters: { shared_memory_region: output, shared_memory_byte_size: 16 },
+    }],
+    model,
+  };
+}
+
+function grpcInfer(model: string, input: string, output: string): ModelInferRequest {
+  const region = (name: string) => ({
+    shared_memory_region: { string_param: name },
+    shared_memory_byte_size: { int64_param: 16n },
+  });
+  return {
+    model_name: model,
+    inputs: [{ name: "x", datatype: "FP32", shape: [4], parameters: region(input) }],
+    outputs: [{ name: "y", parameters: region(output) }],
+  };
+}
+
+async function post(url: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(url, {
+    method: "POST",
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === "" ? undefined : JSON.parse(text) };
+}
+
+const HOST_PATH: Counts = [1, 16, 1, 16, 0, 0];
+const DEVICE_PATH: Counts = [0, 0, 0, 0, 1, 16];
+
+for (const engine of ENGINES) {
+  Deno.test({
+    name: DRIVER === undefined
+      ? `CUDA shared memory tests are skipped: ${standInMissing}`
+      : `CUDA shared memory over HTTP against the stand-in driver [${engine}]`,
+    ignore: DRIVER === undefined,
+    async fn(t) {
+      await using triton = await startServer({
+        engine,
+        models: models(engine),
+        gpus: discoverGpus({ driverLibrary: DRIVER! }),
+      });
+      await using client = new CudaClient();
+      const base = `${triton.urls.http}/v2/cudasharedmemory`;
+      const input = await client.alloc(16, [1, 2, 3, 4]);
+      const output = await client.alloc(16);
+      const small = await client.alloc(8);
+
+      await t.step("register, status", async () => {
+        for (const [name, region] of [["in", input], ["out", output]] as const) {
+          const answer = await post(`${base}/region/${name}/register`, {
+            raw_handle: { b64: region.handle },
+            device_id: 0,
+            byte_size: 16,
+          });
+          assert.deepEqual(answer, { status: 200, body: undefined });
+        }
+        const status = await fetch(`${base}/status`);
+        assert.deepEqual(await status.json(), [
+          { name: "in", device_id: 0, byte_size: 16 },
+          { name: "out", device_id: 0, byte_size: 16 },
+        ]);
+        const one = await fetch(`${base}/region/out/status`);
+        assert.deepEqual(await one.json(), [{ name: "out", device_id: 0, byte_size: 16 }]);
+        assert.equal(openMappings(), 2);
+      });
+
+      await t.step("a host callable: one copy in each direction", async () => {
+        const copies = await copiesOf(async () => {
+          const answer = await post(
+            `${triton.urls.http}/v2/models/Double/infer`,
+            httpInfer("Double", "in", "out"),
+          );
+          assert.equal(answer.status, 200, JSON.stringify(answer.body));
+          // As Triton answers an output in shared memory: no data, no parameters.
+          assert.deepEqual((answer.body as { outputs: unknown }).outputs, [{
+            name: "y",
+            datatype: "FP32",
+            shape: [4],
+          }]);
+        });
+        assert.deepEqual(await client.read(output.pointer, 4), [2, 4, 6, 8]);
+        assert.deepEqual(copies, HOST_PATH);
+      });
+
+      if (engine === "builtin") {
+        await t.step(
+          "a device callable: a DeviceTensor in, one device copy, no host copy",
+          async () => {
+            seen.length = 0;
+            const copies = await copiesOf(async () => {
+              const answer = await post(
+                `${triton.urls.http}/v2/models/OnDevice/infer`,
+                httpInfer("OnDevice", "in", "out"),
+              );
+              assert.equal(answer.status, 200, JSON.stringify(answer.body));
+            });
+            assert.deepEqual(seen, ["DeviceTensor float32 [4] cuda:0"]);
+            assert.deepEqual(await client.read(output.pointer, 4), [1, 2, 3, 4]);
+            assert.deepEqual(copies, DEVICE_PATH);
+          },
+        );
+      }
+
+      await t.step("bad handles, sizes, offsets and device ids", async () => {
+        const register = (name: string, body: unknown) =>
+          post(`${base}/region/${name}/register`, body);
+        const zeros = btoa(String.fromCharCode(...new Uint8Array(64)));
+        assert.deepEqual(
+          await register("bad", { raw_handle: { b64: zeros }, device_id: 0, byte_size: 16 }),
+          {
+            status: 400,
+            body: {
+              error:
+                "failed to register shared memory region: invalid args: region 'bad': the CUDA IPC handle cannot be opened on cuda:0: cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_VALUE (1)",
+            },
+          },
+        );
+        assert.deepEqual(
+          await register("bad", {
+            raw_handle: { b64: btoa("short") },
+            device_id: 0,
+            byte_size: 16,
+          }),
+          {
+            status: 400,
+            body: { error: "'raw_handle' must be a valid base64 encoded cudaIpcMemHandle_t" },
+          },
+        );
+        assert.deepEqual(
+          await register("bad", { raw_handle: { b64: small.handle }, device_id: 0, byte_size: 64 }),
+          {
+            status: 400,
+            body: {
+              error:
+                "failed to register shared memory region 'bad': invalid args: byte_size 64 is beyond the 8 bytes of the allocation the handle maps",
+            },
+          },
+        );
+        assert.deepEqual(
+          await register("bad", { raw_handle: { b64: small.handle }, device_id: 7, byte_size: 8 }),
+          {
+            status: 400,
+            body: {
+              error:
+                "failed to register shared memory region: invalid args: region 'bad': device_id 7 is not a GPU of this server: cuDeviceGet failed: CUDA_ERROR_INVALID_DEVICE (101)",
+            },
+          },
+        );
+        assert.deepEqual(
+          await register("in", { raw_handle: { b64: small.handle }, device_id: 0, byte_size: 8 }),
+          { status: 400, body: { error: "shared memory region 'in' already in manager" } },
+        );
+        // The refused registrations left nothing open.
+        assert.equal(openMappings(), 2);
+        const beyond = await post(
+          `${triton.urls.http}/v2/models/Double/infer`,
+          httpInfer("Double", "in", "out", 8),
+        );
+        assert.deepEqual(beyond, {
+          status: 400,
+          body: { error: "Invalid offset + byte size for shared memory region: 'in'" },
+        });
+        const unknown = await fetch(`${base}/region/nope/status`);
+        assert.equal(unknown.status, 404);
+        assert.deepEqual(await unknown.json(), {
+          error: "Unable to find cuda shared memory region: 'nope'",
+        });
+      });
+
+      await t.step("unregister closes the mappings", async () => {
+        assert.deepEqual(await post(`${base}/region/in/unregister`), {
+          status: 200,
+          body: undefined,
+        });
+        assert.equal(openMappings(), 1);
+        assert.deepEqual(await post(`${base}/unregister`), { status: 200, body: undefined });
+        assert.equal(openMappings(), 0);
+        assert.deepEqual(await (await fetch(`${base}/status`)).json(), []);
+      });
+    },
+  });
+
+  Deno.test({
+    name: DRIVER === undefined
+      ? `CUDA shared memory tests are skipped: ${standInMissing}`
+      : `CUDA shared memory over gRPC against the stand-in driver [${engine}]`,
+    ignore: DRIVER === undefined,
+    async fn() {
+      await using triton = await startServer({
+        engine,
+        models: models(engine),
+        gpus: discoverGpus({ driverLibrary: DRIVER! }),
+      });
+      await using client = new CudaClient();
+      using grpcClient = new TestGrpcClient(triton.urls.grpc!.replace(/^\w+:\/\//, ""));
+      const input = await client.alloc(16, [5, 6, 7, 8]);
+      const output = await client.alloc(16);
+      const raw = (handle: string) => Uint8Array.from(atob(handle), (c) => c.charCodeAt(0));
+      const register = (name: string, handle: Uint8Array, device: number, bytes: number) =>
+        grpcClient.call("CudaSharedMemoryRegister", codecs.CudaSharedMemoryRequest, codecs.Empty, {
+          name,
+          raw_handle: handle,
+          device_id: BigInt(device),
+          byte_size: BigInt(bytes),
+        });
+      await register("in", raw(input.handle), 0, 16);
+      await register("out", raw(output.handle), 0, 16);
+      const status = await grpcClient.call(
+        "CudaSharedMemoryStatus",
+        codecs.CudaSharedMemoryRequest,
+        codecs.CudaSharedMemoryStatusResponse,
+        {},
+      );
+      assert.deepEqual(
+        status,
+        {
+          // 64-bit fields as the codec reads them: decimal strings.
+          regions: {
+            in: { name: "in", device_id: "0", byte_size: "16" },
+            out: { name: "out", device_id: "0", byte_size: "16" },
+          },
+        },
+      );
+      const infer = (model: string) =>
+        grpcClient.call(
+          "ModelInfer",
+          codecs.ModelInferRequest,
+          codecs.ModelInferResponse,
+          grpcInfer(model, "in", "out"),
+        );
+      const copies = await copiesOf(async () => {
+        const response = await infer("Double") as { raw_output_contents?: Uint8Array[] };
+        // The output went into the region: its entry in the message is empty.
+        assert.deepEqual(response.raw_output_contents?.map((bytes) => bytes.byteLength), [0]);
+      });
+      assert.deepEqual(await client.read(output.pointer, 4), [10, 12, 14, 16]);
+      assert.deepEqual(copies, HOST_PATH);
+      if (engine === "builtin") {
+        seen.length = 0;
+        assert.deepEqual(await copiesOf(async () => void await infer("OnDevice")), DEVICE_PATH);
+        assert.deepEqual(seen, ["DeviceTensor float32 [4] cuda:0"]);
+        assert.deepEqual(await client.read(output.pointer, 4), [5, 6, 7, 8]);
+      }
+      await rejectsWith(
+        register("bad", new Uint8Array(64), 0, 16),
+        grpc.status.INVALID_ARGUMENT,
+        "failed to register shared memory region: invalid args: region 'bad': the CUDA IPC handle cannot be opened on cuda:0: cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_VALUE (1)",
+      );
+      await rejectsWith(
+        register("bad", new Uint8Array(8), 0, 16),
+        grpc.status.INVALID_ARGUMENT,
+        "'raw_handle' must be a cudaIpcMemHandle_t (64 bytes), got 8 bytes",
+      );
+      await rejectsWith(
+        register("in", raw(input.handle), 0, 16),
+        grpc.status.ALREADY_EXISTS,
+        "shared memory region 'in' already in manager",
+      );
+      await rejectsWith(
+        grpcClient.call(
+          "CudaSharedMemoryStatus",
+          codecs.CudaSharedMemoryRequest,
+          codecs.CudaSharedMemoryStatusResponse,
+          { name: "nope" },
+        ),
+        grpc.status.NOT_FOUND,
+        "Unable to find cuda shared memory region: 'nope'",
+      );
+      assert.equal(openMappings(), 2);
+      await grpcClient.call(
+        "CudaSharedMemoryUnregister",
+        codecs.CudaSharedMemoryRequest,
+        codecs.Empty,
+        {},
+      );
+      assert.equal(openMappings(), 0);
+    },
+  });
+}
