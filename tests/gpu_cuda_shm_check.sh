@@ -187,4 +187,8 @@ if [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ]; then
   echo "FAILED"
   exit 1
 fi
-echo "OK: CUDA shared memory and device tensors are verified on this host"
+if [ ${#driver_args[@]} -gt 0 ]; then
+  echo "OK with ${driver_args[*]}: this script's plumbing only, not the GPU path"
+else
+  echo "OK: CUDA shared memory and device tensors are verified on this host"
+fi
