@@ -26,10 +26,13 @@ import assert from "node:assert/strict";
 import {
   type BindOptions,
   deviceCopyCounts,
+  DeviceTensor,
   discoverGpus,
   type InferCallable,
   isDeviceTensor,
+  ndarray,
 } from "../mod.ts";
+import type { AnyTensors, Tensors } from "../src/callable/types.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { codecs, type ModelInferRequest } from "../src/protocol/grpc_codec.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
@@ -178,16 +181,69 @@ const double: InferCallable = (requests) =>
 
 /** What the device callable saw, for the test to check. */
 const seen: string[] = [];
-const passOn: InferCallable = (requests) =>
+const passOn: InferCallable<AnyTensors, AnyTensors> = (requests) =>
   requests.map((request) => {
     const x = request.data.x!;
     seen.push(isDeviceTensor(x) ? `DeviceTensor ${x.dtype} [${x.shape}] ${x.deviceName}` : "host");
     return { y: x };
   });
 
+/**
+ * Device memory of the server process for `Upload`'s outputs: allocated once per driver through
+ * the driver itself, with device 0's primary context made current on this (the main) thread.
+ */
+const scratch = new Map<string, bigint>();
+function scratchOf(driver: Driver): bigint {
+  let pointer = scratch.get(driver.path);
+  if (pointer !== undefined) return pointer;
+  const cuda = Deno.dlopen(driver.path, {
+    cuInit: { parameters: ["u32"], result: "i32" },
+    cuDevicePrimaryCtxRetain: { parameters: ["buffer", "i32"], result: "i32" },
+    cuCtxSetCurrent: { parameters: ["pointer"], result: "i32" },
+    cuMemAlloc_v2: { parameters: ["buffer", "usize"], result: "i32" },
+  }).symbols;
+  const slot = new BigUint64Array(1);
+  assert.equal(cuda.cuInit(0), 0);
+  assert.equal(cuda.cuDevicePrimaryCtxRetain(slot, 0), 0);
+  assert.equal(cuda.cuCtxSetCurrent(Deno.UnsafePointer.create(slot[0]!)), 0);
+  assert.equal(cuda.cuMemAlloc_v2(slot, 64n), 0);
+  pointer = slot[0]!;
+  scratch.set(driver.path, pointer);
+  return pointer;
+}
+
+/**
+ * `Upload`'s callable, on a CPU instance: adds 1 on the host and answers the result as a
+ * DeviceTensor it copied into its own device memory (one host-to-device copy, counted).
+ */
+function upload(driver: Driver): InferCallable<Tensors, AnyTensors> {
+  return (requests) =>
+    requests.map((request) => {
+      const x = request.data.x!;
+      assert.ok(!isDeviceTensor(x));
+      const y = new DeviceTensor({
+        dtype: "float32",
+        shape: x.shape,
+        pointer: scratchOf(driver),
+        device: 0,
+        driverLibrary: driver.path,
+      });
+      y.copyFromHost(ndarray((x.data as Float32Array).map((v) => v + 1), x.shape));
+      return { y };
+    });
+}
+
+// MainThreadInstances (internal) takes the untyped callable; the device callables' own types say
+// what they take and return.
 function models(engine: string, driver: Driver): BindOptions[] {
   const common = { config: { batching: false } } as const;
   const list: BindOptions[] = [{
+    modelName: "Upload",
+    inferFunc: new MainThreadInstances([upload(driver) as unknown as InferCallable]),
+    inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+    outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
+    ...common,
+  }, {
     modelName: "Double",
     inferFunc: new MainThreadInstances([double]),
     inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
@@ -197,7 +253,9 @@ function models(engine: string, driver: Driver): BindOptions[] {
   if (deviceModel(engine, driver)) {
     list.push({
       modelName: "OnDevice",
-      inferFunc: new MainThreadInstances([passOn], { devices: ["cuda:0"] }),
+      inferFunc: new MainThreadInstances([passOn as unknown as InferCallable], {
+        devices: ["cuda:0"],
+      }),
       inputs: [{ name: "x", dtype: "float32", shape: [-1], deviceTensor: true }],
       outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
       ...common,
@@ -308,6 +366,34 @@ function cudaTests(engine: EngineKind, driver: Driver, label: string): void {
       });
       assert.deepEqual(await client.read(output.pointer, 4), [2, 4, 6, 8]);
       assert.deepEqual(copies, HOST_PATH);
+    });
+
+    await t.step("a device output of a CPU instance: into the region, or to the host", async () => {
+      const copies = await copiesOf(driver, async () => {
+        const answer = await post(
+          `${triton.urls.http}/v2/models/Upload/infer`,
+          httpInfer("Upload", "in", "out"),
+        );
+        assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      });
+      assert.deepEqual(await client.read(output.pointer, 4), [2, 3, 4, 5]);
+      // The input to the host, the callable's upload, the output device to device.
+      assert.deepEqual(copies, [1, 16, 1, 16, 1, 16]);
+      const plain = await copiesOf(driver, async () => {
+        const answer = await post(`${triton.urls.http}/v2/models/Upload/infer`, {
+          inputs: [{ name: "x", datatype: "FP32", shape: [2], data: [10, 20] }],
+        });
+        assert.deepEqual(answer, {
+          status: 200,
+          body: {
+            model_name: "Upload",
+            model_version: "1",
+            outputs: [{ name: "y", datatype: "FP32", shape: [2], data: [11, 21] }],
+          },
+        });
+      });
+      // The callable's upload, and the output to the host for the response body.
+      assert.deepEqual(plain, [1, 8, 1, 8, 0, 0]);
     });
 
     if (deviceModel(engine, driver)) {
