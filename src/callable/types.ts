@@ -30,11 +30,13 @@ export type AnyTensors = Record<string, NDArray | DeviceTensor>;
  * @typeParam P A tensor spec type.
  */
 export type TensorOf<P extends TensorSpec> = P extends { readonly deviceTensor: true }
-  ? NDArray<DTypeOf<P["dtype"]>> | DeviceOf<DTypeOf<P["dtype"]>>
+  // A device tensor of each numeric dtype (BYTES is never on a device); inline, since `deno doc
+  // --lint` refuses a public type that names a private one.
+  ?
+    | NDArray<DTypeOf<P["dtype"]>>
+    | (DTypeOf<P["dtype"]> extends infer D ? D extends NumericDType ? DeviceTensor<D> : never
+      : never)
   : NDArray<DTypeOf<P["dtype"]>>;
-
-/** A device tensor of dtype `D` (BYTES is never on a device). */
-type DeviceOf<D> = D extends NumericDType ? DeviceTensor<D> : never;
 
 /**
  * The tensors a list of specs declares, by name, typed by dtype: `[{ name: "a", dtype: "float32",
