@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { InferenceError } from "../errors.ts";
+import { DeviceTensor } from "../tensor/device_tensor.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
 import { inferRequest } from "./request.ts";
 import type { InferRequest } from "./types.ts";
@@ -230,5 +231,45 @@ Deno.test("validateResults() reads a request given back as its result through it
   rejects(
     () => validateResults([{ data: { x: y() } }], [request()], model()),
     /output 'data' of request 0 is Object, expected an NDArray/,
+  );
+});
+
+Deno.test("validateResults() takes a DeviceTensor only for a deviceTensor spec of its dtype", () => {
+  const onDevice = (dtype: "float32" | "int32") =>
+    new DeviceTensor({ dtype, shape: [1, 2], pointer: 4096n, device: 0 });
+  const device = model({
+    outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
+  });
+  const y = onDevice("float32");
+  // Passed on as it is: nothing copies or converts a device tensor.
+  const [result] = validateResults([{ y }], [request(1, ["y"])], device);
+  assert.equal(result!.y, y);
+  rejects(
+    () => validateResults([{ y: onDevice("int32") }], [request(1, ["y"])], device),
+    /output 'y'.*int32.*float32|float32.*int32/,
+  );
+  rejects(
+    () => validateResults([{ y, z: ndarray(["a"], [1, 1]) }], [request(1, ["y"])], model()),
+    /output 'y' of request 0 is a DeviceTensor, but the model does not declare it with deviceTensor: true/,
+  );
+});
+
+Deno.test("resolveTensorSpecs() refuses a BYTES device tensor and a non-boolean deviceTensor", () => {
+  assert.throws(
+    () =>
+      resolveTensorSpecs([{ name: "s", dtype: "bytes", shape: [1], deviceTensor: true }], "input"),
+    /Invalid input 's': a BYTES tensor cannot be a device tensor/,
+  );
+  assert.throws(
+    () =>
+      resolveTensorSpecs(
+        [{ name: "x", dtype: "float32", shape: [1], deviceTensor: "yes" as unknown as boolean }],
+        "output",
+      ),
+    /Invalid output 'x': deviceTensor must be a boolean/,
+  );
+  assert.deepEqual(
+    resolveTensorSpecs([{ name: "x", dtype: "float32", shape: [1], deviceTensor: true }], "input"),
+    [{ name: "x", dtype: "float32", shape: [1], optional: false, deviceTensor: true }],
   );
 });
