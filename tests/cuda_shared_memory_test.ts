@@ -31,6 +31,7 @@ import {
   type InferCallable,
   isDeviceTensor,
   ndarray,
+  workers,
 } from "../mod.ts";
 import type { AnyTensors, Tensors } from "../src/callable/types.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
@@ -43,6 +44,7 @@ import { buildStandInDriver, standInMissing } from "./_gpu/stand_in.ts";
 const STAND_IN = await buildStandInDriver();
 const HOST = discoverGpus();
 const CLIENT = new URL("./_gpu/cuda_client.ts", import.meta.url).pathname;
+const WORKER_MODULE = new URL("./_gpu/pass_on_instance.ts", import.meta.url);
 
 /** Copies as the stand-in driver counts them: [H2D calls, bytes, D2H calls, bytes, D2D calls, bytes]. */
 type Counts = [number, number, number, number, number, number];
@@ -252,6 +254,16 @@ function models(engine: string, driver: Driver): BindOptions[] {
   }];
   if (deviceModel(engine, driver)) {
     list.push({
+      modelName: "OnDeviceWorker",
+      inferFunc: workers(WORKER_MODULE, { devices: ["cuda:0"], data: driver.path }),
+      inputs: [{ name: "x", dtype: "float32", shape: [-1], deviceTensor: true }],
+      outputs: [
+        { name: "y", dtype: "float32", shape: [-1], deviceTensor: true },
+        { name: "where", dtype: "bytes", shape: [1] },
+      ],
+      ...common,
+    });
+    list.push({
       modelName: "OnDevice",
       inferFunc: new MainThreadInstances([passOn as unknown as InferCallable], {
         devices: ["cuda:0"],
@@ -411,6 +423,27 @@ function cudaTests(engine: EngineKind, driver: Driver, label: string): void {
           assert.deepEqual(seen, ["DeviceTensor float32 [4] cuda:0"]);
           assert.deepEqual(await client.read(output.pointer, 4), [1, 2, 3, 4]);
           assert.deepEqual(copies, DEVICE_PATH);
+          // The same from a Worker pinned to cuda:0: the tensor crosses as its handle.
+          const fromWorker = await copiesOf(driver, async () => {
+            const answer = await post(`${triton.urls.http}/v2/models/OnDeviceWorker/infer`, {
+              ...httpInfer("OnDeviceWorker", "in", "out") as object,
+              outputs: [
+                {
+                  name: "y",
+                  parameters: { shared_memory_region: "out", shared_memory_byte_size: 16 },
+                },
+                { name: "where", parameters: { binary_data: false } },
+              ],
+            });
+            assert.equal(answer.status, 200, JSON.stringify(answer.body));
+            const outputs =
+              (answer.body as { outputs: { name: string; data?: unknown }[] }).outputs;
+            assert.deepEqual(outputs.find((o) => o.name === "where")?.data, [
+              "DeviceTensor float32 [4] cuda:0 on a Worker with cuda:0 current",
+            ]);
+          });
+          assert.deepEqual(await client.read(output.pointer, 4), [1, 2, 3, 4]);
+          assert.deepEqual(fromWorker, DEVICE_PATH);
         },
       );
     }
