@@ -175,7 +175,7 @@ export function toNativeWireTensor(
  * @param tensor The device tensor.
  * @returns The wire tensor.
  *
- * @example
+ * @example The handle crosses, not the memory
  * ```ts
  * import { fromWireTensor, toWireDeviceTensor } from "./codec.ts";
  * import { DeviceTensor } from "../tensor/device_tensor.ts";

@@ -52,13 +52,16 @@ const counts: DeviceCopyCounts = {
  *
  * @returns The counts by direction.
  *
- * @example
+ * @example A snapshot by direction
  * ```ts
  * import { deviceCopyCounts } from "./cuda_memory.ts";
  * import assert from "node:assert/strict";
  *
- * const { deviceToHost } = deviceCopyCounts();
- * assert.ok(deviceToHost.calls >= 0 && deviceToHost.bytes >= 0);
+ * const counts = deviceCopyCounts();
+ * assert.deepEqual(Object.keys(counts), ["hostToDevice", "deviceToHost", "deviceToDevice"]);
+ * // A snapshot: changing it changes nothing in the counters.
+ * counts.deviceToHost.calls += 5;
+ * assert.equal(deviceCopyCounts().deviceToHost.calls, counts.deviceToHost.calls - 5);
  * ```
  */
 export function deviceCopyCounts(): DeviceCopyCounts {

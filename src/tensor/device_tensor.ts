@@ -189,7 +189,7 @@ export class DeviceTensor<D extends NumericDType = NumericDType> implements Devi
  * @param value Anything.
  * @returns `true` for a device tensor.
  *
- * @example
+ * @example A device tensor, and a host one
  * ```ts
  * import { DeviceTensor, isDeviceTensor, ndarray } from "../../mod.ts";
  * import assert from "node:assert/strict";
@@ -215,7 +215,7 @@ export type Tensor = NDArray | DeviceTensor;
  * @returns The same tensor, as an `NDArray`.
  * @throws {InferenceError} (INTERNAL) For a device tensor.
  *
- * @example
+ * @example A host tensor passes, a device tensor is refused
  * ```ts
  * import { hostTensor } from "./device_tensor.ts";
  * import { DeviceTensor, ndarray } from "../../mod.ts";

@@ -19,7 +19,7 @@ import { readRequestBody } from "./compression.ts";
  * @throws {InferenceError} (INVALID_ARG) When the body is not JSON or not an object; the body
  *   reader's errors (too large, an unknown Content-Encoding).
  *
- * @example
+ * @example A JSON object body
  * ```ts
  * import { readJsonBody } from "./json_body.ts";
  * import assert from "node:assert/strict";

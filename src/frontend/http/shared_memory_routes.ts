@@ -60,7 +60,7 @@ function required(body: Record<string, unknown>, key: string): number {
  * @returns The handle.
  * @throws {InferenceError} (INVALID_ARG) For a missing, malformed or wrong-sized handle.
  *
- * @example
+ * @example A handle of 64 bytes, and the refusals
  * ```ts
  * import { rawHandleOf } from "./shared_memory_routes.ts";
  * import assert from "node:assert/strict";
