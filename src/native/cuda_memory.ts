@@ -54,7 +54,7 @@ const counts: DeviceCopyCounts = {
  *
  * @example A snapshot by direction
  * ```ts
- * import { deviceCopyCounts } from "./cuda_memory.ts";
+ * import { deviceCopyCounts } from "../../mod.ts";
  * import assert from "node:assert/strict";
  *
  * const counts = deviceCopyCounts();
