@@ -96,6 +96,18 @@ export {
   type NumericNDArray,
 } from "./src/tensor/ndarray.ts";
 export { type ElementResult, map, rows, zip } from "./src/tensor/ops.ts";
+export {
+  type DeviceBuffer,
+  DeviceTensor,
+  type DeviceTensorInit,
+  isDeviceTensor,
+  type Tensor,
+} from "./src/tensor/device_tensor.ts";
+export {
+  type CopyCount,
+  type DeviceCopyCounts,
+  deviceCopyCounts,
+} from "./src/native/cuda_memory.ts";
 export type {
   DType,
   DTypeLike,
@@ -110,6 +122,7 @@ export type {
 } from "./src/tensor/dtype.ts";
 
 export type {
+  AnyTensors,
   CallableResult,
   InferCallable,
   InferCallableObject,
@@ -123,6 +136,7 @@ export type {
   ParameterValue,
   Request,
   SpecName,
+  TensorOf,
   Tensors,
   TensorsOf,
 } from "./src/callable/types.ts";

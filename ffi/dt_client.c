@@ -217,6 +217,10 @@ DT_EXPORT void dt_wake_events(uint64_t id) {
 typedef struct {
   void* address;
   uint64_t size;
+  /* Where it is: host memory (DT_MEM_CPU, a system region) or a GPU's (DT_MEM_GPU with the
+     device, a client's CUDA region the server mapped). */
+  int memory_type;
+  int64_t memory_id;
   /* The descriptor of the object the buffer is mapped from (-1: none), the size that object must
      have for the buffer to be backed, and the error's message when it has less. */
   int64_t fd;
@@ -255,6 +259,10 @@ static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
   *actual_memory_type_id = 0;
   dt_bound bound;
   if (userp && bound_output(userp, tensor_name, &bound)) {
+    /* The client's region, whichever memory it is in: a CUDA region is handed out as GPU
+       memory, and the backend copies into it on the device (no host copy). */
+    *actual_memory_type = bound.memory_type;
+    *actual_memory_type_id = bound.memory_id;
     /* Triton's words (its HTTP and gRPC allocators) for a region too small. */
     if (byte_size > bound.size) {
       return dt_error(DT_CODE_INTERNAL,
@@ -471,8 +479,9 @@ static const char* rd_str(dt_reader* r) {
 /*
  * Output buffers the caller already has (a client's shared-memory region), handed to `dt_infer`
  * as a table in the caller's memory that outlives the request's last response: u64 table length
- * in bytes, u32 count, then per output its name (a string as above), u64 address and u64 byte
- * size, and its guard: i64 descriptor of the object the buffer is mapped from (-1: none), u64
+ * in bytes, u32 count, then per output its name (a string as above), u64 address, u64 byte size,
+ * u32 memory type (DT_MEM_CPU, or DT_MEM_GPU for a CUDA region) and i64 memory type id (the
+ * device), and its guard: i64 descriptor of the object the buffer is mapped from (-1: none), u64
  * size that object must have, and the refusal (a string). The allocator hands out that memory
  * for those outputs, so the backend's copy of the result is its only write, and the response is
  * read where it lies.
@@ -486,11 +495,14 @@ static int bound_output(const uint8_t* table, const char* name, dt_bound* bound)
     const char* output = rd_str(&r);
     uint64_t at = rd_u64(&r);
     uint64_t bytes = rd_u64(&r);
+    int memory_type = (int)rd_u32(&r);
+    int64_t memory_id = (int64_t)rd_u64(&r);
     int64_t fd = (int64_t)rd_u64(&r);
     uint64_t minimum_size = rd_u64(&r);
     const char* refusal = rd_str(&r);
     if (!r.bad && strcmp(output, name) == 0) {
-      *bound = (dt_bound){(void*)(uintptr_t)at, bytes, fd, minimum_size, refusal};
+      *bound = (dt_bound){(void*)(uintptr_t)at, bytes,   memory_type, memory_id,
+                          fd,                    minimum_size, refusal};
       return 1;
     }
   }
@@ -522,11 +534,15 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
     for (uint32_t d = 0; d < dims; ++d) shape[d] = (int64_t)rd_u64(r);
     const void* data = (const void*)(uintptr_t)rd_u64(r);
     uint64_t size = rd_u64(r);
+    /* DT_MEM_CPU, or DT_MEM_GPU with the device for an input in a client's CUDA region: the core
+       hands the backend that device memory as it is. */
+    int memory_type = (int)rd_u32(r);
+    int64_t memory_id = (int64_t)rd_u64(r);
     if (r->bad) break;
     err = TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims);
     if (!err) {
       err = TRITONSERVER_InferenceRequestAppendInputData(request, name, size ? data : NULL,
-                                                          (size_t)size, DT_MEM_CPU, 0);
+                                                          (size_t)size, memory_type, memory_id);
     }
     if (err) return err;
   }
@@ -637,8 +653,8 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
  * that is more than `cap`, nothing usable was written and the caller calls again with a bigger
  * buffer. Layout (little-endian, see dt_abi.h for strings and parameters): i32 error code (-1:
  * none), error message, model, i64 version, id, u32 parameter count and the parameters (name,
- * value), u32 output count and the outputs (name, u32 datatype, u32 in GPU memory, u32 dims, i64
- * shape[dims], u64 address, u64 byte size). Output addresses stay valid until
+ * value), u32 output count and the outputs (name, u32 datatype, u32 in GPU memory, i64 memory type
+ * id, u32 dims, i64 shape[dims], u64 address, u64 byte size). Output addresses stay valid until
  * `TRITONSERVER_InferenceResponseDelete`.
  */
 DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, uint8_t* out,
@@ -717,6 +733,7 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
     out_str(&o, name);
     out_u32(&o, (uint32_t)datatype);
     out_u32(&o, mem == DT_MEM_GPU ? 1 : 0);
+    out_u64(&o, (uint64_t)mem_id);
     out_u32(&o, (uint32_t)dims);
     for (uint64_t d = 0; d < dims; ++d) out_u64(&o, (uint64_t)shape[d]);
     out_u64(&o, (uint64_t)(uintptr_t)base);

@@ -649,7 +649,12 @@ export class Triton implements AsyncDisposable {
         );
       }
     }
-    const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry();
+    // CUDA regions are opened through the driver the GPUs are found through (the stand-in one
+    // in tests); the engine's default inventory names libcuda.so.1, the registry's default.
+    const cudaDriverLibrary = this.#options.gpus?.driverLibrary;
+    const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry(
+      cudaDriverLibrary === undefined ? {} : { cudaDriverLibrary },
+    );
     if (plan.http) {
       const engine = this.#engine;
       this.#http = await explainPermission(

@@ -6,7 +6,13 @@
  */
 
 import { isNDArray } from "../tensor/ndarray.ts";
-import type { InferRequest, InferRequestFields, ParameterValue, Tensors } from "./types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferRequestFields,
+  ParameterValue,
+  Tensors,
+} from "./types.ts";
 
 /** Options of {@linkcode inferRequest}. */
 export interface InferRequestOptions {
@@ -36,7 +42,8 @@ export interface InferRequestOptions {
  * properties of the request itself.
  *
  * @typeParam I The inputs.
- * @param data The input tensors by name (with batching, axis 0 is the request's batch).
+ * @param data The input tensors by name (with batching, axis 0 is the request's batch); host
+ *   `NDArray`s, or `DeviceTensor`s for inputs declared `deviceTensor: true`.
  * @param options Parameters, requested outputs and signal.
  * @returns The request.
  *
@@ -54,7 +61,7 @@ export interface InferRequestOptions {
  * assert.equal(request.signal.aborted, false);
  * ```
  */
-export function inferRequest<I extends Tensors>(
+export function inferRequest<I extends AnyTensors>(
   data: I,
   options: InferRequestOptions = {},
 ): InferRequest<I> {

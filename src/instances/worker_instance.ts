@@ -11,17 +11,20 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { InferRequest, InferResult } from "../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult } from "../callable/types.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { type GpuDevice, parseDevice } from "../gpu/devices.ts";
 import type { ModelInstance, NativeLocations } from "./instance.ts";
+import { placeInputs } from "./device_inputs.ts";
+import { isDeviceTensor } from "../tensor/device_tensor.ts";
 import {
   fromWireError,
   fromWireTensor,
   toNativeWireTensor,
+  toWireDeviceTensor,
   toWireTensor,
   type WireCounts,
   type WireTensor,
@@ -74,7 +77,7 @@ interface Batch {
   readonly id: number;
   readonly life: Life;
   /** Its results: one step of a coupled batch, every step of a decoupled one. */
-  readonly queue: BoundedQueue<InferResult[]>;
+  readonly queue: BoundedQueue<InferResult<AnyTensors>[]>;
   /** Steps received from the Worker. */
   received: number;
   /** Steps the Worker may post in all: what the consumer took, plus the window. */
@@ -384,7 +387,10 @@ export class WorkerInstance implements ModelInstance {
   }
 
   /** Sends a batch to the Worker (waiting for a pending restart). */
-  async #send(requests: InferRequest[], native: NativeLocations | undefined): Promise<Batch> {
+  async #send(
+    given: InferRequest<AnyTensors>[],
+    native: NativeLocations | undefined,
+  ): Promise<Batch> {
     while (!this.#alive && this.#replacing !== undefined && !this.#down) {
       const replacing = this.#replacing;
       await replacing;
@@ -399,6 +405,8 @@ export class WorkerInstance implements ModelInstance {
       );
     }
     const { worker } = life;
+    // Device tensors stay handles for a Worker on their GPU; the others are copied here.
+    const requests = placeInputs(given, this.#model, this.#gpu?.index);
     const id = this.#nextId++;
     const transfer: Transferable[] = [];
     const counts: WireCounts = zeroCounts();
@@ -407,7 +415,9 @@ export class WorkerInstance implements ModelInstance {
       const locations = native?.[index];
       for (const [name, array] of Object.entries(request.data)) {
         const location = locations?.[name];
-        data[name] = location !== undefined
+        data[name] = isDeviceTensor(array)
+          ? toWireDeviceTensor(array)
+          : location !== undefined
           ? toNativeWireTensor(array, location, counts)
           : toWireTensor(array, transfer, counts);
       }
@@ -436,7 +446,7 @@ export class WorkerInstance implements ModelInstance {
     const batch: Batch = {
       id,
       life,
-      queue: new BoundedQueue<InferResult[]>({
+      queue: new BoundedQueue<InferResult<AnyTensors>[]>({
         highWaterMark: STEP_WINDOW,
         pull: () => this.#grant(batch),
         // The consumer stopped reading: the Worker ends the stream after its current step.
@@ -491,7 +501,10 @@ export class WorkerInstance implements ModelInstance {
     return error;
   }
 
-  async execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]> {
+  async execute(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): Promise<InferResult<AnyTensors>[]> {
     const release = await this.#gate.acquire();
     let batch: Batch | undefined;
     try {
@@ -512,12 +525,15 @@ export class WorkerInstance implements ModelInstance {
     }
   }
 
-  async *stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]> {
+  async *stream(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): AsyncIterable<InferResult<AnyTensors>[]> {
     const release = await this.#gate.acquire();
     let batch: Batch | undefined;
     let failed = false;
     const seconds = this.#model.config.executionTimeoutS;
-    let reader: ReadableStreamDefaultReader<InferResult[]> | undefined;
+    let reader: ReadableStreamDefaultReader<InferResult<AnyTensors>[]> | undefined;
     try {
       batch = await this.#send(requests, native);
       const sent = batch;

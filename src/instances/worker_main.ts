@@ -12,12 +12,19 @@
 /// <reference lib="deno.worker" />
 
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferContext, InferRequest, InferResult } from "../callable/types.ts";
+import type {
+  AnyTensors,
+  InferCallable,
+  InferContext,
+  InferRequest,
+  InferResult,
+} from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonError, TritonValidationError } from "../errors.ts";
-import type { NDArray } from "../tensor/ndarray.ts";
+import { isDeviceTensor } from "../tensor/device_tensor.ts";
 import {
   fromWireTensor,
+  toWireDeviceTensor,
   toWireError,
   toWireTensor,
   type WireTensor,
@@ -105,11 +112,11 @@ async function init(
   }
 }
 
-function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
+function toRequests(id: number, wire: readonly WireRequest[]): InferRequest<AnyTensors>[] {
   const controllers = wire.map(() => new AbortController());
   running.set(id, controllers);
   return wire.map((entry, index) => {
-    const data: Record<string, NDArray> = {};
+    const data: AnyTensors = {};
     for (const [name, tensor] of Object.entries(entry.data)) data[name] = fromWireTensor(tensor);
     if (entry.cancelled) controllers[index]!.abort();
     return {
@@ -121,13 +128,17 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
   });
 }
 
-function postResults(id: number, results: InferResult[]): void {
+function postResults(id: number, results: InferResult<AnyTensors>[]): void {
   const transfer: Transferable[] = [];
   const counts = zeroCounts();
   const wire = results.map((result) => {
     const out: Record<string, WireTensor> = {};
     for (const [name, array] of Object.entries(result)) {
-      out[name] = toWireTensor(array, transfer, counts);
+      // A device tensor goes back as its handle: the engine copies it out before this Worker
+      // gets its next batch.
+      out[name] = isDeviceTensor(array)
+        ? toWireDeviceTensor(array)
+        : toWireTensor(array, transfer, counts);
     }
     return out;
   });

@@ -358,6 +358,27 @@ export interface SystemSharedMemoryStatusResponse {
   >;
 }
 
+/**
+ * `inference.CudaSharedMemoryRegisterRequest`; the status and unregister requests are its `name`
+ * alone (field 1), so one codec reads all three.
+ */
+export interface CudaSharedMemoryRequest {
+  /** Region name; empty means all regions (status, unregister). */
+  name?: string;
+  /** The `cudaIpcMemHandle_t` (register). */
+  raw_handle?: Uint8Array;
+  /** The device the memory is on (register; int64 in the proto). */
+  device_id?: Int64;
+  /** Size in bytes (register). */
+  byte_size?: Int64;
+}
+
+/** `inference.CudaSharedMemoryStatusResponse`. */
+export interface CudaSharedMemoryStatusResponse {
+  /** Regions by name. */
+  regions: Record<string, { name: string; device_id: Int64; byte_size: Int64 }>;
+}
+
 /** `grpc.health.v1.HealthCheckRequest`. */
 export interface HealthCheckRequest {
   /** Service name; empty for the whole server. */
@@ -579,6 +600,8 @@ export const codecs: {
   readonly TraceSetting: MessageCodec<TraceSettingMessage>;
   readonly SystemSharedMemoryRequest: MessageCodec<SystemSharedMemoryRequest>;
   readonly SystemSharedMemoryStatusResponse: MessageCodec<SystemSharedMemoryStatusResponse>;
+  readonly CudaSharedMemoryRequest: MessageCodec<CudaSharedMemoryRequest>;
+  readonly CudaSharedMemoryStatusResponse: MessageCodec<CudaSharedMemoryStatusResponse>;
   readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
   readonly HealthCheckResponse: MessageCodec<HealthCheckResponse>;
 } = {
@@ -622,6 +645,9 @@ export const codecs: {
   // The status and unregister requests share field 1 (`name`) with the register request.
   SystemSharedMemoryRequest: lazyCodec("inference.SystemSharedMemoryRegisterRequest"),
   SystemSharedMemoryStatusResponse: lazyCodec("inference.SystemSharedMemoryStatusResponse"),
+  // Likewise for the CUDA requests.
+  CudaSharedMemoryRequest: lazyCodec("inference.CudaSharedMemoryRegisterRequest"),
+  CudaSharedMemoryStatusResponse: lazyCodec("inference.CudaSharedMemoryStatusResponse"),
   HealthCheckRequest: lazyCodec("grpc.health.v1.HealthCheckRequest"),
   HealthCheckResponse: lazyCodec("grpc.health.v1.HealthCheckResponse"),
 };

@@ -7,7 +7,9 @@
  * @module
  */
 
-import type { InferResult } from "../../callable/types.ts";
+import type { AnyTensors, InferResult } from "../../callable/types.ts";
+import { isDeviceTensor, type Tensor } from "../../tensor/device_tensor.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, messageOf, type TritonUnrecoverableError } from "../../errors.ts";
 import { discoverGpus } from "../../gpu/cuda.ts";
@@ -60,6 +62,7 @@ export const SERVER_VERSION = "2.51.0";
  * import { MainThreadInstances } from "../../instances/main_thread.ts";
  * import { resolveModelConfig } from "../../config/model_config.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * await using engine = new BuiltinEngine();
@@ -79,7 +82,7 @@ export const SERVER_VERSION = "2.51.0";
  *   inputs: new Map([["x", ndarray(new Float32Array([1, 2]), [1, 2])]]),
  * });
  * assert.equal(response.modelVersion, "1");
- * assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4]);
+ * assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [2, 4]);
  * ```
  */
 export class BuiltinEngine implements Engine {
@@ -464,10 +467,15 @@ export class BuiltinEngine implements Engine {
       const validated = this.#validate(entry, request, arrival);
       const trace = startTrace(this.#tracer, request, definition.name, definition.version);
       let key: ReturnType<typeof cacheKey> | undefined;
-      const cache = definition.config.responseCache ? this.#cache : undefined;
+      // Device memory is not hashed or kept (the core's cache refuses it too, and serves on
+      // uncached): a request with an input in a CUDA region bypasses the cache.
+      const hostInputs = hostTensors(request.inputs);
+      const cache = definition.config.responseCache && hostInputs !== undefined
+        ? this.#cache
+        : undefined;
       if (cache !== undefined) {
         const lookupStart = performance.now();
-        key = cacheKey(definition.name, definition.version, request.inputs, validated.outputs);
+        key = cacheKey(definition.name, definition.version, hostInputs!, validated.outputs);
         const hit = cache.lookup(key);
         const lookupEnd = performance.now();
         if (hit !== undefined) {
@@ -484,7 +492,10 @@ export class BuiltinEngine implements Engine {
         const sink: SchedulerSink = {
           result: (result) => {
             const outputs = outputsOf(result, validated);
-            if (cache !== undefined && key !== undefined) cache.insert(key, outputs);
+            const hostOutputs = hostTensors(outputs);
+            if (cache !== undefined && key !== undefined && hostOutputs !== undefined) {
+              cache.insert(key, hostOutputs);
+            }
             resolve(responseOf(entry, request, outputs));
             endTrace(trace);
           },
@@ -538,7 +549,7 @@ export class BuiltinEngine implements Engine {
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.
-    const queue = new BoundedQueue<InferResult>({
+    const queue = new BoundedQueue<InferResult<AnyTensors>>({
       cancel: () =>
         controller.abort(
           InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`),
@@ -561,7 +572,7 @@ export class BuiltinEngine implements Engine {
       endTrace(trace);
       throw error;
     }
-    const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
+    const step = (result: InferResult<AnyTensors> | undefined, final: boolean): StreamResponse => ({
       ...responseOf(
         entry,
         request,
@@ -622,4 +633,12 @@ export class BuiltinEngine implements Engine {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+/** The tensors, when every one of them is in host memory; `undefined` when one is on a device. */
+function hostTensors(
+  tensors: ReadonlyMap<string, Tensor>,
+): ReadonlyMap<string, NDArray> | undefined {
+  for (const tensor of tensors.values()) if (isDeviceTensor(tensor)) return undefined;
+  return tensors as ReadonlyMap<string, NDArray>;
 }

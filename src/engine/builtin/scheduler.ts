@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { InferRequest, InferResult } from "../../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult } from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
 import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
@@ -20,6 +20,8 @@ import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 import type { RequestTrace } from "../../telemetry/request_trace.ts";
 import { runInContext } from "../../telemetry/otel.ts";
 import { traceTensors } from "./trace_points.ts";
+import type { DeviceBuffer } from "../../tensor/device_tensor.ts";
+import { settleDeviceOutputs } from "./device_outputs.ts";
 
 /** Where the scheduler delivers a request's outcome. */
 export interface SchedulerSink {
@@ -28,7 +30,7 @@ export interface SchedulerSink {
    * step, a returned promise holds the callable's next step back until it settles (the
    * consumer's backpressure).
    */
-  result(result: InferResult): void | Promise<void>;
+  result(result: InferResult<AnyTensors>): void | Promise<void>;
   /** The decoupled request is done (after its last step); not called for coupled requests. */
   end(): void;
   /** The request failed; nothing follows. */
@@ -38,7 +40,12 @@ export interface SchedulerSink {
 /** One request handed to the scheduler. */
 export interface ScheduledRequest {
   /** What the callable sees; its `signal` must be `controller.signal`. */
-  readonly request: InferRequest;
+  readonly request: InferRequest<AnyTensors>;
+  /**
+   * Where requested outputs go (the request's `outputBuffers`): a callable's device-tensor output
+   * is copied into its CUDA region here, else to the host, before the instance runs again.
+   */
+  readonly outputBuffers?: ReadonlyMap<string, Uint8Array | DeviceBuffer>;
   /** Aborts the request as the callable sees it. */
   readonly controller: AbortController;
   /** The request's batch size (1 without batching). */
@@ -591,7 +598,16 @@ export class ModelScheduler {
           this.#finish(entry, true, () => entry.item.sink.error(error));
           return;
         }
-        const result = results[index]!;
+        let result: InferResult<AnyTensors>;
+        try {
+          // Now: the instance is still busy, so a callable's device memory is still valid.
+          result = settleDeviceOutputs(results[index]!, entry.item.outputBuffers);
+        } catch (error) {
+          const failure = toInferenceError(error);
+          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#finish(entry, true, () => entry.item.sink.error(failure));
+          return;
+        }
         this.#stats.recordSuccess({
           total: nsBetween(entry.item.arrival, performance.now()),
           queue: nsBetween(entry.enqueued, entry.dispatched),
@@ -614,7 +630,7 @@ export class ModelScheduler {
   async #runStream(
     instance: ModelInstance,
     batch: Entry[],
-    requests: InferRequest[],
+    requests: InferRequest<AnyTensors>[],
     batchSize: number,
     started: number,
   ): Promise<void> {
@@ -625,7 +641,17 @@ export class ModelScheduler {
       const delivered: Promise<void>[] = [];
       batch.forEach((entry, at) => {
         if (entry.state === "done") return;
-        const room = entry.item.sink.result(step[at]!);
+        let result: InferResult<AnyTensors>;
+        try {
+          // Before the next step is pulled: until then a step's device memory is valid.
+          result = settleDeviceOutputs(step[at]!, entry.item.outputBuffers);
+        } catch (error) {
+          const failure = toInferenceError(error);
+          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#finish(entry, false, () => entry.item.sink.error(failure));
+          return;
+        }
+        const room = entry.item.sink.result(result);
         if (room !== undefined) delivered.push(room);
       });
       this.#stats.recordResponse(index++, nsBetween(last, now));

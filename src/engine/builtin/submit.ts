@@ -6,8 +6,8 @@
  * @module
  */
 
-import type { InferRequest, InferResult } from "../../callable/types.ts";
-import type { NDArray } from "../../tensor/ndarray.ts";
+import type { AnyTensors, InferRequest, InferResult } from "../../callable/types.ts";
+import type { Tensor } from "../../tensor/device_tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { ModelEntry } from "./registry.ts";
 import type { ValidatedRequest } from "./request_validation.ts";
@@ -33,7 +33,7 @@ export function submit(
   trace?: RequestTrace,
 ): AbortController {
   const controller = new AbortController();
-  const callableRequest: InferRequest = {
+  const callableRequest: InferRequest<AnyTensors> = {
     data: Object.fromEntries(request.inputs),
     parameters: { ...request.parameters },
     requestedOutputNames: validated.outputs,
@@ -47,6 +47,7 @@ export function submit(
     arrival,
     sink,
     trace,
+    ...(request.outputBuffers === undefined ? {} : { outputBuffers: request.outputBuffers }),
     ...(request.priority === undefined ? {} : { priority: request.priority }),
     ...(request.timeoutMicroseconds === undefined
       ? {}
@@ -63,8 +64,11 @@ export function submit(
  * @param validated What validation learned of the request.
  * @returns The outputs by name.
  */
-export function outputsOf(result: InferResult, validated: ValidatedRequest): Map<string, NDArray> {
-  const outputs = new Map<string, NDArray>();
+export function outputsOf(
+  result: InferResult<AnyTensors>,
+  validated: ValidatedRequest,
+): Map<string, Tensor> {
+  const outputs = new Map<string, Tensor>();
   for (const name of validated.outputs) {
     const array = result[name];
     if (array !== undefined) outputs.set(name, array);
@@ -83,7 +87,7 @@ export function outputsOf(result: InferResult, validated: ValidatedRequest): Map
 export function responseOf(
   entry: ModelEntry,
   request: InferenceRequest,
-  outputs: ReadonlyMap<string, NDArray>,
+  outputs: ReadonlyMap<string, Tensor>,
 ): InferenceResponse {
   return {
     modelName: entry.definition.name,

@@ -7,8 +7,8 @@
  * @module
  */
 
-import type { NDArray } from "../../tensor/ndarray.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
+import { isDeviceTensor, type Tensor } from "../../tensor/device_tensor.ts";
 import type { InferenceRequest } from "../engine.ts";
 import {
   kserveDatatype,
@@ -22,15 +22,18 @@ import type { Tracer } from "../../telemetry/tracer.ts";
  *
  * @param trace The trace.
  * @param activity Where they were seen.
- * @param tensors The tensors by name.
+ * @param tensors The tensors by name (one in GPU memory is copied to the host).
  */
 export function traceTensors(
   trace: RequestTrace,
   activity: TensorActivity,
-  tensors: Readonly<Record<string, NDArray>> | ReadonlyMap<string, NDArray>,
+  tensors: Readonly<Record<string, Tensor>> | ReadonlyMap<string, Tensor>,
 ): void {
   const entries = tensors instanceof Map ? tensors.entries() : Object.entries(tensors);
-  for (const [name, array] of entries) {
+  for (const [name, tensor] of entries) {
+    // A tensor in GPU memory is copied to the host to be written, as Triton's tracer does at
+    // level TENSORS (a level asked for to see the data).
+    const array = isDeviceTensor(tensor) ? tensor.toHost() : tensor;
     trace.tensor(activity, name, kserveDatatype(array.dtype), array.shape, toRawBytes(array));
   }
 }

@@ -7,7 +7,11 @@
  * which reports statistics, releases the requests and lets `ModelInstanceExecute` return.
  *
  * Input tensors are views of the core's request memory: they are valid only while the callable
- * runs (until its batch is done). Where that memory is JavaScript's own (the front end's bytes,
+ * runs (until its batch is done). An input in GPU memory (a client's CUDA region) is a
+ * `DeviceTensor` over it, which the instance keeps or copies to the host (`device_inputs.ts`).
+ * A device-tensor result goes into the buffer the client's allocator hands out through the CUDA
+ * driver: device to device into a CUDA region, device to host otherwise; a host result into a
+ * CUDA region is one host-to-device copy. Where that memory is JavaScript's own (the front end's bytes,
  * a shared-memory region's view: see `lend` in `tensors.ts`), they are views of its
  * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its
  * instance is done with it (a timed-out callable keeps its batch until it returns); when the
@@ -17,7 +21,12 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ParameterValue } from "../../callable/types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferResult,
+  ParameterValue,
+} from "../../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -29,6 +38,13 @@ import type { ModelInstance, NativeTensorLocation } from "../../instances/instan
 import type { Logger } from "../../log.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import {
+  DEFAULT_CUDA_DRIVER,
+  DeviceTensor,
+  isDeviceTensor,
+  type Tensor,
+} from "../../tensor/device_tensor.ts";
+import { CudaMemory, deviceMemoryError } from "../../native/cuda_memory.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
@@ -127,6 +143,13 @@ export interface ConsumeOptions {
   delivered?: () => void;
   /** The trace of a request the core traces, by the core's trace id. */
   traceOf?: (id: bigint) => RequestTrace | undefined;
+  /**
+   * The CUDA driver of the server's GPUs: inputs in GPU memory become device tensors copied
+   * through it, and host results go into CUDA regions through it.
+   *
+   * @default {"libcuda.so.1"}
+   */
+  cudaDriverLibrary?: string;
 }
 
 const CANCEL_POLL_MS = 20;
@@ -288,14 +311,42 @@ function sendError(
   checkSent(options, status, index);
 }
 
-// `dt_output`'s flag that offers the result's memory as the output's buffer, its answer when the
-// allocator took it, and its failure after the allocator took it (the response still holds it).
+// `dt_output`'s flags: offer the result's memory as the output's buffer; the result is device
+// memory. Its answers: the allocator took the result; the caller copies (a GPU buffer or a device
+// result); its failure after the allocator took the result (the response still holds it).
 const OUTPUT_LEND = 1;
+const OUTPUT_DEVICE = 2;
 const OUTPUT_LENT = 1;
+const OUTPUT_CALLER_COPIES = 2;
 const OUTPUT_FAILED_LENT = -98;
+const MEMORY_GPU = 2n;
+const NO_BYTES = new Uint8Array(0);
 
 // An output's shape for `dt_output`, read synchronously: one buffer serves every output.
 let shapeScratch = new BigInt64Array(8);
+// Where `dt_output` puts the buffer it leaves to the caller: address, memory type, device.
+const bufferSlot = new BigUint64Array(3);
+
+/**
+ * Copies a result into the buffer `dt_output` left to JS (`bufferSlot`): a device tensor device
+ * to device into GPU memory or device to host; host bytes host to device.
+ */
+function copyIntoBuffer(options: ConsumeOptions, result: Tensor, bytes: Uint8Array): void {
+  const [address, memoryType, device] = bufferSlot;
+  const toGpu = memoryType === MEMORY_GPU;
+  if (isDeviceTensor(result)) {
+    const memory = CudaMemory.open(result.driverLibrary);
+    if (toGpu) {
+      memory.copyOnDevice(Number(device), address!, result.pointer, result.byteSize);
+    } else memory.copyToHostAt(result.device, address!, result.pointer, result.byteSize);
+  } else {
+    CudaMemory.open(options.cudaDriverLibrary ?? DEFAULT_CUDA_DRIVER).copyToDevice(
+      Number(device),
+      address!,
+      bytes,
+    );
+  }
+}
 
 /** Writes one request's outputs into the response buffers and sends the response. */
 function sendResult(
@@ -303,21 +354,23 @@ function sendResult(
   nameOf: (name: string) => Uint8Array,
   index: number,
   requested: readonly string[],
-  result: InferResult,
+  result: InferResult<AnyTensors>,
   final: boolean,
 ): void {
   const { bridge, channel, slot } = options;
   for (const name of requested) {
-    const array: NDArray | undefined = result[name];
+    const array: Tensor | undefined = result[name];
     if (array === undefined) continue;
-    const bytes = toRawBytes(array);
+    const device = isDeviceTensor(array);
+    const bytes = device ? NO_BYTES : toRawBytes(array as NDArray);
     const dims = array.shape.length;
     if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
     for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
-    // The bridge copies the bytes into the buffer the client's allocator hands out, or, for a
+    // The bridge copies host bytes into the buffer the client's allocator hands out, or, for a
     // large result in JavaScript's own memory, the allocator takes the bytes themselves: they
-    // stay lent until the response is deleted (request.ts gives them back).
-    const lending = lendable(bytes);
+    // stay lent until the response is deleted (request.ts gives them back). A device result, or
+    // a buffer in GPU memory, is copied here through the CUDA driver.
+    const lending = !device && lendable(bytes);
     const address = lending ? lend(bytes) : 0n;
     const status = bridge.dt_output(
       channel,
@@ -328,8 +381,11 @@ function sendResult(
       shapeScratch,
       dims,
       bytes,
-      BigInt(bytes.byteLength),
-      lending ? OUTPUT_LEND : 0,
+      BigInt(device ? array.byteSize : bytes.byteLength),
+      device ? OUTPUT_DEVICE : lending ? OUTPUT_LEND : 0,
+      device ? array.pointer : 0n,
+      device ? array.device : -1,
+      bufferSlot,
     );
     if (lending && status !== OUTPUT_LENT && status !== OUTPUT_FAILED_LENT) returnLent(address);
     if (status < 0) {
@@ -337,6 +393,15 @@ function sendResult(
       const code = status >= -7 ? errorCodeName(-status) : "INTERNAL";
       sendError(options, index, code, message);
       return;
+    }
+    if (status === OUTPUT_CALLER_COPIES) {
+      try {
+        copyIntoBuffer(options, array, bytes);
+      } catch (error) {
+        const failure = deviceMemoryError(`Cannot write output '${name}'`, error);
+        sendError(options, index, failure.code, failure.message);
+        return;
+      }
     }
   }
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
@@ -348,7 +413,7 @@ async function runBatch(
 ): Promise<void> {
   const { bridge, channel, slot, instance, model, stopping } = options;
   const described = readBatch(bridge, channel, slot);
-  const requests: InferRequest[] = [];
+  const requests: InferRequest<AnyTensors>[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
   // The streams of decoupled requests, whose consumers' room paces the callable.
@@ -361,10 +426,23 @@ async function runBatch(
   const views: Uint8Array[] = [];
   described.forEach((entry, index) => {
     try {
-      const data: Record<string, NDArray> = {};
+      const data: AnyTensors = {};
       const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
-        if (input.gpu) throw new Error(`Input '${input.name}' is in GPU memory`);
+        if (input.gpu === 2) {
+          throw new Error(`Input '${input.name}' arrived in several chunks of GPU memory`);
+        }
+        if (input.gpu === 1) {
+          // A client's CUDA region, held by the front end until the response is sent.
+          data[input.name] = new DeviceTensor({
+            dtype: dtypeOfTriton(input.datatype),
+            shape: input.shape,
+            pointer: input.address,
+            device: input.device,
+            driverLibrary: options.cudaDriverLibrary ?? DEFAULT_CUDA_DRIVER,
+          });
+          continue;
+        }
         const view = viewAt(input.address, input.size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);

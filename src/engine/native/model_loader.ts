@@ -123,6 +123,7 @@ function attach(
       streamOf: context.streamOf,
       delivered: context.delivered,
       traceOf: context.traceOf,
+      ...(context.gpus.driverLibrary ? { cudaDriverLibrary: context.gpus.driverLibrary } : {}),
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
     }).catch((error) => {

@@ -10,6 +10,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
+import { isDeviceTensor } from "../../tensor/device_tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "../../native/ffi.ts";
@@ -244,6 +245,9 @@ const packer = new Packer();
 // What `dt_infer` hands back: the request, and how many events its queue holds after the submit.
 const submitted = new BigUint64Array(3);
 const tablePacker = new Packer();
+// `TRITONSERVER_MemoryType` values.
+const MEMORY_CPU = 0;
+const MEMORY_GPU = 2;
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
@@ -253,10 +257,10 @@ const PARAMETER_DOUBLE = 3;
 /**
  * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
  * `ffi/dt_client.c`): u64 table length, u32 count, then per requested output found in
- * `request.outputBuffers` its name, address and byte size, and its guard
- * (`request.outputGuards`): the descriptor of the object the buffer is mapped from (-1: none),
- * the size that object must have, and the refusal when it has less; `undefined` when there are
- * none.
+ * `request.outputBuffers` its name, address, byte size, memory type (CPU, or GPU for a CUDA
+ * region) and device, and its guard (`request.outputGuards`): the descriptor of the object the
+ * buffer is mapped from (-1: none), the size that object must have, and the refusal when it has
+ * less; `undefined` when there are none.
  */
 function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
   const buffers = request.outputBuffers;
@@ -264,10 +268,19 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
   tablePacker.reset();
   tablePacker.i64(0);
   tablePacker.u32(buffers.size);
-  for (const [name, bytes] of buffers) {
+  for (const [name, buffer] of buffers) {
     tablePacker.string(name);
-    tablePacker.i64(bytes.byteLength === 0 ? 0n : addressOf(bytes));
-    tablePacker.i64(bytes.byteLength);
+    if (buffer instanceof Uint8Array) {
+      tablePacker.i64(buffer.byteLength === 0 ? 0n : addressOf(buffer));
+      tablePacker.i64(buffer.byteLength);
+      tablePacker.u32(MEMORY_CPU);
+      tablePacker.i64(0);
+    } else {
+      tablePacker.i64(buffer.pointer);
+      tablePacker.i64(buffer.byteSize);
+      tablePacker.u32(MEMORY_GPU);
+      tablePacker.i64(buffer.device);
+    }
     const guard = request.outputGuards?.get(name);
     tablePacker.i64(guard?.fd ?? -1);
     tablePacker.i64(guard?.minimumSize ?? 0);
@@ -280,9 +293,11 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
 
 /**
  * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
- * (name, datatype, shape, data address and size), the requested outputs, the typed parameters
- * and the address of the bound-output table (0: none). Each input's bytes are pushed onto
- * `keep`, and the addresses of those lent to the core (see `lend`) onto `lentAt`.
+ * (name, datatype, shape, data address and size, memory type and device), the requested
+ * outputs, the typed parameters and the address of the bound-output table (0: none). Each host
+ * input's bytes are pushed onto `keep`, and the addresses of those lent to the core (see `lend`)
+ * onto `lentAt`; a device tensor (a client's CUDA region, which the front end holds) goes to the
+ * core as GPU memory on its device.
  */
 function packRequest(
   request: InferenceRequest,
@@ -311,6 +326,13 @@ function packRequest(
     packer.u32(tritonDataType(array.dtype));
     packer.u32(array.shape.length);
     for (const d of array.shape) packer.i64(d);
+    if (isDeviceTensor(array)) {
+      packer.i64(array.byteSize === 0 ? 0n : array.pointer);
+      packer.i64(array.byteSize);
+      packer.u32(MEMORY_GPU);
+      packer.i64(array.device);
+      continue;
+    }
     const bytes = toRawBytes(array);
     keep.push(bytes);
     if (bytes.byteLength === 0) {
@@ -322,6 +344,8 @@ function packRequest(
       packer.i64(address);
     }
     packer.i64(bytes.byteLength);
+    packer.u32(MEMORY_CPU);
+    packer.i64(0);
   }
   for (const name of outputs) packer.string(name);
   for (const [key, value] of parameters) {

@@ -17,7 +17,7 @@ import {
   refuseNewConfiguration,
 } from "../../engine/repository.ts";
 import type { Engine } from "../../engine/engine.ts";
-import type { RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
+import type { CudaRegionStatus, RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
 import { InferenceError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
@@ -25,6 +25,7 @@ import { traceSettings } from "../trace_settings.ts";
 import type { Tracer } from "../../telemetry/tracer.ts";
 import {
   codecs,
+  type CudaSharedMemoryRequest,
   type LogSettingValue,
   type SystemSharedMemoryRequest,
   type TraceSettingMessage,
@@ -82,6 +83,8 @@ const SHM_MESSAGE =
   "System shared memory is not supported by DenoTriton: send tensors in the request";
 const CUDA_SHM_MESSAGE =
   "CUDA shared memory is not supported by DenoTriton: send tensors in the request";
+/** The size of a `cudaIpcMemHandle_t`. */
+const IPC_HANDLE_BYTES = 64;
 const REPOSITORY_NAME_MESSAGE = "'repository_name' specification is not supported";
 
 function modelRef(call: UnaryCall): { name: string; version: number | undefined } {
@@ -111,13 +114,44 @@ async function repositoryRequest(
 }
 
 /** The registry, or the "not supported" answer of a server that serves no regions. */
-function registryOf({ sharedMemory }: ServiceContext): SharedMemoryRegistry {
-  if (sharedMemory === undefined) throw InferenceError.unsupported(SHM_MESSAGE);
+function registryOf(
+  { sharedMemory }: ServiceContext,
+  message = SHM_MESSAGE,
+): SharedMemoryRegistry {
+  if (sharedMemory === undefined) throw InferenceError.unsupported(message);
   return sharedMemory;
 }
 
 function sharedMemoryRequest(call: UnaryCall): SystemSharedMemoryRequest {
   return decodeRequest(codecs.SystemSharedMemoryRequest, "shared memory request", call.request);
+}
+
+function cudaSharedMemoryRequest(call: UnaryCall): CudaSharedMemoryRequest {
+  return decodeRequest(
+    codecs.CudaSharedMemoryRequest,
+    "cuda shared memory request",
+    call.request,
+  );
+}
+
+/**
+ * Registers a CUDA region from a `CudaSharedMemoryRegisterRequest`: `raw_handle` carries the
+ * handle's 64 bytes as they are (HTTP carries them in base64).
+ */
+function registerCuda(registry: SharedMemoryRegistry, call: UnaryCall): void {
+  const request = cudaSharedMemoryRequest(call);
+  const rawHandle = request.raw_handle ?? new Uint8Array(0);
+  if (rawHandle.byteLength !== IPC_HANDLE_BYTES) {
+    throw InferenceError.invalidArg(
+      `'raw_handle' must be a cudaIpcMemHandle_t (${IPC_HANDLE_BYTES} bytes), got ${rawHandle.byteLength} bytes`,
+    );
+  }
+  registry.registerCuda({
+    name: request.name ?? "",
+    rawHandle,
+    deviceId: byteCount(BigInt(request.device_id ?? 0), "device_id", REGISTER_REQUEST),
+    byteSize: byteCount(BigInt(request.byte_size ?? 0), "byte_size", REGISTER_REQUEST),
+  });
 }
 
 // Each setting travels in the SettingValue field of its type.
@@ -162,10 +196,6 @@ function traceSetting({ engine, tracer }: ServiceContext, call: UnaryCall): Trac
     ),
   };
 }
-
-const notSupported = (message: string) => (): never => {
-  throw InferenceError.unsupported(message);
-};
 
 /** The RPCs of `inference.GRPCInferenceService`, by name. */
 export const INFERENCE_RPCS: Readonly<Record<string, Rpc>> = Object.freeze({
@@ -249,18 +279,30 @@ export const INFERENCE_RPCS: Readonly<Record<string, Rpc>> = Object.freeze({
     registry.unregister(sharedMemoryRequest(call).name);
     return {};
   }),
-  // Without GPUs nothing can be registered: Triton then lists no region and unregisters
-  // quietly (perf_analyzer unregisters CUDA regions too when it ends).
-  CudaSharedMemoryStatus: unary("shared-memory", codecs.Empty, (_context, call) => {
-    const { name } = sharedMemoryRequest(call);
-    if (name) {
-      throw InferenceError.notFound(`Unable to find cuda shared memory region: '${name}'`);
-    }
+  // A front end without a registry registers nothing: it lists no region and unregisters
+  // quietly, as Triton does without GPUs (perf_analyzer unregisters CUDA regions when it ends).
+  CudaSharedMemoryStatus: unary(
+    "shared-memory",
+    codecs.CudaSharedMemoryStatusResponse,
+    ({ sharedMemory }, call) => {
+      const { name } = cudaSharedMemoryRequest(call);
+      let listed: CudaRegionStatus[];
+      if (sharedMemory !== undefined) listed = sharedMemory.cudaStatus(name);
+      else if (name) {
+        throw InferenceError.notFound(`Unable to find cuda shared memory region: '${name}'`);
+      } else listed = [];
+      const regions: Record<string, CudaRegionStatus> = {};
+      for (const region of listed) regions[region.name] = region;
+      return { regions };
+    },
+  ),
+  CudaSharedMemoryRegister: unary("shared-memory", codecs.Empty, (context, call) => {
+    registerCuda(registryOf(context, CUDA_SHM_MESSAGE), call);
     return {};
   }),
-  CudaSharedMemoryRegister: unary("shared-memory", codecs.Empty, notSupported(CUDA_SHM_MESSAGE)),
-  CudaSharedMemoryUnregister: unary("shared-memory", codecs.Empty, (_context, call) => {
-    sharedMemoryRequest(call);
+  CudaSharedMemoryUnregister: unary("shared-memory", codecs.Empty, ({ sharedMemory }, call) => {
+    const { name } = cudaSharedMemoryRequest(call);
+    sharedMemory?.unregisterCuda(name);
     return {};
   }),
   TraceSetting: unary("trace", codecs.TraceSetting, traceSetting),

@@ -231,14 +231,26 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "array",
     items: {
       type: "object",
-      properties: { name: string, device_id: { type: "integer" }, byte_size: nonNegative },
+      required: ["name", "device_id", "byte_size"],
+      properties: { name: string, device_id: nonNegative, byte_size: nonNegative },
     },
   },
   CudaSharedMemoryRegisterRequest: {
     type: "object",
+    required: ["raw_handle", "device_id", "byte_size"],
     properties: {
-      raw_handle: { type: "object", properties: { b64: string } },
-      device_id: { type: "integer" },
+      raw_handle: {
+        type: "object",
+        required: ["b64"],
+        properties: {
+          b64: {
+            ...string,
+            description:
+              "The `cudaIpcMemHandle_t` of the client's allocation (`cudaIpcGetMemHandle`), 64 bytes in base64.",
+          },
+        },
+      },
+      device_id: { ...nonNegative, description: "The CUDA device the allocation is on." },
       byte_size: nonNegative,
     },
   },

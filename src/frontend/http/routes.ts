@@ -33,12 +33,12 @@ import {
 } from "./infer_request.ts";
 import { HEADER_LENGTH_HEADER, parseHeaderLength } from "../../protocol/binary_data.ts";
 import { encodeInferResponse } from "./infer_response.ts";
-import { parseJsonBytes } from "../../protocol/json_tensor.ts";
-import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { type RouteContext, type RouteHandler, Router } from "./router.ts";
 import { addOpenAIRoutes } from "../openai/routes.ts";
+import { addSharedMemoryRoutes } from "./shared_memory_routes.ts";
+import { readJsonBody as readJsonBodyWithin } from "./json_body.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import { httpTraceChange, traceSettings } from "../trace_settings.ts";
 import type { Tracer } from "../../telemetry/tracer.ts";
@@ -96,24 +96,11 @@ export function versionOf(params: Readonly<Record<string, string>>): number | un
   return params["version"] === undefined ? undefined : Number(params["version"]);
 }
 
-async function readJsonBody(
+function readJsonBody(
   request: Request,
   settings: RouteSettings,
 ): Promise<Record<string, unknown> | undefined> {
-  const body = await readRequestBody(request, settings.maxRequestBytes);
-  if (body.byteLength === 0) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = parseJsonBytes(body);
-  } catch (error) {
-    throw InferenceError.invalidArg(
-      `Unable to parse the request JSON: ${(error as Error).message}`,
-    );
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw InferenceError.invalidArg("Unable to parse the request JSON: expected an object");
-  }
-  return parsed as Record<string, unknown>;
+  return readJsonBodyWithin(request, settings.maxRequestBytes);
 }
 
 /**
@@ -298,44 +285,6 @@ async function logging(settings: RouteSettings, context: RouteContext): Promise<
   return jsonResponse(tritonLogSettings(settings.logger));
 }
 
-function sharedMemoryUnsupported(kind: string): never {
-  throw InferenceError.unsupported(
-    `${kind} shared memory is not supported by this server: send tensors in the request body`,
-  );
-}
-
-function nonNegative(body: Record<string, unknown>, key: string): number | undefined {
-  const value = body[key];
-  return value === undefined ? undefined : byteCount(value, key, REGISTER_REQUEST);
-}
-
-async function registerSystemRegion(
-  registry: SharedMemoryRegistry,
-  settings: RouteSettings,
-  { request, params }: RouteContext,
-): Promise<Response> {
-  const body = await readJsonBody(request, settings) ?? {};
-  if (body["key"] === undefined) {
-    throw InferenceError.invalidArg("Shared memory register request has no 'key' field");
-  }
-  if (typeof body["key"] !== "string") {
-    throw InferenceError.invalidArg(
-      "Unable to parse 'key' of the shared memory register request: expected a string",
-    );
-  }
-  const byteSize = nonNegative(body, "byte_size");
-  if (byteSize === undefined) {
-    throw InferenceError.invalidArg("Shared memory register request has no 'byte_size' field");
-  }
-  registry.register({
-    name: params["region"]!,
-    key: body["key"],
-    offset: nonNegative(body, "offset") ?? 0,
-    byteSize,
-  });
-  return empty(200);
-}
-
 const INFER_ERRORS = errorResponses({
   ...BODY_ERRORS,
   ...MODEL_ERRORS,
@@ -511,24 +460,6 @@ function traceDoc(
       summary,
       responses: { 200: settings, ...(forModel ? errorResponses(model) : {}) },
     };
-}
-
-function systemStatusDoc(
-  operationId: string,
-  summary: string,
-  errors: Readonly<Record<number, string>> = {},
-): RouteDoc {
-  return {
-    operationId,
-    summary,
-    responses: {
-      200: {
-        description: "The regions",
-        content: jsonContent(schemaRef("SystemSharedMemoryStatus")),
-      },
-      ...errorResponses(errors),
-    },
-  };
 }
 
 /**
@@ -824,159 +755,9 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     );
   }
 
-  const registry = settings.sharedMemory;
-  if (registry !== undefined) {
-    router
-      .add(
-        "GET",
-        "/v2/systemsharedmemory/status",
-        "shared-memory",
-        () => Promise.resolve(jsonResponse(registry.status())),
-        systemStatusDoc("systemSharedMemoryStatus", "Every registered system shared-memory region"),
-      )
-      .add(
-        "GET",
-        "/v2/systemsharedmemory/region/{region}/status",
-        "shared-memory",
-        ({ params }) => Promise.resolve(jsonResponse(registry.status(params["region"]!))),
-        systemStatusDoc("systemSharedMemoryRegionStatus", "One system shared-memory region", {
-          404: "No region of that name is registered",
-        }),
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/region/{region}/register",
-        "shared-memory",
-        (context) => registerSystemRegion(registry, settings, context),
-        {
-          operationId: "systemSharedMemoryRegister",
-          summary: "Register a system shared-memory region (`shm_open` key, offset, size)",
-          requestBody: {
-            required: true,
-            content: jsonContent(schemaRef("SystemSharedMemoryRegisterRequest")),
-          },
-          responses: {
-            200: { description: "Registered" },
-            ...errorResponses({
-              ...BODY_ERRORS,
-              501:
-                "The server may not map shared memory (no --allow-ffi), or an unsupported Content-Encoding",
-            }),
-          },
-        },
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/unregister",
-        "shared-memory",
-        () => {
-          registry.unregister();
-          return Promise.resolve(empty(200));
-        },
-        {
-          operationId: "systemSharedMemoryUnregisterAll",
-          summary: "Unregister every system shared-memory region",
-          responses: { 200: { description: "Unregistered" } },
-        },
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/region/{region}/unregister",
-        "shared-memory",
-        ({ params }) => {
-          registry.unregister(params["region"]!);
-          return Promise.resolve(empty(200));
-        },
-        {
-          operationId: "systemSharedMemoryUnregister",
-          summary: "Unregister one system shared-memory region",
-          responses: {
-            200: { description: "Unregistered (also when no region had that name)" },
-          },
-        },
-      );
-  }
+  addSharedMemoryRoutes(router, settings.sharedMemory, settings.maxRequestBytes);
   // The OpenAI-compatible API (/v1/...), for the models bound with `openai`.
   addOpenAIRoutes(router, engine, settings);
-  const unsupported = registry === undefined
-    ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]] as const
-    : [["cudasharedmemory", "CUDA"]] as const;
-  for (const [prefix, kind] of unsupported) {
-    const id = `${kind === "CUDA" ? "cuda" : "system"}SharedMemory`;
-    const statusSchema = kind === "CUDA" ? "CudaSharedMemoryStatus" : "SystemSharedMemoryStatus";
-    router
-      .add(
-        "GET",
-        `/v2/${prefix}/status`,
-        "shared-memory",
-        () => Promise.resolve(jsonResponse([])),
-        {
-          operationId: `${id}Status`,
-          summary: `${kind} shared-memory regions: none, as this server cannot register them`,
-          responses: {
-            200: { description: "An empty list", content: jsonContent(schemaRef(statusSchema)) },
-          },
-        },
-      )
-      .add(
-        "GET",
-        `/v2/${prefix}/region/{region}/status`,
-        "shared-memory",
-        ({ params }) => {
-          throw InferenceError.notFound(
-            `Unable to find ${kind.toLowerCase()} shared memory region: '${params["region"]}'`,
-          );
-        },
-        {
-          operationId: `${id}RegionStatus`,
-          summary: `One ${kind} shared-memory region: never found`,
-          responses: errorResponses({ 404: "Always: no region can be registered" }),
-        },
-      )
-      .add(
-        "POST",
-        `/v2/${prefix}/region/{region}/register`,
-        "shared-memory",
-        () => sharedMemoryUnsupported(kind),
-        {
-          operationId: `${id}Register`,
-          summary: `Not supported: register a ${kind} shared-memory region`,
-          requestBody: {
-            content: jsonContent(
-              schemaRef(
-                kind === "CUDA"
-                  ? "CudaSharedMemoryRegisterRequest"
-                  : "SystemSharedMemoryRegisterRequest",
-              ),
-            ),
-          },
-          responses: errorResponses({ 501: "Always: send tensors in the request body" }),
-        },
-      )
-      // Nothing can be registered, so unregistering always succeeds.
-      .add(
-        "POST",
-        `/v2/${prefix}/unregister`,
-        "shared-memory",
-        () => Promise.resolve(empty(200)),
-        {
-          operationId: `${id}UnregisterAll`,
-          summary: `Unregister every ${kind} shared-memory region (there are none)`,
-          responses: { 200: { description: "Unregistered" } },
-        },
-      )
-      .add(
-        "POST",
-        `/v2/${prefix}/region/{region}/unregister`,
-        "shared-memory",
-        () => Promise.resolve(empty(200)),
-        {
-          operationId: `${id}Unregister`,
-          summary: `Unregister one ${kind} shared-memory region (there are none)`,
-          responses: { 200: { description: "Unregistered" } },
-        },
-      );
-  }
   return router;
 }
 
