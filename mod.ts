@@ -107,6 +107,18 @@ export {
   type NumericNDArray,
 } from "./src/tensor/ndarray.ts";
 export { type ElementResult, map, rows, zip } from "./src/tensor/ops.ts";
+export {
+  type DeviceBuffer,
+  DeviceTensor,
+  type DeviceTensorInit,
+  isDeviceTensor,
+  type Tensor,
+} from "./src/tensor/device_tensor.ts";
+export {
+  type CopyCount,
+  type DeviceCopyCounts,
+  deviceCopyCounts,
+} from "./src/native/cuda_memory.ts";
 export type {
   DType,
   DTypeLike,
@@ -121,6 +133,7 @@ export type {
 } from "./src/tensor/dtype.ts";
 
 export type {
+  AnyTensors,
   CallableResult,
   CallFrame,
   CallParent,
@@ -140,10 +153,23 @@ export type {
   ParameterValue,
   Request,
   SpecName,
+  TensorOf,
   Tensors,
   TensorsOf,
 } from "./src/callable/types.ts";
 export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
+export {
+  Metric,
+  type MetricChange,
+  MetricFamily,
+  type MetricFamilyOptions,
+  type MetricKind,
+  type MetricOperation,
+  type MetricOptions,
+  type MetricsBackend,
+  ModelMetrics,
+} from "./src/callable/metrics.ts";
+export type { OpenTelemetryTraceConfig } from "./src/config/trace_config.ts";
 export {
   getModelConfig,
   inferContext,

@@ -42,6 +42,7 @@ typedef struct TRITONSERVER_ResponseAllocator TRITONSERVER_ResponseAllocator;
 typedef struct TRITONSERVER_Server TRITONSERVER_Server;
 typedef struct TRITONSERVER_ServerOptions TRITONSERVER_ServerOptions;
 typedef struct TRITONSERVER_Parameter TRITONSERVER_Parameter;
+typedef struct TRITONSERVER_InferenceTrace TRITONSERVER_InferenceTrace;
 typedef struct TRITONBACKEND_Backend TRITONBACKEND_Backend;
 typedef struct TRITONBACKEND_Model TRITONBACKEND_Model;
 typedef struct TRITONBACKEND_ModelInstance TRITONBACKEND_ModelInstance;
@@ -174,6 +175,8 @@ extern TRITONSERVER_Error* TRITONBACKEND_ModelInstanceSetState(
 extern TRITONSERVER_Error* TRITONBACKEND_ModelInstanceState(
     TRITONBACKEND_ModelInstance* instance, void** state);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestId(TRITONBACKEND_Request* request, const char** id);
+extern TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* request,
+                                                      TRITONSERVER_InferenceTrace** trace);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(
     TRITONBACKEND_Request* request, bool* is_cancelled);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(
@@ -222,6 +225,27 @@ extern TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
 extern TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportBatchStatistics(
     TRITONBACKEND_ModelInstance* instance, uint64_t batch_size, uint64_t exec_start_ns,
     uint64_t compute_start_ns, uint64_t compute_end_ns, uint64_t exec_end_ns);
+
+/* ---- Tracing (TRITONSERVER_InferenceTrace*, 24.10 headers) --------------------------------- */
+
+/* Activities 0..6 are the timeline (REQUEST_START .. REQUEST_END), 7..9 the tensors. */
+enum { DT_TRACE_TENSOR_QUEUE_INPUT = 7, DT_TRACE_TENSOR_BACKEND_OUTPUT = 9 };
+
+typedef void (*dt_trace_activity_fn)(TRITONSERVER_InferenceTrace* trace, int32_t activity,
+                                     uint64_t timestamp_ns, void* userp);
+typedef void (*dt_trace_tensor_fn)(TRITONSERVER_InferenceTrace* trace, int32_t activity,
+                                   const char* name, int32_t datatype, const void* base,
+                                   size_t byte_size, const int64_t* shape, uint64_t dim_count,
+                                   int32_t memory_type, int64_t memory_type_id, void* userp);
+typedef void (*dt_trace_release_fn)(TRITONSERVER_InferenceTrace* trace, void* userp);
+
+extern TRITONSERVER_Error* TRITONSERVER_InferenceTraceTensorNew(
+    TRITONSERVER_InferenceTrace** trace, int32_t level, uint64_t parent_id,
+    dt_trace_activity_fn activity_fn, dt_trace_tensor_fn tensor_activity_fn,
+    dt_trace_release_fn release_fn, void* trace_userp);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceTraceDelete(TRITONSERVER_InferenceTrace* trace);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceTraceId(TRITONSERVER_InferenceTrace* trace,
+                                                         uint64_t* id);
 
 /* ---- Shared helpers ------------------------------------------------------------------------ */
 

@@ -241,8 +241,19 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
   bool cancelled = false;
   err = TRITONBACKEND_RequestIsCancelled(request, &cancelled);
   if (err) TRITONSERVER_ErrorDelete(err);
+  /* The request's trace id (0: not traced), by which JS finds the trace its front end started. */
+  uint64_t trace_id = 0;
+  TRITONSERVER_InferenceTrace* trace = NULL;
+  err = TRITONBACKEND_RequestTrace(request, &trace);
+  if (err) {
+    TRITONSERVER_ErrorDelete(err);
+  } else if (trace) {
+    err = TRITONSERVER_InferenceTraceId(trace, &trace_id);
+    if (err) TRITONSERVER_ErrorDelete(err);
+  }
   out_str(o, id);
   out_u32(o, cancelled ? 1 : 0);
+  out_u64(o, trace_id);
   uint32_t n = 0;
   err = TRITONBACKEND_RequestParameterCount(request, &n);
   if (err) {
@@ -293,12 +304,14 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
       continue;
     }
     if (i == 0 && s->channel->max_batch_size > 0 && dims > 0) s->batch_sizes[r] = (uint64_t)shape[0];
-    /* One chunk is read in place; several are joined into scratch memory owned by the slot. */
+    /* One chunk is read in place (in GPU memory too: a client's CUDA region reaches JS as that
+       device memory); several host chunks are joined into scratch memory owned by the slot. */
     const void* base = NULL;
     int gpu = 0;
+    int64_t device = 0;
     if (buffers == 1) {
       uint64_t size = 0;
-      int mem = DT_MEM_CPU;
+      int mem = DT_MEM_GPU;
       int64_t mem_id = 0;
       err = TRITONBACKEND_InputBuffer(input, 0, &base, &size, &mem, &mem_id);
       if (err) {
@@ -306,6 +319,7 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
         base = NULL;
       }
       gpu = mem == DT_MEM_GPU;
+      device = gpu ? mem_id : 0;
     } else if (buffers > 1) {
       char* joined = slot_scratch(s, byte_size);
       uint64_t offset = 0;
@@ -319,7 +333,8 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
           TRITONSERVER_ErrorDelete(err);
           break;
         }
-        if (mem == DT_MEM_GPU) gpu = 1;
+        /* Chunks in GPU memory are not joined here: JS refuses the input (gpu 2). */
+        if (mem == DT_MEM_GPU) gpu = 2;
         if (offset + size > byte_size) break;
         if (!gpu) memcpy(joined + offset, chunk, size);
         offset += size;
@@ -328,7 +343,8 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
     }
     out_str(o, name);
     out_u32(o, (uint32_t)datatype);
-    out_u32(o, gpu ? 1 : 0);
+    out_u32(o, (uint32_t)gpu);
+    out_u64(o, (uint64_t)device);
     out_u32(o, dims);
     for (uint32_t d = 0; d < dims; ++d) out_u64(o, (uint64_t)shape[d]);
     out_u64(o, (uint64_t)(uintptr_t)base);
@@ -364,8 +380,9 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
  * caller calls again with a bigger buffer. Layout (little-endian, see dt_abi.h for strings and
  * parameters): u32 request count, then per request: id, u32 cancelled, u32 parameter count and
  * the parameters (name, value), u32 input count and the inputs (name, u32 datatype, u32 in GPU
- * memory, u32 dims, i64 shape[dims], u64 address, u64 byte size), u32 output count and the
- * requested output names. The input memory stays valid until `dt_batch_done`.
+ * memory (2: in several GPU chunks, not described), i64 device, u32 dims, i64 shape[dims], u64
+ * address, u64 byte size), u32 output count and the requested output names. The input memory
+ * stays valid until `dt_batch_done`.
  */
 DT_EXPORT uint64_t dt_batch_read(uint64_t id, uint32_t index, uint8_t* out, uint64_t cap) {
   pthread_mutex_lock(&g_mu);
@@ -430,22 +447,33 @@ DT_EXPORT const char* dt_slot_error(uint64_t id, uint32_t index) {
   return s ? s->error : "Unknown DenoTriton channel or slot";
 }
 
-/** `dt_output` flags: the client's allocator may keep `data` as the output's buffer. */
-enum { DT_OUTPUT_LEND = 1 };
+/**
+ * `dt_output` flags: the client's allocator may keep `data` as the output's buffer (LEND); the
+ * result is in GPU memory at `device_data` on device `device_id`, and `data` is not read
+ * (DEVICE).
+ */
+enum { DT_OUTPUT_LEND = 1, DT_OUTPUT_DEVICE = 2 };
 /** `dt_output` failed after the allocator took `data`: it stays lent until the response goes. */
 enum { DT_OUTPUT_FAILED_LENT = -98 };
+/** `dt_output` left the copy to the caller: into `out[0]`, memory type `out[1]`, id `out[2]`. */
+enum { DT_OUTPUT_CALLER_COPIES = 2 };
 
 /**
  * Adds output `name` to the open response of request `request`, takes its buffer from the
- * client's allocator (CPU memory) and copies `byte_size` bytes of `data` into it. With
- * DT_OUTPUT_LEND in `flags`, the allocator may hand out `data` itself (JS keeps it alive until
- * the response is deleted): nothing is copied then. Returns 1 when `data` became the buffer, 0
- * when it was copied, or a negative Triton error code (message in `dt_slot_error`); -100 for
+ * client's allocator and copies `byte_size` bytes of `data` into it. With DT_OUTPUT_LEND in
+ * `flags`, the allocator may hand out `data` itself (JS keeps it alive until the response is
+ * deleted): nothing is copied then. With DT_OUTPUT_DEVICE the result is device memory
+ * (`device_data` on `device_id`, asked for as GPU memory on that device), and whenever the
+ * result or the buffer is in GPU memory (a client's CUDA region) nothing is copied here: the
+ * buffer's address, memory type and id go into `out[0..2]` and JS copies through the CUDA driver
+ * (this library links no CUDA). Returns 1 when `data` became the buffer, 0 when it was copied,
+ * DT_OUTPUT_CALLER_COPIES, or a negative Triton error code (message in `dt_slot_error`); -100 for
  * UNKNOWN, -99 for a bad slot, DT_OUTPUT_FAILED_LENT when the core failed after taking `data`.
  */
 DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const char* name,
                             int32_t datatype, const int64_t* shape, uint32_t dims,
-                            const void* data, uint64_t byte_size, uint32_t flags) {
+                            const void* data, uint64_t byte_size, uint32_t flags,
+                            uint64_t device_data, int32_t device_id, uint64_t* out) {
   dt_slot* s = taken_slot(id, index, request);
   if (!s) return -99;
   if (!s->compute_end) s->compute_end = now_ns();
@@ -455,10 +483,11 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
   TRITONBACKEND_Output* output = NULL;
   err = TRITONBACKEND_ResponseOutput(response, &output, name, datatype, shape, dims);
   if (err) return slot_fail(s, err);
-  int mem = DT_MEM_CPU;
-  int64_t mem_id = 0;
+  int device = (flags & DT_OUTPUT_DEVICE) != 0;
+  int mem = device ? DT_MEM_GPU : DT_MEM_CPU;
+  int64_t mem_id = device ? device_id : 0;
   void* buffer = NULL;
-  if ((flags & DT_OUTPUT_LEND) && byte_size > 0) {
+  if (!device && (flags & DT_OUTPUT_LEND) && byte_size > 0) {
     dt_offer = (dt_lend_offer){data, byte_size, 0};
   }
   err = TRITONBACKEND_OutputBuffer(output, &buffer, byte_size, &mem, &mem_id);
@@ -468,10 +497,11 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
     int32_t code = slot_fail(s, err);
     return taken ? DT_OUTPUT_FAILED_LENT : code;
   }
-  if (mem == DT_MEM_GPU) {
-    snprintf(s->error, sizeof s->error,
-             "Cannot write output '%s': the client allocated GPU memory", name);
-    return -DT_CODE_UNSUPPORTED;
+  if (device || mem == DT_MEM_GPU) {
+    out[0] = (uint64_t)(uintptr_t)buffer;
+    out[1] = (uint64_t)mem;
+    out[2] = (uint64_t)mem_id;
+    return DT_OUTPUT_CALLER_COPIES;
   }
   if (taken && buffer == data) return 1;
   if (byte_size > 0) memcpy(buffer, data, (size_t)byte_size);

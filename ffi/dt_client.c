@@ -15,7 +15,18 @@
 
 /* ---- Event queues ------------------------------------------------------------------------ */
 
-enum { EVENT_RESPONSE = 1, EVENT_RELEASE = 2 };
+/*
+ * A traced request's events carry the same tag: an activity (flags: the activity, pointer: its
+ * timestamp in ns), a tensor (pointer: a malloc'd blob, see on_trace_tensor; JS frees it with
+ * dt_free), and the end of its trace (the core released it; the bridge deleted it).
+ */
+enum {
+  EVENT_RESPONSE = 1,
+  EVENT_RELEASE = 2,
+  EVENT_TRACE_ACTIVITY = 3,
+  EVENT_TRACE_TENSOR = 4,
+  EVENT_TRACE_END = 5
+};
 
 typedef struct {
   uint64_t tag;
@@ -102,6 +113,7 @@ static void drop_orphan(uint64_t kind, void* pointer) {
     TRITONSERVER_Error* err = TRITONSERVER_InferenceResponseDelete(pointer);
     if (err) TRITONSERVER_ErrorDelete(err);
   }
+  if (kind == EVENT_TRACE_TENSOR) free(pointer);
 }
 
 static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointer) {
@@ -205,6 +217,10 @@ DT_EXPORT void dt_wake_events(uint64_t id) {
 typedef struct {
   void* address;
   uint64_t size;
+  /* Where it is: host memory (DT_MEM_CPU, a system region) or a GPU's (DT_MEM_GPU with the
+     device, a client's CUDA region the server mapped). */
+  int memory_type;
+  int64_t memory_id;
   /* The descriptor of the object the buffer is mapped from (-1: none), the size that object must
      have for the buffer to be backed, and the error's message when it has less. */
   int64_t fd;
@@ -243,6 +259,10 @@ static TRITONSERVER_Error* alloc_cpu(TRITONSERVER_ResponseAllocator* allocator,
   *actual_memory_type_id = 0;
   dt_bound bound;
   if (userp && bound_output(userp, tensor_name, &bound)) {
+    /* The client's region, whichever memory it is in: a CUDA region is handed out as GPU
+       memory, and the backend copies into it on the device (no host copy). */
+    *actual_memory_type = bound.memory_type;
+    *actual_memory_type_id = bound.memory_id;
     /* Triton's words (its HTTP and gRPC allocators) for a region too small. */
     if (byte_size > bound.size) {
       return dt_error(DT_CODE_INTERNAL,
@@ -329,6 +349,64 @@ static void on_release(TRITONSERVER_InferenceRequest* request, uint32_t flags, v
   push_event((uint64_t)(uintptr_t)userp, EVENT_RELEASE, flags, request);
 }
 
+/* ---- Trace callbacks: any Triton thread; they only push events ----------------------------- */
+
+static void on_trace_activity(TRITONSERVER_InferenceTrace* trace, int32_t activity,
+                              uint64_t timestamp_ns, void* userp) {
+  (void)trace;
+  /* The timeline only (custom activities of other backends are not ours to name). */
+  if (activity < 0 || activity > 6) return;
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_ACTIVITY, (uint32_t)activity,
+             (void*)(uintptr_t)timestamp_ns);
+}
+
+/*
+ * A tensor the core shows the trace (level TENSORS), copied into one blob, since its memory is
+ * the core's only during the call: u32 activity, u32 datatype, u32 dims, i64 shape[dims], u32
+ * name length, the name, u64 byte size, the bytes (none for GPU memory, which the bridge does
+ * not read). JS reads it and frees it with dt_free.
+ */
+static void on_trace_tensor(TRITONSERVER_InferenceTrace* trace, int32_t activity, const char* name,
+                            int32_t datatype, const void* base, size_t byte_size,
+                            const int64_t* shape, uint64_t dim_count, int32_t memory_type,
+                            int64_t memory_type_id, void* userp) {
+  (void)trace;
+  (void)memory_type_id;
+  if (activity < DT_TRACE_TENSOR_QUEUE_INPUT || activity > DT_TRACE_TENSOR_BACKEND_OUTPUT) return;
+  if (dim_count > 64) return;
+  size_t bytes = memory_type == DT_MEM_GPU || !base ? 0 : byte_size;
+  size_t name_length = strlen(name);
+  size_t size = 12 + 8 * dim_count + 4 + name_length + 8 + bytes;
+  uint8_t* blob = malloc(size);
+  if (!blob) return;
+  dt_out o = {blob, 0, size};
+  out_u32(&o, (uint32_t)activity);
+  out_u32(&o, (uint32_t)datatype);
+  out_u32(&o, (uint32_t)dim_count);
+  for (uint64_t d = 0; d < dim_count; ++d) out_u64(&o, (uint64_t)shape[d]);
+  out_str(&o, name);
+  out_u64(&o, bytes);
+  out_put(&o, base, bytes);
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_TENSOR, 0, blob);
+}
+
+/* The core is done with the trace (after REQUEST_END): ours to delete, then JS writes it. */
+static void on_trace_release(TRITONSERVER_InferenceTrace* trace, void* userp) {
+  TRITONSERVER_Error* err = TRITONSERVER_InferenceTraceDelete(trace);
+  if (err) TRITONSERVER_ErrorDelete(err);
+  push_event((uint64_t)(uintptr_t)userp, EVENT_TRACE_END, 0, NULL);
+}
+
+/** Frees what the bridge handed JS (a trace tensor's blob). */
+DT_EXPORT void dt_free(void* pointer) { free(pointer); }
+
+/** CLOCK_MONOTONIC in ns: the clock of the core's trace timestamps (steady_clock). */
+DT_EXPORT uint64_t dt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static pthread_once_t g_allocator_once = PTHREAD_ONCE_INIT;
 static TRITONSERVER_ResponseAllocator* g_allocator = NULL;
 static TRITONSERVER_Error* g_allocator_error = NULL;
@@ -401,8 +479,9 @@ static const char* rd_str(dt_reader* r) {
 /*
  * Output buffers the caller already has (a client's shared-memory region), handed to `dt_infer`
  * as a table in the caller's memory that outlives the request's last response: u64 table length
- * in bytes, u32 count, then per output its name (a string as above), u64 address and u64 byte
- * size, and its guard: i64 descriptor of the object the buffer is mapped from (-1: none), u64
+ * in bytes, u32 count, then per output its name (a string as above), u64 address, u64 byte size,
+ * u32 memory type (DT_MEM_CPU, or DT_MEM_GPU for a CUDA region) and i64 memory type id (the
+ * device), and its guard: i64 descriptor of the object the buffer is mapped from (-1: none), u64
  * size that object must have, and the refusal (a string). The allocator hands out that memory
  * for those outputs, so the backend's copy of the result is its only write, and the response is
  * read where it lies.
@@ -416,11 +495,14 @@ static int bound_output(const uint8_t* table, const char* name, dt_bound* bound)
     const char* output = rd_str(&r);
     uint64_t at = rd_u64(&r);
     uint64_t bytes = rd_u64(&r);
+    int memory_type = (int)rd_u32(&r);
+    int64_t memory_id = (int64_t)rd_u64(&r);
     int64_t fd = (int64_t)rd_u64(&r);
     uint64_t minimum_size = rd_u64(&r);
     const char* refusal = rd_str(&r);
     if (!r.bad && strcmp(output, name) == 0) {
-      *bound = (dt_bound){(void*)(uintptr_t)at, bytes, fd, minimum_size, refusal};
+      *bound = (dt_bound){(void*)(uintptr_t)at, bytes,   memory_type, memory_id,
+                          fd,                    minimum_size, refusal};
       return 1;
     }
   }
@@ -452,11 +534,15 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
     for (uint32_t d = 0; d < dims; ++d) shape[d] = (int64_t)rd_u64(r);
     const void* data = (const void*)(uintptr_t)rd_u64(r);
     uint64_t size = rd_u64(r);
+    /* DT_MEM_CPU, or DT_MEM_GPU with the device for an input in a client's CUDA region: the core
+       hands the backend that device memory as it is. */
+    int memory_type = (int)rd_u32(r);
+    int64_t memory_id = (int64_t)rd_u64(r);
     if (r->bad) break;
     err = TRITONSERVER_InferenceRequestAddInput(request, name, datatype, shape, dims);
     if (!err) {
       err = TRITONSERVER_InferenceRequestAppendInputData(request, name, size ? data : NULL,
-                                                          (size_t)size, DT_MEM_CPU, 0);
+                                                          (size_t)size, memory_type, memory_id);
     }
     if (err) return err;
   }
@@ -504,16 +590,20 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
  * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
  * with their data addresses, the requested outputs, the typed parameters and the address of the
  * table of bound output buffers, which must outlive the last response), routes its events to the
- * queue under `tag` and submits it. On success `out[0]` holds the request (the caller deletes it
- * after its release event) and `out[1]` how many events the queue holds now (a cache hit
- * completes inside ServerInferAsync, on the caller's thread, so the caller drains only when that
- * is not 0); on failure nothing is left to clean up and the error comes back (the caller deletes
- * it). Input data is not copied: it must stay valid until the release event.
+ * queue under `tag` and submits it. The description ends with a u32 trace level (0: not traced;
+ * else the core's level bits): a traced request gets a trace whose activities, tensors and end
+ * arrive as events under `tag`, and `out[2]` holds the trace's id. On success `out[0]` holds the
+ * request (the caller deletes it after its release event) and `out[1]` how many events the queue
+ * holds now (a cache hit completes inside ServerInferAsync, on the caller's thread, so the caller
+ * drains only when that is not 0); on failure nothing is left to clean up and the error comes
+ * back (the caller deletes it). Input data is not copied: it must stay valid until the release
+ * event.
  */
 DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_t* packed,
                                        uint64_t length, uint64_t tag, uint64_t* out) {
   out[0] = 0;
   out[1] = 0;
+  out[2] = 0;
   dt_reader r = {packed, packed + length, 0};
   const char* model = rd_str(&r);
   int64_t version = (int64_t)rd_u64(&r);
@@ -524,11 +614,27 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
   err = build_request(request, &r);
   /* Last: the address of the table of bound output buffers (0: none; see bound_output). */
   const uint8_t* bound_outputs = err ? NULL : (const uint8_t*)(uintptr_t)rd_u64(&r);
+  uint32_t trace_level = err ? 0 : rd_u32(&r);
   if (!err && r.bad) {
     err = dt_error(DT_CODE_INTERNAL, "Cannot build a request: its description is malformed");
   }
   if (!err) err = dt_request_bind(request, tag, bound_outputs);
-  if (!err) err = TRITONSERVER_ServerInferAsync(server, request, NULL);
+  TRITONSERVER_InferenceTrace* trace = NULL;
+  if (!err && trace_level != 0) {
+    /* A trace that cannot be made leaves the request untraced rather than failing it. */
+    TRITONSERVER_Error* failed = TRITONSERVER_InferenceTraceTensorNew(
+        &trace, (int32_t)trace_level, 0, on_trace_activity, on_trace_tensor, on_trace_release,
+        (void*)(uintptr_t)tag);
+    if (failed) {
+      TRITONSERVER_ErrorDelete(failed);
+      trace = NULL;
+    } else {
+      failed = TRITONSERVER_InferenceTraceId(trace, &out[2]);
+      if (failed) TRITONSERVER_ErrorDelete(failed);
+    }
+  }
+  /* The core takes the trace whatever happens: on a failure it is released with the request. */
+  if (!err) err = TRITONSERVER_ServerInferAsync(server, request, trace);
   if (err) {
     TRITONSERVER_Error* ignored = TRITONSERVER_InferenceRequestDelete(request);
     if (ignored) TRITONSERVER_ErrorDelete(ignored);
@@ -547,8 +653,8 @@ DT_EXPORT TRITONSERVER_Error* dt_infer(TRITONSERVER_Server* server, const uint8_
  * that is more than `cap`, nothing usable was written and the caller calls again with a bigger
  * buffer. Layout (little-endian, see dt_abi.h for strings and parameters): i32 error code (-1:
  * none), error message, model, i64 version, id, u32 parameter count and the parameters (name,
- * value), u32 output count and the outputs (name, u32 datatype, u32 in GPU memory, u32 dims, i64
- * shape[dims], u64 address, u64 byte size). Output addresses stay valid until
+ * value), u32 output count and the outputs (name, u32 datatype, u32 in GPU memory, i64 memory type
+ * id, u32 dims, i64 shape[dims], u64 address, u64 byte size). Output addresses stay valid until
  * `TRITONSERVER_InferenceResponseDelete`.
  */
 DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, uint8_t* out,
@@ -627,6 +733,7 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
     out_str(&o, name);
     out_u32(&o, (uint32_t)datatype);
     out_u32(&o, mem == DT_MEM_GPU ? 1 : 0);
+    out_u64(&o, (uint64_t)mem_id);
     out_u32(&o, (uint32_t)dims);
     for (uint64_t d = 0; d < dims; ++d) out_u64(&o, (uint64_t)shape[d]);
     out_u64(&o, (uint64_t)(uintptr_t)base);
@@ -638,5 +745,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 7; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 8; }
 

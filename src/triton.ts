@@ -29,6 +29,7 @@ import {
 } from "./errors.ts";
 import type { GrpcFrontend } from "./frontend/grpc/server.ts";
 import { HttpFrontend } from "./frontend/http/server.ts";
+import { Tracer } from "./telemetry/tracer.ts";
 import { SharedMemoryRegistry } from "./shm/registry.ts";
 import { MetricsFrontend } from "./frontend/metrics/server.ts";
 import { inJupyterKernel } from "./jupyter.ts";
@@ -196,6 +197,7 @@ export class Triton implements AsyncDisposable {
   // One set of system shared-memory regions for both front ends (and so both engines).
   #sharedMemory: SharedMemoryRegistry | undefined;
   #metrics: MetricsFrontend | undefined;
+  #tracer: Tracer | undefined;
   #state: "idle" | "starting" | "running" | "stopping" = "idle";
   #starting: Promise<void> | undefined;
   #stopping: Promise<boolean> | undefined;
@@ -225,6 +227,8 @@ export class Triton implements AsyncDisposable {
       );
     }
     this.#security = resolveSecurityConfig(options.securityConfig);
+    // A traceConfig entry that does not parse fails here, naming it, not at the start.
+    facadeOptionsOf(this.#config);
   }
 
   /**
@@ -608,6 +612,10 @@ export class Triton implements AsyncDisposable {
         `Verbose logging is on (logVerbose=${config.logVerbose}): it costs inference throughput`,
       );
     }
+    // One tracer for the engine (which samples by its settings) and both front ends (which
+    // read and change them).
+    const tracer = this.#tracer = new Tracer(plan.trace);
+    tracer.open();
     let engineKind: "builtin" | "triton" = "triton";
     const engineNeeds = (denied: DeniedPermission): PermissionUse =>
       permissionUse(engineKind, denied, tritonHomeOrUndefined());
@@ -616,6 +624,7 @@ export class Triton implements AsyncDisposable {
         ...engineOptionsOf(config),
         ...(this.#options.gpus === undefined ? {} : { gpus: this.#options.gpus }),
         logger,
+        tracer,
         onUnrecoverable: (error) => this.#onUnrecoverable(error),
       }), engineNeeds);
     engineKind = this.#engine.kind;
@@ -641,7 +650,12 @@ export class Triton implements AsyncDisposable {
         );
       }
     }
-    const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry();
+    // CUDA regions are opened through the driver the GPUs are found through (the stand-in one
+    // in tests); the engine's default inventory names libcuda.so.1, the registry's default.
+    const cudaDriverLibrary = this.#options.gpus?.driverLibrary;
+    const sharedMemory = this.#sharedMemory = new SharedMemoryRegistry(
+      cudaDriverLibrary === undefined ? {} : { cudaDriverLibrary },
+    );
     if (plan.http) {
       const engine = this.#engine;
       this.#http = await explainPermission(
@@ -652,6 +666,7 @@ export class Triton implements AsyncDisposable {
             repository: this.#repository,
             security: this.#security,
             sharedMemory,
+            tracer,
           }),
         (denied) => permissionUse("http", denied),
       );
@@ -669,6 +684,7 @@ export class Triton implements AsyncDisposable {
           repository: this.#repository,
           security: this.#security,
           sharedMemory,
+          tracer,
           ...(tlsFiles === undefined ? {} : { tls: await readGrpcTls(tlsFiles) }),
         });
       }, (denied) => permissionUse("grpc", denied));
@@ -815,6 +831,9 @@ export class Triton implements AsyncDisposable {
     await attempt(() => this.#http?.shutdown());
     await attempt(() => this.#grpc?.shutdown());
     await attempt(() => this.#metrics?.shutdown());
+    // Last: the trace file gets every request's records, the collector every span.
+    await attempt(() => this.#tracer?.close());
+    this.#tracer = undefined;
     // In-flight requests are answered by now; a request still holding a region unmaps it last.
     this.#sharedMemory?.close();
     this.#sharedMemory = undefined;

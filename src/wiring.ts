@@ -10,6 +10,7 @@
 import type { TritonConfigConsumer } from "./config/triton_config.ts";
 import type { ResolvedTritonConfig } from "./config/triton_config_fields.ts";
 import { parseCacheConfig } from "./config/cache_config.ts";
+import { parseTraceConfig, type TraceConfig } from "./config/trace_config.ts";
 import type { EngineOptions } from "./engine/select.ts";
 import { describeError, TritonError } from "./errors.ts";
 import type { GrpcFrontendOptions, GrpcTlsOptions } from "./frontend/grpc/server.ts";
@@ -29,6 +30,8 @@ export interface FacadePlan {
   readonly exitOnError: boolean;
   /** Whether the server has a response cache, which models with `responseCache` need. */
   readonly responseCache: boolean;
+  /** The trace configuration (`traceConfig`), from which the server's tracer is made. */
+  readonly trace: TraceConfig;
 }
 
 /** Where the gRPC TLS files are, before they are read. */
@@ -77,6 +80,7 @@ export function facadeOptionsOf(config: ResolvedTritonConfig): FacadePlan {
     metrics: config.allowMetrics,
     exitOnError: config.exitOnError,
     responseCache,
+    trace: parseTraceConfig(config.traceConfig),
   };
 }
 

@@ -216,11 +216,22 @@ Deno.test("bind() refuses responseCache on a server without a response cache", (
 });
 
 Deno.test("Triton refuses config fields it cannot honour when it is created", () => {
-  assert.throws(() => new Triton({ config: { traceConfig: ["rate=1"] } }), {
-    name: "TritonValidationError",
-    message:
-      'Invalid TritonConfig from the config argument: traceConfig is not supported: DenoTriton does not trace requests (got ["rate=1"])',
-  });
+  // traceConfig is honoured (issue 36); an entry it cannot honour is refused, naming it.
+  for (
+    const [entry, why] of [
+      ["rate=0", "expected a value in [1, 4294967295]"],
+      ["level=LOUD", "expected OFF, TIMESTAMPS or TENSORS"],
+      [
+        "triton,file=/no/such/directory/trace.json",
+        "directory '/no/such/directory' does not exist",
+      ],
+    ]
+  ) {
+    assert.throws(() => new Triton({ config: { traceConfig: [entry!] } }), {
+      name: "TritonValidationError",
+      message: `Invalid traceConfig entry '${entry}': ${why}`,
+    });
+  }
   assert.throws(
     () => new Triton({ config: { grpcInferResponseCompressionLevel: "low" } }),
     /grpcInferResponseCompressionLevel is not supported: the gRPC front end does not compress responses \(got "low"\)$/,

@@ -72,6 +72,7 @@ for (const engine of ENGINES) {
         "model_repository",
         "schedule_policy",
         "system_shared_memory",
+        "cuda_shared_memory",
       ],
     });
     const model = await client.call(

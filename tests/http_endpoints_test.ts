@@ -51,6 +51,7 @@ for (const engine of ENGINES) {
           "model_repository",
           "schedule_policy",
           "system_shared_memory",
+          "cuda_shared_memory",
         ],
       });
       assert.equal(typeof body.name, "string");

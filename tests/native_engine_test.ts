@@ -12,6 +12,7 @@ import { findTritonInstall } from "../src/setup/install.ts";
 import { lentCount } from "../src/engine/native/tensors.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { hostTensor } from "../src/tensor/device_tensor.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 import { testInOwnProcess, watchdog } from "./_helpers.ts";
 
@@ -90,7 +91,11 @@ Deno.test({ name: "native engine: load, infer, metadata, stop", ignore }, async 
     assert.equal(response.modelName, "m");
     assert.equal(response.modelVersion, "1");
     assert.equal(response.id, "r1");
-    assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4, 6]);
+    assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+      2,
+      4,
+      6,
+    ]);
     assert.deepEqual(response.outputs.get("y")!.shape, [1, 3]);
     const metadata = await engine.modelMetadata("m");
     assert.deepEqual(metadata, {
@@ -139,12 +144,15 @@ Deno.test({ name: "native engine: Triton's dynamic batcher forms the batch", ign
       return double(requests);
     }], { maxBatchSize: 4, batcher: { maxQueueDelayMicroseconds: 5_000_000 } }));
     const responses = await Promise.all([1, 2, 3, 4].map((v) => engine.infer(request([v]))));
-    assert.deepEqual(responses.map((r) => (r.outputs.get("y")!.data as Float32Array)[0]), [
-      2,
-      4,
-      6,
-      8,
-    ]);
+    assert.deepEqual(
+      responses.map((r) => (hostTensor(r.outputs.get("y")!, "y").data as Float32Array)[0]),
+      [
+        2,
+        4,
+        6,
+        8,
+      ],
+    );
     assert.deepEqual(batches, [4]);
     const stats = (await engine.modelStatistics("m")).model_stats[0]!;
     assert.equal(stats.execution_count, 1);
@@ -172,7 +180,10 @@ testInOwnProcess({
       }], { responseCache: true }));
       for (let i = 0; i < 3; i++) {
         const response = await engine.infer(request([5, 6]));
-        assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [10, 12]);
+        assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+          10,
+          12,
+        ]);
       }
       assert.equal(calls, 1);
       const stats = (await engine.modelStatistics("m")).model_stats[0]!;
@@ -201,7 +212,7 @@ Deno.test({ name: "native engine: callable errors reach the client", ignore }, a
     );
     fail = false;
     const response = await engine.infer(request([3]));
-    assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [6]);
+    assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [6]);
     const stats = (await engine.modelStatistics("m")).model_stats[0]!;
     assert.equal(stats.inference_stats.fail.count, 1);
     assert.equal(stats.inference_stats.success.count, 1);
@@ -229,7 +240,7 @@ testInOwnProcess({
             outputBuffers: new Map([["y", region]]),
           }),
         );
-        const y = response.outputs.get("y")!;
+        const y = hostTensor(response.outputs.get("y")!, "y");
         // A view of the caller's bytes, which hold the result: nothing was copied out.
         assert.equal((y.data as Float32Array).buffer, region.buffer, modelName);
         assert.deepEqual([...new Float32Array(region.buffer, 0, 3)], [2, 4, 6]);
@@ -251,7 +262,9 @@ testInOwnProcess({
       );
       // Unbound outputs are copied out as before, and the engine keeps serving.
       const response = await engine.infer(request([4]));
-      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [8]);
+      assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+        8,
+      ]);
     } finally {
       await engine.stop();
     }
@@ -274,7 +287,7 @@ Deno.test(
         parameters: {},
         inputs: new Map([["x", ndarray(input, [1, 1024])]]),
       });
-      assert.equal((response.outputs.get("y")!.data as Float32Array)[1023], 3);
+      assert.equal((hostTensor(response.outputs.get("y")!, "y").data as Float32Array)[1023], 3);
       // Not a new ArrayBuffer over the core's pointer (V8 counts those as external memory).
       assert.equal(seen.length, 1);
       assert.equal(seen[0], input.buffer);
@@ -290,7 +303,9 @@ Deno.test({ name: "native engine: start and stop repeatedly in one process", ign
     try {
       await engine.loadModel(define([double]));
       const response = await engine.infer(request([round]));
-      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [round * 2]);
+      assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+        round * 2,
+      ]);
     } finally {
       await engine.stop();
     }
@@ -313,7 +328,7 @@ Deno.test({ name: "native engine: decoupled models stream through the core", ign
         for await (const step of engine.inferStream(request([2]))) {
           const y = step.outputs.get("y");
           steps.push({
-            y: y === undefined ? [] : [...(y.data as Float32Array)],
+            y: y === undefined ? [] : [...(hostTensor(y, "y").data as Float32Array)],
             final: step.final,
           });
         }
@@ -385,7 +400,7 @@ Deno.test(
       // delete it again (a double free, which also breaks the reply the client reads).
       bridge.dt_debug_fault(FAULT_SEND, 1);
       const sent = await watchdog(engine.infer(request([1, 2])), "a response");
-      assert.deepEqual([...(sent.outputs.get("y")!.data as Float32Array)], [2, 4]);
+      assert.deepEqual([...(hostTensor(sent.outputs.get("y")!, "y").data as Float32Array)], [2, 4]);
       // The same for an error response.
       fail = true;
       bridge.dt_debug_fault(FAULT_SEND, 1);
@@ -397,7 +412,7 @@ Deno.test(
       );
       fail = false;
       const after = await watchdog(engine.infer(request([3])), "the next response");
-      assert.deepEqual([...(after.outputs.get("y")!.data as Float32Array)], [6]);
+      assert.deepEqual([...(hostTensor(after.outputs.get("y")!, "y").data as Float32Array)], [6]);
     } finally {
       bridge.dt_debug_fault(FAULT_SEND, 0);
       await engine.stop();
@@ -423,7 +438,9 @@ Deno.test(
       );
       // The instance thread was released and the consumer still serves.
       const response = await watchdog(engine.infer(request([4])), "the next batch");
-      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [8]);
+      assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+        8,
+      ]);
       // The error response of a batch the bridge ends itself, with a send that reports a failure.
       bridge.dt_debug_fault(FAULT_DESCRIBE, 1);
       bridge.dt_debug_fault(FAULT_SEND, 1);
@@ -432,7 +449,7 @@ Deno.test(
         /Cannot run a batch of model 'm'/,
       );
       const last = await watchdog(engine.infer(request([5])), "the last batch");
-      assert.deepEqual([...(last.outputs.get("y")!.data as Float32Array)], [10]);
+      assert.deepEqual([...(hostTensor(last.outputs.get("y")!, "y").data as Float32Array)], [10]);
     } finally {
       bridge.dt_debug_fault(FAULT_SEND, 0);
       bridge.dt_debug_fault(FAULT_DESCRIBE, 0);
@@ -466,7 +483,10 @@ Deno.test(
       // The engine keeps serving: the same name loads with a config the core accepts.
       await engine.loadModel(define([double]));
       const response = await engine.infer(request([1, 2]));
-      assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4]);
+      assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [
+        2,
+        4,
+      ]);
     } finally {
       await engine.stop();
     }
@@ -489,7 +509,7 @@ Deno.test(
         parameters: {},
         inputs: new Map([["x", ndarray(input, [1, n])]]),
       });
-      const y = echoed.outputs.get("y")!.data as Float32Array;
+      const y = hostTensor(echoed.outputs.get("y")!, "y").data as Float32Array;
       assert.equal(y.buffer, input.buffer);
       assert.deepEqual([y[0], y[n - 1]], [0, n - 1]);
       // Two requests in flight: each result keeps its own values after the other's release.
@@ -503,12 +523,15 @@ Deno.test(
         ),
       );
       await engine.infer(request([7], { modelName: "fresh" }));
-      const ya = a!.outputs.get("y")!.data as Float32Array;
-      const yb = b!.outputs.get("y")!.data as Float32Array;
+      const ya = hostTensor(a!.outputs.get("y")!, "y").data as Float32Array;
+      const yb = hostTensor(b!.outputs.get("y")!, "y").data as Float32Array;
       assert.deepEqual([ya.length, ya[0], ya[n - 1], yb[0], yb[n - 1]], [n, 2, 2, 4, 4]);
       // Small results are still copied out of the core's memory.
       const small = await engine.infer(request([1, 2]));
-      assert.deepEqual([...(small.outputs.get("y")!.data as Float32Array)], [1, 2]);
+      assert.deepEqual([...(hostTensor(small.outputs.get("y")!, "y").data as Float32Array)], [
+        1,
+        2,
+      ]);
     } finally {
       await engine.stop();
     }

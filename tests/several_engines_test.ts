@@ -13,6 +13,7 @@ import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/eng
 import { findTritonInstall } from "../src/setup/install.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { hostTensor } from "../src/tensor/device_tensor.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 import { testInOwnProcess, watchdog } from "./_helpers.ts";
 
@@ -55,7 +56,7 @@ async function infer(engine: NativeEngine, values: number[]): Promise<number[]> 
     parameters: {},
     inputs: new Map([["x", ndarray(new Float32Array(values), [1, values.length])]]),
   });
-  return [...(response.outputs.get("y")!.data as Float32Array)];
+  return [...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)];
 }
 
 // Servers are created and deleted while others start, load and serve. Each server asks for a

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import {
   batch,
   type BindOptions,
+  DeviceTensor,
   fillOptionals,
   firstValue,
   groupByKeys,
@@ -88,6 +89,37 @@ typeOnly((triton) => {
     inferFunc: batch(({ a }) => ({ add: int64, sub: a })),
     inputs: AB,
     outputs: ADD_SUB,
+  });
+
+  // Device tensors: a deviceTensor spec types the tensor as NDArray | DeviceTensor of its dtype.
+  triton.bind({
+    modelName: "OnDevice",
+    inferFunc: (requests) =>
+      requests.map(({ x }) => {
+        const device: NDArray<"float32"> | DeviceTensor<"float32"> = x;
+        return { y: device };
+      }),
+    inputs: [{ name: "x", dtype: "float32", shape: [-1], deviceTensor: true }],
+    outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
+  });
+  const onDevice = new DeviceTensor({ dtype: "float32", shape: [1], pointer: 0n, device: 0 });
+  triton.bind({
+    modelName: "NotOnDevice",
+    // @ts-expect-error: y has no deviceTensor: true, so it must be a host NDArray
+    inferFunc: (requests) => requests.map(() => ({ y: onDevice })),
+    inputs: [],
+    outputs: [{ name: "y", dtype: "float32", shape: [-1] }],
+  });
+  triton.bind({
+    modelName: "HostInput",
+    inferFunc: (requests) =>
+      requests.map(({ x }) => {
+        // @ts-expect-error: x has no deviceTensor: true, so it is never a DeviceTensor
+        const device: DeviceTensor<"float32"> = x;
+        return { y: ndarray([device.byteSize]) };
+      }),
+    inputs: [{ name: "x", dtype: "float32", shape: [-1] }],
+    outputs: [{ name: "y", dtype: "float64", shape: [1] }],
   });
 
   // A missing output.

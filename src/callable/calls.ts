@@ -22,8 +22,8 @@ import type {
   Tensors,
 } from "./types.ts";
 
-/** What an instance knows of itself: its context without the calls. */
-export type InstanceContext = Pick<InferContext, "model" | "instanceIndex" | "device">;
+/** What an instance knows of itself (its model, index, device, metrics): its context without the calls. */
+export type InstanceContext = Omit<InferContext, "infer" | "inferStream">;
 
 /** A batch's context and how to end its calls. */
 export interface BatchCalls {
@@ -231,13 +231,7 @@ export function batchCalls(
       };
     },
   });
-  const context = {
-    model: base.model,
-    instanceIndex: base.instanceIndex,
-    device: base.device,
-    infer,
-    inferStream,
-  } as InferContext;
+  const context = { ...base, infer, inferStream } as InferContext;
   return {
     context,
     get called() {

@@ -11,6 +11,7 @@ import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { TritonValidationError } from "../errors.ts";
 import { batchCalls } from "./calls.ts";
 import type { InferContext, ModelCaller } from "./types.ts";
+import { DISCARDED_METRICS, type MetricsBackend, ModelMetrics } from "./metrics.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 /**
@@ -144,6 +145,12 @@ export interface InferContextOptions {
    * @default {undefined}
    */
   caller?: ModelCaller;
+  /**
+   * Where the context's metric changes go.
+   *
+   * @default {DISCARDED_METRICS (kept nowhere)}
+   */
+  metrics?: MetricsBackend;
 }
 
 /**
@@ -186,6 +193,7 @@ export function inferContext(options: InferContextOptions = {}): InferContext {
     },
     instanceIndex: options.instanceIndex ?? 0,
     device: options.device ?? "cpu",
+    metrics: new ModelMetrics(options.metrics ?? DISCARDED_METRICS),
   };
   // Outside a server there is no batch: calls work for none, and are cancelled by their signal.
   return batchCalls(base, [], options.caller).context;

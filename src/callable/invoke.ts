@@ -7,7 +7,13 @@
 
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { inferRequest } from "./request.ts";
-import type { InferCallable, InferContext, InferRequest, InferReturn } from "./types.ts";
+import type {
+  AnyTensors,
+  InferCallable,
+  InferContext,
+  InferRequest,
+  InferReturn,
+} from "./types.ts";
 
 /**
  * Calls a callable once: a function directly, an object through its `infer` method (bound). The
@@ -37,7 +43,7 @@ import type { InferCallable, InferContext, InferRequest, InferReturn } from "./t
  */
 export function callInfer(
   callable: InferCallable,
-  requests: InferRequest[],
+  requests: readonly InferRequest<AnyTensors>[],
   context: InferContext,
 ): InferReturn {
   if (typeof callable === "function") return callable(withInputProperties(requests), context);
@@ -54,9 +60,12 @@ export function callInfer(
   );
 }
 
-// Engines build plain requests; the callable's view adds the inputs as properties.
-function withInputProperties(requests: readonly InferRequest[]): InferRequest[] {
-  return requests.map((request) => inferRequest(request.data, request));
+// Engines build plain requests; the callable's view adds the inputs as properties. The typed
+// callable meets the engine's tensors here: an input is a device tensor only where its spec says
+// `deviceTensor: true` (the instance placed the others on the host), and such a spec types the
+// input `NDArray | DeviceTensor`.
+function withInputProperties(requests: readonly InferRequest<AnyTensors>[]): InferRequest[] {
+  return requests.map((request) => inferRequest(request.data, request) as InferRequest);
 }
 
 function describe(value: unknown): string {
@@ -108,7 +117,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  */
 export async function runCoupled(
   callable: InferCallable,
-  requests: InferRequest[],
+  requests: readonly InferRequest<AnyTensors>[],
   context: InferContext,
 ): Promise<unknown> {
   let value: unknown = callInfer(callable, requests, context);
@@ -165,7 +174,7 @@ export async function runCoupled(
  */
 export async function* runDecoupled(
   callable: InferCallable,
-  requests: InferRequest[],
+  requests: readonly InferRequest<AnyTensors>[],
   context: InferContext,
 ): AsyncGenerator<unknown, void, undefined> {
   let value: unknown = callInfer(callable, requests, context);

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { callInfer, runCoupled, runDecoupled } from "./invoke.ts";
-import { inferContext } from "./context.ts";
 import { inferRequest } from "./request.ts";
+import { inferContext } from "./context.ts";
 import type { InferCallable, InferContext, InferRequest, InferResult } from "./types.ts";
 
 const context: InferContext = inferContext({ modelName: "m", config: { batching: false } });

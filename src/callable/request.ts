@@ -7,6 +7,7 @@
 
 import { isNDArray } from "../tensor/ndarray.ts";
 import type {
+  AnyTensors,
   CallParent,
   InferRequest,
   InferRequestFields,
@@ -48,7 +49,8 @@ export interface InferRequestOptions {
  * properties of the request itself.
  *
  * @typeParam I The inputs.
- * @param data The input tensors by name (with batching, axis 0 is the request's batch).
+ * @param data The input tensors by name (with batching, axis 0 is the request's batch); host
+ *   `NDArray`s, or `DeviceTensor`s for inputs declared `deviceTensor: true`.
  * @param options Parameters, requested outputs and signal.
  * @returns The request.
  *
@@ -66,7 +68,7 @@ export interface InferRequestOptions {
  * assert.equal(request.signal.aborted, false);
  * ```
  */
-export function inferRequest<I extends Tensors>(
+export function inferRequest<I extends AnyTensors>(
   data: I,
   options: InferRequestOptions = {},
 ): InferRequest<I> {

@@ -5,9 +5,11 @@
  */
 
 import type { ModelInfo } from "../config/model_info.ts";
+import type { ModelMetrics } from "./metrics.ts";
 import type { TensorSpec } from "../config/tensor_spec.ts";
-import type { DTypeOf } from "../tensor/dtype.ts";
+import type { DTypeOf, NumericDType } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
+import type { DeviceTensor } from "../tensor/device_tensor.ts";
 
 /** A request parameter value (KServe body parameters and forwarded headers). */
 export type ParameterValue = string | number | boolean;
@@ -16,10 +18,33 @@ export type ParameterValue = string | number | boolean;
 export type Tensors = Record<string, NDArray>;
 
 /**
+ * Tensors by name, each in host memory or on a GPU: what engines and instances pass around
+ * before a callable's inputs are placed (`deviceTensor` specs keep device tensors, the others get
+ * host copies) and after its outputs came back.
+ */
+export type AnyTensors = Record<string, NDArray | DeviceTensor>;
+
+/**
+ * The tensor a spec declares: `NDArray<dtype>`, or for a spec with `deviceTensor: true` also a
+ * {@linkcode DeviceTensor} of that dtype.
+ *
+ * @typeParam P A tensor spec type.
+ */
+export type TensorOf<P extends TensorSpec> = P extends { readonly deviceTensor: true }
+  // A device tensor of each numeric dtype (BYTES is never on a device); inline, since `deno doc
+  // --lint` refuses a public type that names a private one.
+  ?
+    | NDArray<DTypeOf<P["dtype"]>>
+    | (DTypeOf<P["dtype"]> extends infer D ? D extends NumericDType ? DeviceTensor<D> : never
+      : never)
+  : NDArray<DTypeOf<P["dtype"]>>;
+
+/**
  * The tensors a list of specs declares, by name, typed by dtype: `[{ name: "a", dtype: "float32",
- * shape: [-1] }]` gives `{ a: NDArray<"float32"> }`, and an `optional: true` spec an optional
- * property. Specs whose names are not literal types (built at run time, or declared without
- * `as const`) give the wide {@linkcode Tensors}.
+ * shape: [-1] }]` gives `{ a: NDArray<"float32"> }`, an `optional: true` spec an optional
+ * property, and a `deviceTensor: true` spec `NDArray<"float32"> | DeviceTensor<"float32">`.
+ * Specs whose names are not literal types (built at run time, or declared without `as const`)
+ * give the wide {@linkcode Tensors}.
  *
  * @typeParam S The specs, declared inline or `as const`.
  *
@@ -47,13 +72,13 @@ export type TensorsOf<S extends readonly TensorSpec[]> = string extends SpecName
   // One object type, not an intersection, so that types read well in errors and hovers.
   : (
     & {
-      [P in S[number] as P extends { readonly optional: true } ? never : SpecName<P>]: NDArray<
-        DTypeOf<P["dtype"]>
+      [P in S[number] as P extends { readonly optional: true } ? never : SpecName<P>]: TensorOf<
+        P
       >;
     }
     & {
-      [P in S[number] as P extends { readonly optional: true } ? SpecName<P> : never]?: NDArray<
-        DTypeOf<P["dtype"]>
+      [P in S[number] as P extends { readonly optional: true } ? SpecName<P> : never]?: TensorOf<
+        P
       >;
     }
   ) extends infer T ? { [K in keyof T]: T[K] }
@@ -325,6 +350,11 @@ export interface InferContext {
     inputs: Tensors,
     options?: InferCallOptions & { outputs?: readonly string[] },
   ): AsyncIterable<Tensors>;
+  /**
+   * The model's own metrics (Triton's custom-metrics API: a family, then metrics with labels),
+   * exported on `/metrics` beside the server's.
+   */
+  readonly metrics: ModelMetrics;
 }
 
 /**

@@ -3,7 +3,8 @@
  * object of NDArrays per request (bytes elements as `Uint8Array`), or a request whose `data` is
  * read as its outputs (the identity `requests => requests`), and with `strict` the declared
  * names, dtypes and shapes. Without `strict`, undeclared or unrequested outputs are dropped and
- * numeric outputs are converted to the declared dtype.
+ * numeric outputs are converted to the declared dtype. A `DeviceTensor` is an output only where
+ * its spec says `deviceTensor: true`, and always of the declared dtype (nothing converts it).
  *
  * @module
  */
@@ -18,8 +19,9 @@ import {
   type NumericDType,
 } from "../tensor/dtype.ts";
 import { isNDArray, type NDArray, type NumericNDArray, shapeSize } from "../tensor/ndarray.ts";
+import { isDeviceTensor, type Tensor } from "../tensor/device_tensor.ts";
 import { isInferRequest } from "./request.ts";
-import type { InferRequest, InferResult } from "./types.ts";
+import type { AnyTensors, InferRequest, InferResult } from "./types.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 
 const KNOWN_DTYPES = new Set<string>(DTYPES);
@@ -44,7 +46,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-function batchSizeOf(request: InferRequest): number | undefined {
+function batchSizeOf(request: InferRequest<AnyTensors>): number | undefined {
   for (const array of Object.values(request.data)) return array.shape[0];
   return undefined;
 }
@@ -202,9 +204,9 @@ function dtypeMismatch(name: string, got: DType, wanted: DType): string {
  */
 export function validateResults(
   results: unknown,
-  requests: readonly InferRequest[],
+  requests: readonly InferRequest<AnyTensors>[],
   model: ModelInfo,
-): InferResult[] {
+): InferResult<AnyTensors>[] {
   if (!Array.isArray(results)) {
     throw fail(
       model,
@@ -236,11 +238,43 @@ export function validateResults(
     const request = requests[index]!;
     const requested = new Set(request.requestedOutputNames);
     const batchSize = batching ? batchSizeOf(request) : undefined;
-    const cleaned: InferResult = {};
-    for (const [name, value] of Object.entries(result)) {
-      let array = checkArray(model, name, value, index);
+    const cleaned: InferResult<AnyTensors> = {};
+    const checkBatch = (tensor: Tensor): void => {
+      if (!batching) return;
+      if (tensor.shape.length === 0) {
+        throw fail(model, `output '${name}' is a scalar but the model batches: axis 0 is missing`);
+      }
+      if (batchSize !== undefined && tensor.shape[0] !== batchSize) {
+        throw fail(
+          model,
+          `output '${name}' has batch size ${
+            tensor.shape[0]
+          } (axis 0 of shape [${tensor.shape}]) but request ${index} has batch size ${batchSize}`,
+        );
+      }
+    };
+    let name = "";
+    for (const [key, value] of Object.entries(result)) {
+      name = key;
       const spec = declared.get(name);
-      if (spec === undefined) {
+      if (isDeviceTensor(value) && spec !== undefined) {
+        if (!spec.deviceTensor) {
+          throw fail(
+            model,
+            `output '${name}' of request ${index} is a DeviceTensor, but the model does not declare it with deviceTensor: true`,
+          );
+        }
+        if (value.dtype !== spec.dtype) {
+          throw fail(model, dtypeMismatch(name, value.dtype, spec.dtype));
+        }
+        checkBatch(value);
+        if (model.strict) checkShape(model, name, value.shape, spec.shape, batching);
+        if (requested.has(name)) cleaned[name] = value;
+        continue;
+      }
+      // An undeclared device tensor is dropped, or refused (strict), like any undeclared output.
+      const checked = isDeviceTensor(value) ? undefined : checkArray(model, name, value, index);
+      if (spec === undefined || checked === undefined) {
         if (model.strict) {
           throw fail(
             model,
@@ -251,22 +285,8 @@ export function validateResults(
         }
         continue;
       }
-      if (batching) {
-        if (array.shape.length === 0) {
-          throw fail(
-            model,
-            `output '${name}' is a scalar but the model batches: axis 0 is missing`,
-          );
-        }
-        if (batchSize !== undefined && array.shape[0] !== batchSize) {
-          throw fail(
-            model,
-            `output '${name}' has batch size ${
-              array.shape[0]
-            } (axis 0 of shape [${array.shape}]) but request ${index} has batch size ${batchSize}`,
-          );
-        }
-      }
+      let array = checked;
+      checkBatch(array);
       if (model.strict) {
         if (array.dtype !== spec.dtype) {
           throw fail(model, dtypeMismatch(name, array.dtype, spec.dtype));

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type ModelConfig, resolveModelConfig } from "../config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "../config/tensor_spec.ts";
 import { InferenceError } from "../errors.ts";
+import { DeviceTensor } from "../tensor/device_tensor.ts";
 import { type NDArray, ndarray } from "../tensor/ndarray.ts";
 import { inferRequest } from "./request.ts";
 import type { InferRequest } from "./types.ts";
@@ -121,7 +122,7 @@ Deno.test("validateResults() without strict drops, converts and tolerates missin
   );
   assert.deepEqual(Object.keys(result!), ["y"]);
   assert.equal(result!.y!.dtype, "float32");
-  assert.deepEqual([...(result!.y!.data as Float32Array)], [1, 2]);
+  assert.deepEqual([...((result!.y as NDArray).data as Float32Array)], [1, 2]);
   const [unrequested] = validateResults([{ y: y(), z: ndarray(["a"], [1, 1]) }], [
     request(1, ["z"]),
   ], model());
@@ -149,9 +150,9 @@ Deno.test("validateResults() converts between numeric dtypes like numpy's astype
     [request(1, ["i", "b", "h"])],
     model({ outputs }),
   );
-  assert.deepEqual([...(result!.i!.data as BigInt64Array)], [1n, -2n]);
-  assert.deepEqual([...(result!.b!.data as Uint8Array)], [0, 1]);
-  assert.deepEqual([...(result!.h!.data as Uint16Array)], [0x3f80, 0xc000]);
+  assert.deepEqual([...((result!.i as NDArray).data as BigInt64Array)], [1n, -2n]);
+  assert.deepEqual([...((result!.b as NDArray).data as Uint8Array)], [0, 1]);
+  assert.deepEqual([...((result!.h as NDArray).data as Uint16Array)], [0x3f80, 0xc000]);
   rejects(
     () =>
       validateResults(
@@ -230,5 +231,45 @@ Deno.test("validateResults() reads a request given back as its result through it
   rejects(
     () => validateResults([{ data: { x: y() } }], [request()], model()),
     /output 'data' of request 0 is Object, expected an NDArray/,
+  );
+});
+
+Deno.test("validateResults() takes a DeviceTensor only for a deviceTensor spec of its dtype", () => {
+  const onDevice = (dtype: "float32" | "int32") =>
+    new DeviceTensor({ dtype, shape: [1, 2], pointer: 4096n, device: 0 });
+  const device = model({
+    outputs: [{ name: "y", dtype: "float32", shape: [-1], deviceTensor: true }],
+  });
+  const y = onDevice("float32");
+  // Passed on as it is: nothing copies or converts a device tensor.
+  const [result] = validateResults([{ y }], [request(1, ["y"])], device);
+  assert.equal(result!.y, y);
+  rejects(
+    () => validateResults([{ y: onDevice("int32") }], [request(1, ["y"])], device),
+    /output 'y'.*int32.*float32|float32.*int32/,
+  );
+  rejects(
+    () => validateResults([{ y, z: ndarray(["a"], [1, 1]) }], [request(1, ["y"])], model()),
+    /output 'y' of request 0 is a DeviceTensor, but the model does not declare it with deviceTensor: true/,
+  );
+});
+
+Deno.test("resolveTensorSpecs() refuses a BYTES device tensor and a non-boolean deviceTensor", () => {
+  assert.throws(
+    () =>
+      resolveTensorSpecs([{ name: "s", dtype: "bytes", shape: [1], deviceTensor: true }], "input"),
+    /Invalid input 's': a BYTES tensor cannot be a device tensor/,
+  );
+  assert.throws(
+    () =>
+      resolveTensorSpecs(
+        [{ name: "x", dtype: "float32", shape: [1], deviceTensor: "yes" as unknown as boolean }],
+        "output",
+      ),
+    /Invalid output 'x': deviceTensor must be a boolean/,
+  );
+  assert.deepEqual(
+    resolveTensorSpecs([{ name: "x", dtype: "float32", shape: [1], deviceTensor: true }], "input"),
+    [{ name: "x", dtype: "float32", shape: [1], optional: false, deviceTensor: true }],
   );
 });

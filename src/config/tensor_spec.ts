@@ -26,6 +26,17 @@ export interface TensorSpec {
    * @default {false}
    */
   optional?: boolean;
+  /**
+   * Whether the tensor may be a `DeviceTensor` (GPU memory) instead of an `NDArray`. An input: a
+   * client's CUDA shared-memory input reaches an instance on that GPU as a device tensor, with no
+   * copy (elsewhere, and without this, the instance gets a host copy). An output: the callable
+   * may return a device tensor, which goes into the client's CUDA region with a device-to-device
+   * copy, or to the host with one copy. The callable's type then says `NDArray | DeviceTensor`.
+   * Not for BYTES tensors.
+   *
+   * @default {false}
+   */
+  deviceTensor?: boolean;
 }
 
 /** A tensor spec after validation: named, with a normalised dtype. */
@@ -38,6 +49,8 @@ export interface ResolvedTensorSpec {
   readonly shape: readonly number[];
   /** Whether a request may omit it. */
   readonly optional: boolean;
+  /** Present and `true` when the tensor may be a `DeviceTensor` (see `TensorSpec`). */
+  readonly deviceTensor?: true;
 }
 
 const NAME = /^[a-zA-Z0-9_.\-:]+$/;
@@ -105,6 +118,20 @@ export function resolveTensorSpecs(
         cause: error,
       });
     }
-    return { name, dtype, shape: [...spec.shape], optional: spec.optional ?? false };
+    if (spec.deviceTensor !== undefined && typeof spec.deviceTensor !== "boolean") {
+      throw new TritonValidationError(`Invalid ${kind} '${name}': deviceTensor must be a boolean`);
+    }
+    if (spec.deviceTensor && dtype === "bytes") {
+      throw new TritonValidationError(
+        `Invalid ${kind} '${name}': a BYTES tensor cannot be a device tensor`,
+      );
+    }
+    return {
+      name,
+      dtype,
+      shape: [...spec.shape],
+      optional: spec.optional ?? false,
+      ...(spec.deviceTensor ? { deviceTensor: true as const } : {}),
+    };
   });
 }

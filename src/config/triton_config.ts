@@ -64,9 +64,9 @@ export type TritonConfigFieldUse =
  * import assert from "node:assert/strict";
  *
  * assert.deepEqual(TRITON_CONFIG_FIELD_USES.grpcUseSsl, { consumers: ["grpc"] });
- * assert.deepEqual(TRITON_CONFIG_FIELD_USES.traceConfig, {
- *   accepts: [],
- *   refused: "DenoTriton does not trace requests",
+ * assert.deepEqual(TRITON_CONFIG_FIELD_USES.grpcKeepalivePermitWithoutCalls, {
+ *   accepts: true,
+ *   refused: "the gRPC front end sends keepalive pings on idle connections too",
  * });
  * ```
  */
@@ -102,7 +102,7 @@ export const TRITON_CONFIG_FIELD_USES: Readonly<Record<keyof TritonConfig, Trito
     pinnedMemoryPoolByteSize: { consumers: ["engine"] },
     responseCacheByteSize: { consumers: ["engine"] },
     cacheConfig: { consumers: ["facade", "engine"] },
-    traceConfig: { accepts: [], refused: "DenoTriton does not trace requests" },
+    traceConfig: { consumers: ["facade"] },
     maxRequestBytes: { consumers: ["http"] },
     httpThreadCount: { consumers: ["http"] },
     httpCorsOrigins: { consumers: ["http"] },

@@ -215,8 +215,14 @@ export interface TritonConfig {
    */
   cacheConfig?: readonly string[];
   /**
-   * Not supported: DenoTriton does not trace requests, so any entry is refused (an empty list
-   * is accepted).
+   * Triton's `--trace-config` entries (PyTriton's `trace_config`): global settings
+   * `level=OFF|TIMESTAMPS|TENSORS` (repeatable), `rate=N`, `count=N`,
+   * `mode=triton|opentelemetry`, and mode settings `triton,file=PATH`,
+   * `triton,log-frequency=N`, `opentelemetry,url=URL`, `opentelemetry,resource=KEY=VALUE`,
+   * `opentelemetry,bsp_max_queue_size=N`, `opentelemetry,bsp_schedule_delay=MS`,
+   * `opentelemetry,bsp_max_export_batch_size=N`. The trace extension
+   * (`/v2/trace/setting`, gRPC `TraceSetting`) changes level, rate, count, file and log
+   * frequency while the server runs.
    *
    * @default {[]}
    */
@@ -359,7 +365,7 @@ export interface TritonConfig {
  * - `responseCacheByteSize` and `cacheConfig` agree: `cacheConfig` holds
  *   `local,size=<responseCacheByteSize>` whenever the size is above 0;
  * - a field DenoTriton refuses holds its one accepted value (`modelRepository` is `undefined`,
- *   `traceConfig` is empty, `grpcInferResponseCompressionLevel` is `"none"`,
+ *   `grpcInferResponseCompressionLevel` is `"none"`,
  *   `grpcKeepalivePermitWithoutCalls` is `true`);
  * - list fields are frozen.
  */

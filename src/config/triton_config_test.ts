@@ -583,7 +583,6 @@ Deno.test("TRITON_CONFIG_FIELD_USES names every field of the schema", () => {
 // A value each refused field refuses; a new refused field needs one here.
 const REFUSED_SAMPLES: Partial<Record<keyof TritonConfig, unknown>> = {
   modelRepository: "/models",
-  traceConfig: ["rate=1"],
   grpcInferResponseCompressionLevel: "high",
   grpcKeepalivePermitWithoutCalls: false,
 };
@@ -607,9 +606,10 @@ Deno.test("resolveTritonConfig() refuses values of fields DenoTriton cannot hono
     config: { traceConfig: [], grpcInferResponseCompressionLevel: "none" },
   });
   assert.equal(config.grpcKeepalivePermitWithoutCalls, true);
-  rejects(
-    () => resolveTritonConfig({ env: { [`${P}TRACE_CONFIG`]: "rate=1,level=TIMESTAMPS" } }),
-    `Invalid TritonConfig from environment variable ${P}TRACE_CONFIG: traceConfig is not supported: DenoTriton does not trace requests (got ["rate=1","level=TIMESTAMPS"])`,
+  // traceConfig is honoured now (issue 36), from the environment too.
+  assert.deepEqual(
+    resolveTritonConfig({ env: { [`${P}TRACE_CONFIG`]: "rate=1,level=TIMESTAMPS" } }).traceConfig,
+    ["rate=1", "level=TIMESTAMPS"],
   );
   // A higher source giving the accepted value overrides a refused one below it.
   assert.equal(

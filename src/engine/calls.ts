@@ -13,6 +13,7 @@ import type { CallFrame, CallParent, ModelCall, ModelCaller, Tensors } from "../
 import { InferenceError, toInferenceError } from "../errors.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 import type { Engine, InferenceRequest } from "./engine.ts";
+import { hostTensors } from "../tensor/device_tensor.ts";
 
 /**
  * The request parameter that carries a call's parent through the Triton core (a `triton_` name:
@@ -194,7 +195,7 @@ export function engineCaller(engine: Engine): ModelCaller {
     async infer(call: ModelCall): Promise<Tensors> {
       try {
         const response = await engine.infer(requestOfCall(call));
-        return Object.fromEntries(response.outputs);
+        return Object.fromEntries(hostTensors(response.outputs));
       } catch (error) {
         throw callFailure(call.model, error);
       }
@@ -204,7 +205,7 @@ export function engineCaller(engine: Engine): ModelCaller {
         for await (const step of engine.inferStream(requestOfCall(call))) {
           // The flags-only final response is the stream's end, not a step.
           if (step.final && step.outputs.size === 0) continue;
-          yield Object.fromEntries(step.outputs);
+          yield Object.fromEntries(hostTensors(step.outputs));
         }
       } catch (error) {
         throw callFailure(call.model, error);

@@ -12,11 +12,13 @@ import type { TritonUnrecoverableError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
 import type { InstanceProvider } from "../instances/instance.ts";
-import type { NDArray } from "../tensor/ndarray.ts";
+import type { DeviceBuffer, Tensor } from "../tensor/device_tensor.ts";
 import type { TritonModelConfigJson } from "../config/triton_model_config.ts";
 import type { CacheConfig } from "../config/cache_config.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo, OpenAIServing } from "../config/model_info.ts";
+import type { TraceCarrier } from "../telemetry/otel.ts";
+import type { Tracer } from "../telemetry/tracer.ts";
 
 export type { CacheConfig, TritonModelConfigJson };
 
@@ -120,6 +122,13 @@ export interface CommonEngineOptions {
    * @default {undefined}
    */
   onUnrecoverable?: (error: TritonUnrecoverableError) => void;
+  /**
+   * The server's tracer (trace settings, trace file or OpenTelemetry export), which the engine
+   * asks once per request whether to trace it. The engine does not close it.
+   *
+   * @default {undefined (nothing is traced)}
+   */
+  tracer?: Tracer;
 }
 
 /** A model handed to an engine for loading. */
@@ -174,17 +183,22 @@ export interface InferenceRequest {
   readonly modelVersion?: number;
   /** Request id, echoed in the response. */
   readonly id?: string;
-  /** Input tensors by name, in request order. With batching, axis 0 is the batch. */
-  readonly inputs: ReadonlyMap<string, NDArray>;
+  /**
+   * Input tensors by name, in request order. With batching, axis 0 is the batch. An input in a
+   * client's CUDA shared-memory region is a `DeviceTensor` over that region.
+   */
+  readonly inputs: ReadonlyMap<string, Tensor>;
   /** Requested outputs; `undefined` means every declared output. */
   readonly outputs?: readonly string[];
   /**
-   * Memory that requested outputs go to (a client's shared-memory region), by output name. The
-   * Triton engine has the core write those outputs there and answers them as views of these
-   * bytes, so the front end's copy into the region finds nothing to do; the built-in engine
-   * answers as usual. The bytes must stay valid until the response is written.
+   * Memory that requested outputs go to (a client's shared-memory region), by output name: host
+   * bytes (system shared memory) or device memory (CUDA shared memory). The Triton engine has
+   * the core write those outputs there and answers them as views of that memory, so the front
+   * end's copy into the region finds nothing to do; the built-in engine copies a callable's
+   * device tensor into a CUDA region itself (device to device) and answers other outputs as
+   * usual. The memory must stay valid until the response is written.
    */
-  readonly outputBuffers?: ReadonlyMap<string, Uint8Array>;
+  readonly outputBuffers?: ReadonlyMap<string, Uint8Array | DeviceBuffer>;
   /**
    * For outputs in {@linkcode InferenceRequest.outputBuffers} that lie in a client's mapped
    * object: what to check right before writing there (see {@linkcode OutputGuard}).
@@ -205,6 +219,11 @@ export interface InferenceRequest {
    * its caller's. `undefined` for a client's request.
    */
   readonly parent?: CallParent;
+  /**
+   * The client's W3C trace context (HTTP headers or gRPC metadata `traceparent`, `tracestate`):
+   * in trace mode `opentelemetry` the request's spans continue the client's trace.
+   */
+  readonly traceContext?: TraceCarrier;
 }
 
 /** A protocol-neutral inference response. */
@@ -215,8 +234,11 @@ export interface InferenceResponse {
   readonly modelVersion: string;
   /** The request id, when it had one. */
   readonly id?: string;
-  /** Output tensors by name, in the order of the model's declared outputs. */
-  readonly outputs: ReadonlyMap<string, NDArray>;
+  /**
+   * Output tensors by name, in the order of the model's declared outputs. Only an output that
+   * went to a client's CUDA region (`outputBuffers`) is a `DeviceTensor`, over that region.
+   */
+  readonly outputs: ReadonlyMap<string, Tensor>;
   /** Response parameters (decoupled final flags and the like). */
   readonly parameters?: Readonly<Record<string, ParameterValue>>;
 }

@@ -7,6 +7,7 @@
  */
 
 import { openCuda } from "../native/ffi.ts";
+import { cudaErrorName } from "../native/cuda_memory.ts";
 import type { CudaDriverLibrary } from "../native/ffi.ts";
 import { TritonError } from "../errors.ts";
 import type { GpuDevice, GpuInventory } from "./devices.ts";
@@ -30,16 +31,8 @@ export interface DiscoverGpusOptions {
 
 const discovered = new Map<string, GpuInventory>();
 
-/** `CUDA_ERROR_NO_DEVICE (100)`, or the bare code when the driver cannot name it. */
-function errorName(driver: CudaDriverLibrary, code: number): string {
-  const slot = new BigUint64Array(1);
-  if (driver.cuGetErrorName(code, slot) !== 0 || slot[0] === 0n) return `CUDA error ${code}`;
-  const pointer = Deno.UnsafePointer.create(slot[0]!);
-  return `${Deno.UnsafePointerView.getCString(pointer!)} (${code})`;
-}
-
 function call(driver: CudaDriverLibrary, name: string, code: number): void {
-  if (code !== 0) throw new TritonError(`${name} failed: ${errorName(driver, code)}`);
+  if (code !== 0) throw new TritonError(`${name} failed: ${cudaErrorName(driver, code)}`);
 }
 
 function uuidOf(driver: CudaDriverLibrary, device: number): string {

@@ -5,9 +5,11 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { MetricsBackend } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 
 /** Where one input tensor lives in memory the Triton core owns (valid while its batch runs). */
 export interface NativeTensorLocation {
@@ -53,15 +55,25 @@ export interface ModelInstance extends AsyncDisposable {
   /**
    * Runs one batch of a coupled model. Resolves to exactly one validated result per request, in
    * order; rejects with the error that fails the whole batch. `native`, when given, locates the
-   * inputs in the Triton core's memory (instances may ignore it).
+   * inputs in the Triton core's memory (instances may ignore it). Inputs may be device tensors
+   * (a client's CUDA region): the instance places them (`device_inputs.ts`) before its callable
+   * runs. Outputs declared `deviceTensor` may be device tensors, valid until the instance's next
+   * batch: the engine copies them out before it hands the instance another one.
    */
-  execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]>;
+  execute(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): Promise<InferResult<AnyTensors>[]>;
   /**
    * Runs one batch of a decoupled model: each step holds one validated result per request. The
    * iterable ends when the callable is done and throws the error that ends every stream.
-   * `native` is as for {@linkcode ModelInstance.execute}.
+   * `native` and device tensors are as for {@linkcode ModelInstance.execute} (a step's device
+   * tensors are valid until the next step is pulled).
    */
-  stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]>;
+  stream(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): AsyncIterable<InferResult<AnyTensors>[]>;
 }
 
 /** What the engine tells instances when it starts them. */
@@ -80,6 +92,19 @@ export interface InstanceStartOptions {
    * @default {undefined}
    */
   caller?: ModelCaller;
+  /**
+   * Where the callables' own metrics go (`context.metrics`): the engine's registry.
+   *
+   * @default {undefined (kept nowhere)}
+   */
+  metrics?: MetricsBackend;
+  /**
+   * The server's OpenTelemetry export (trace mode `opentelemetry`): instances in other
+   * isolates export their callables' spans with the same settings.
+   *
+   * @default {undefined}
+   */
+  opentelemetry?: OpenTelemetryTraceConfig;
 }
 
 /** Creates the instances of a model when it is loaded. */

@@ -8,19 +8,29 @@
 import { BatchGate } from "./_batch_gate.ts";
 import { batchCalls, type InstanceContext, settleThen } from "../callable/calls.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import type {
+  AnyTensors,
+  InferCallable,
+  InferRequest,
+  InferResult,
+  ModelCaller,
+} from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
-import { parseDevices } from "../gpu/devices.ts";
+import { parseDevices, placeInstances } from "../gpu/devices.ts";
+import { placeInputs } from "./device_inputs.ts";
 import type { InstanceProvider, InstanceStartOptions, ModelInstance } from "./instance.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import { DISCARDED_METRICS, type MetricsBackend, ModelMetrics } from "../callable/metrics.ts";
 
 /** Options of {@linkcode MainThreadInstances}. */
 export interface MainThreadInstancesOptions {
   /**
    * Device of each instance, by index (see `parseDevice`; `"cuda"` is `"cuda:0"`). Main-thread
-   * instances share one thread, so no GPU is made current for them (Workers do that).
+   * instances share one thread, so no GPU is made current for them (Workers do that); an
+   * instance placed on a GPU still gets a client's CUDA shared-memory inputs on that GPU as
+   * device tensors (where their specs say `deviceTensor: true`).
    *
    * @default {"cpu" for every instance}
    */
@@ -37,19 +47,24 @@ class MainThreadInstance implements ModelInstance {
   #model: ModelInfo;
   #alive = true;
   #gate = new BatchGate();
+  /** The GPU it is placed on, which keeps device-tensor inputs on that GPU. */
+  #gpu: number | undefined;
 
   constructor(
     callable: InferCallable,
     model: ModelInfo,
     index: number,
     device: string,
+    gpu: number | undefined,
+    metrics: MetricsBackend,
     caller: ModelCaller | undefined,
   ) {
     this.index = index;
     this.device = device;
+    this.#gpu = gpu;
     this.#callable = callable;
     this.#model = model;
-    this.#context = { model, instanceIndex: index, device };
+    this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
     this.#caller = caller;
   }
 
@@ -67,15 +82,16 @@ class MainThreadInstance implements ModelInstance {
 
   #timedOut = (): Error => executionTimeoutError(this.#model, this.index);
 
-  async execute(requests: InferRequest[]): Promise<InferResult[]> {
+  async execute(requests: InferRequest<AnyTensors>[]): Promise<InferResult<AnyTensors>[]> {
     const acquired = await this.#gate.acquire();
     const calls = batchCalls(this.#context, requests, this.#caller);
     // The calls the callable left running end before the instance takes another batch.
     const release = (): void => settleThen(calls, acquired);
     const work = (async () => {
       try {
-        const value = await runCoupled(this.#callable, requests, calls.context);
-        return validateResults(value, requests, this.#model);
+        const placed = placeInputs(requests, this.#model, this.#gpu);
+        const value = await runCoupled(this.#callable, placed, calls.context);
+        return validateResults(value, placed, this.#model);
       } finally {
         // After a timeout too: a callable cannot be interrupted, so the instance stays busy
         // until it returns.
@@ -85,11 +101,18 @@ class MainThreadInstance implements ModelInstance {
     return await withDeadline(work, this.#model.config.executionTimeoutS, this.#timedOut);
   }
 
-  async *stream(requests: InferRequest[]): AsyncIterable<InferResult[]> {
+  async *stream(requests: InferRequest<AnyTensors>[]): AsyncIterable<InferResult<AnyTensors>[]> {
     const acquired = await this.#gate.acquire();
     const calls = batchCalls(this.#context, requests, this.#caller);
     const release = (): void => settleThen(calls, acquired);
-    const steps = runDecoupled(this.#callable, requests, calls.context)[Symbol.asyncIterator]();
+    let placed: InferRequest<AnyTensors>[];
+    try {
+      placed = placeInputs(requests, this.#model, this.#gpu);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const steps = runDecoupled(this.#callable, placed, calls.context)[Symbol.asyncIterator]();
     const seconds = this.#model.config.executionTimeoutS;
     let pending: Promise<unknown> | undefined;
     try {
@@ -99,7 +122,7 @@ class MainThreadInstance implements ModelInstance {
         const step = await withDeadline(next, seconds, this.#timedOut);
         pending = undefined;
         if (step.done) return;
-        yield validateResults(step.value, requests, this.#model);
+        yield validateResults(step.value, placed, this.#model);
       }
     } finally {
       if (pending === undefined) {
@@ -133,6 +156,7 @@ class MainThreadInstance implements ModelInstance {
  * import { MainThreadInstances } from "./main_thread.ts";
  * import { resolveModelConfig } from "../config/model_config.ts";
  * import { ndarray } from "../tensor/ndarray.ts";
+ * import { hostTensor } from "../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * const provider = new MainThreadInstances([
@@ -147,7 +171,7 @@ class MainThreadInstance implements ModelInstance {
  * const [first, second] = await provider.start(model);
  * const request = { data: {}, parameters: {}, requestedOutputNames: ["y"], signal: new AbortController().signal };
  * const [result] = await second!.execute([request]);
- * assert.deepEqual([...(result!.y!.data as Float64Array)], [2]);
+ * assert.deepEqual([...(hostTensor(result!.y!, "y").data as Float64Array)], [2]);
  * assert.deepEqual(provider.devices, ["cpu", "cpu"]);
  * await first![Symbol.asyncDispose]();
  * await second![Symbol.asyncDispose]();
@@ -192,14 +216,28 @@ export class MainThreadInstances implements InstanceProvider {
    * Starts every instance.
    *
    * @param model The model the instances serve.
-   * @param options The engine's caller, for the callables' calls to other models.
+   * @param options The host's GPUs, as the engine placed the instances on them, and where the
+   *   callables' own metrics go, and the engine's caller for their calls to other models.
    * @returns The instances, by index.
    */
   start(model: ModelInfo, options: InstanceStartOptions = {}): Promise<ModelInstance[]> {
+    const gpus = options.gpus?.devices ?? [];
+    const placed = placeInstances(this.#devices, gpus.length);
+    const metrics = options.metrics ?? DISCARDED_METRICS;
     return Promise.resolve(
-      this.#callables.map((callable, index) =>
-        new MainThreadInstance(callable, model, index, this.#devices[index]!, options.caller)
-      ),
+      this.#callables.map((callable, index) => {
+        const at = placed[index];
+        const gpu = at === undefined ? undefined : gpus[at]!.index;
+        return new MainThreadInstance(
+          callable,
+          model,
+          index,
+          this.#devices[index]!,
+          gpu,
+          metrics,
+          options.caller,
+        );
+      }),
     );
   }
 }

@@ -4,6 +4,7 @@ import { resolveModelConfig } from "../config/model_config.ts";
 import { InferenceError, TritonValidationError } from "../errors.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { MainThreadInstances } from "./main_thread.ts";
+import type { NDArray } from "../tensor/ndarray.ts";
 
 const model = {
   name: "m",
@@ -76,7 +77,7 @@ Deno.test("MainThreadInstances validates results and streams steps", async () =>
   }]).start({ ...model, config: resolveModelConfig({ batching: false, decoupled: true }) });
   const steps: number[] = [];
   for await (const step of streaming!.stream([request])) {
-    steps.push((step[0]!.y!.data as Float64Array)[0]!);
+    steps.push(((step[0]!.y as NDArray).data as Float64Array)[0]!);
   }
   assert.deepEqual(steps, [1, 2]);
 });
@@ -102,7 +103,7 @@ Deno.test("MainThreadInstances: a step past the execution timeout fails, the ins
   await assert.rejects(
     (async () => {
       for await (const step of instance!.stream([request])) {
-        steps.push((step[0]!.y!.data as Float64Array)[0]!);
+        steps.push(((step[0]!.y as NDArray).data as Float64Array)[0]!);
       }
     })(),
     (error: unknown) => {

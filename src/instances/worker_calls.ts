@@ -24,6 +24,7 @@ import {
 } from "../isolate/codec.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
+import { hostTensor } from "../tensor/device_tensor.ts";
 import type { CallMessage, FromWorker, ToWorker } from "./worker_protocol.ts";
 
 /** Steps of a stream the engine's side posts before it waits for the Worker's credit. */
@@ -75,7 +76,9 @@ function packTensors(
 
 function unpackTensors(wire: Record<string, WireTensor>): Tensors {
   const tensors: Tensors = {};
-  for (const [name, tensor] of Object.entries(wire)) tensors[name] = fromWireTensor(tensor);
+  for (const [name, tensor] of Object.entries(wire)) {
+    tensors[name] = hostTensor(fromWireTensor(tensor), `output '${name}'`);
+  }
   return tensors;
 }
 

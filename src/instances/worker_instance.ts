@@ -11,7 +11,7 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
 import { WorkerCallRunner } from "./worker_calls.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
@@ -19,10 +19,13 @@ import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { type GpuDevice, parseDevice } from "../gpu/devices.ts";
 import type { ModelInstance, NativeLocations } from "./instance.ts";
+import { placeInputs } from "./device_inputs.ts";
+import { isDeviceTensor } from "../tensor/device_tensor.ts";
 import {
   fromWireError,
   fromWireTensor,
   toNativeWireTensor,
+  toWireDeviceTensor,
   toWireTensor,
   type WireCounts,
   type WireTensor,
@@ -31,6 +34,9 @@ import {
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 import type { WorkersLogger, WorkersOptions, WorkerTransferStats } from "./workers_options.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { MetricsBackend } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
+import { activeTraceparent } from "../telemetry/otel.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
 
@@ -74,13 +80,26 @@ interface Batch {
   readonly id: number;
   readonly life: Life;
   /** Its results: one step of a coupled batch, every step of a decoupled one. */
-  readonly queue: BoundedQueue<InferResult[]>;
+  readonly queue: BoundedQueue<InferResult<AnyTensors>[]>;
   /** Steps received from the Worker. */
   received: number;
   /** Steps the Worker may post in all: what the consumer took, plus the window. */
   granted: number;
   /** Resolves once the Worker is done with the batch: it answered it in full, or it ended. */
   readonly settled: PromiseWithResolvers<void>;
+}
+
+/** What a Worker instance passes on about telemetry. */
+export interface WorkerTelemetry {
+  /** Where the callable's own metrics go. */
+  readonly metrics?: MetricsBackend;
+  /** The server's OpenTelemetry export. */
+  readonly opentelemetry?: OpenTelemetryTraceConfig;
+}
+
+function traceparentField(): { traceparent?: string } {
+  const traceparent = activeTraceparent();
+  return traceparent === undefined ? {} : { traceparent };
 }
 
 /**
@@ -111,6 +130,7 @@ export class WorkerInstance implements ModelInstance {
   #cudaDriver: string | undefined;
   /** The engine's caller, for the calls of the Worker's callable to other models. */
   #caller: ModelCaller | undefined;
+  #telemetry: WorkerTelemetry;
 
   constructor(
     shared: Shared,
@@ -119,8 +139,10 @@ export class WorkerInstance implements ModelInstance {
     device: string,
     gpu: GpuDevice | undefined,
     cudaDriver: string | undefined,
+    telemetry: WorkerTelemetry = {},
     caller?: ModelCaller,
   ) {
+    this.#telemetry = telemetry;
     this.#shared = shared;
     this.#model = model;
     this.index = index;
@@ -208,6 +230,9 @@ export class WorkerInstance implements ModelInstance {
       context,
       watch: channel.port2,
       ...(this.#cudaDriver === undefined ? {} : { cudaDriver: this.#cudaDriver }),
+      ...(this.#telemetry.opentelemetry === undefined
+        ? {}
+        : { opentelemetry: this.#telemetry.opentelemetry }),
     };
     worker.postMessage(init, [channel.port2 as unknown as Transferable]);
     return this.#loading.promise;
@@ -256,6 +281,17 @@ export class WorkerInstance implements ModelInstance {
         if (!this.#model.config.decoupled) this.#finish(batch);
         break;
       }
+      case "metric":
+        try {
+          this.#telemetry.metrics?.apply(message.change);
+        } catch (error) {
+          this.#shared.logger.error(
+            `${this.#label}: cannot change metric '${message.change.family.name}': ${
+              (error as Error).message
+            }`,
+          );
+        }
+        break;
       case "done": {
         const batch = this.#batches.get(message.id);
         if (batch !== undefined) this.#finish(batch);
@@ -370,7 +406,10 @@ export class WorkerInstance implements ModelInstance {
   }
 
   /** Sends a batch to the Worker (waiting for a pending restart). */
-  async #send(requests: InferRequest[], native: NativeLocations | undefined): Promise<Batch> {
+  async #send(
+    given: InferRequest<AnyTensors>[],
+    native: NativeLocations | undefined,
+  ): Promise<Batch> {
     while (!this.#alive && this.#replacing !== undefined && !this.#down) {
       const replacing = this.#replacing;
       await replacing;
@@ -385,6 +424,8 @@ export class WorkerInstance implements ModelInstance {
       );
     }
     const { worker } = life;
+    // Device tensors stay handles for a Worker on their GPU; the others are copied here.
+    const requests = placeInputs(given, this.#model, this.#gpu?.index);
     const id = this.#nextId++;
     const transfer: Transferable[] = [];
     const counts: WireCounts = zeroCounts();
@@ -393,7 +434,9 @@ export class WorkerInstance implements ModelInstance {
       const locations = native?.[index];
       for (const [name, array] of Object.entries(request.data)) {
         const location = locations?.[name];
-        data[name] = location !== undefined
+        data[name] = isDeviceTensor(array)
+          ? toWireDeviceTensor(array)
+          : location !== undefined
           ? toNativeWireTensor(array, location, counts)
           : toWireTensor(array, transfer, counts);
       }
@@ -423,7 +466,7 @@ export class WorkerInstance implements ModelInstance {
     const batch: Batch = {
       id,
       life,
-      queue: new BoundedQueue<InferResult[]>({
+      queue: new BoundedQueue<InferResult<AnyTensors>[]>({
         highWaterMark: STEP_WINDOW,
         pull: () => this.#grant(batch),
         // The consumer stopped reading: the Worker ends the stream after its current step.
@@ -444,6 +487,9 @@ export class WorkerInstance implements ModelInstance {
         decoupled: this.#model.config.decoupled,
         requests: wire,
         credit: STEP_WINDOW,
+        // The engine runs a traced batch in its compute span's context: the Worker's callable
+        // runs under the same span.
+        ...(this.#telemetry.opentelemetry === undefined ? {} : traceparentField()),
       } satisfies ToWorker,
       transfer,
     );
@@ -475,7 +521,10 @@ export class WorkerInstance implements ModelInstance {
     return error;
   }
 
-  async execute(requests: InferRequest[], native?: NativeLocations): Promise<InferResult[]> {
+  async execute(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): Promise<InferResult<AnyTensors>[]> {
     const release = await this.#gate.acquire();
     let batch: Batch | undefined;
     try {
@@ -496,12 +545,15 @@ export class WorkerInstance implements ModelInstance {
     }
   }
 
-  async *stream(requests: InferRequest[], native?: NativeLocations): AsyncIterable<InferResult[]> {
+  async *stream(
+    requests: InferRequest<AnyTensors>[],
+    native?: NativeLocations,
+  ): AsyncIterable<InferResult<AnyTensors>[]> {
     const release = await this.#gate.acquire();
     let batch: Batch | undefined;
     let failed = false;
     const seconds = this.#model.config.executionTimeoutS;
-    let reader: ReadableStreamDefaultReader<InferResult[]> | undefined;
+    let reader: ReadableStreamDefaultReader<InferResult<AnyTensors>[]> | undefined;
     try {
       batch = await this.#send(requests, native);
       const sent = batch;

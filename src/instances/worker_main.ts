@@ -13,12 +13,13 @@
 
 import { batchCalls, type InstanceContext } from "../callable/calls.ts";
 import { runCoupled, runDecoupled } from "../callable/invoke.ts";
-import type { InferCallable, InferRequest, InferResult } from "../callable/types.ts";
+import type { AnyTensors, InferCallable, InferRequest, InferResult } from "../callable/types.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonError, TritonValidationError } from "../errors.ts";
-import type { NDArray } from "../tensor/ndarray.ts";
+import { isDeviceTensor } from "../tensor/device_tensor.ts";
 import {
   fromWireTensor,
+  toWireDeviceTensor,
   toWireError,
   toWireTensor,
   type WireTensor,
@@ -26,6 +27,9 @@ import {
 } from "../isolate/codec.ts";
 import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_protocol.ts";
 import { rememberInput, WorkerCaller } from "./worker_calls.ts";
+import { ModelMetrics } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
+import type { OpenTelemetryExport } from "../telemetry/otel.ts";
 
 let callable: InferCallable | undefined;
 let context: InstanceContext | undefined;
@@ -39,6 +43,18 @@ const stopped = new Set<number>();
 const credits = new Map<number, { left: number; wake?: (() => void) | undefined }>();
 /** Held for the Worker's whole life: its other end reports when this thread ends. */
 let _watch: unknown;
+/** The Worker's span export (trace mode `opentelemetry`), flushed before it exits. */
+let otel: OpenTelemetryExport | undefined;
+/** Runs a batch under its request's span (loaded with the export). */
+let underSpan = <T>(_traceparent: string | undefined, fn: () => T): T => fn();
+
+/** Exports the callable's spans from this Worker, like the server's (loaded only then). */
+async function startTelemetry(config: OpenTelemetryTraceConfig | undefined): Promise<void> {
+  if (config === undefined) return;
+  const module = await import("../telemetry/otel.ts");
+  otel = new module.OpenTelemetryExport(config);
+  underSpan = module.withTraceparent;
+}
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -61,9 +77,11 @@ async function init(
   module: string,
   ctx: WorkerContext,
   cudaDriver: string | undefined,
+  opentelemetry: OpenTelemetryTraceConfig | undefined,
 ): Promise<void> {
   try {
     await enterDevice(ctx, cudaDriver);
+    await startTelemetry(opentelemetry);
     const loaded = await import(module);
     const factory = loaded.default;
     if (typeof factory !== "function") {
@@ -83,22 +101,26 @@ async function init(
       );
     }
     callable = made as InferCallable;
-    context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device };
+    // The model's own metrics go to the engine in the main isolate, in order with the results.
+    const metrics = new ModelMetrics({ apply: (change) => post({ type: "metric", change }) });
+    context = { model: ctx.model, instanceIndex: ctx.instanceIndex, device: ctx.device, metrics };
     post({ type: "ready" });
   } catch (error) {
     post({ type: "load-failed", error: toWireError(error) });
   }
 }
 
-function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
+function toRequests(id: number, wire: readonly WireRequest[]): InferRequest<AnyTensors>[] {
   const controllers = wire.map(() => new AbortController());
   running.set(id, controllers);
   return wire.map((entry, index) => {
-    const data: Record<string, NDArray> = {};
+    const data: AnyTensors = {};
     for (const [name, tensor] of Object.entries(entry.data)) {
       const array = data[name] = fromWireTensor(tensor);
       // A call passing it on sends its address (read in place) or a copy: the callable keeps it.
-      rememberInput(array, "address" in tensor ? tensor.address : undefined);
+      if (!isDeviceTensor(array)) {
+        rememberInput(array, "address" in tensor ? tensor.address : undefined);
+      }
     }
     if (entry.cancelled) controllers[index]!.abort();
     return {
@@ -111,13 +133,17 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest[] {
   });
 }
 
-function postResults(id: number, results: InferResult[]): void {
+function postResults(id: number, results: InferResult<AnyTensors>[]): void {
   const transfer: Transferable[] = [];
   const counts = zeroCounts();
   const wire = results.map((result) => {
     const out: Record<string, WireTensor> = {};
     for (const [name, array] of Object.entries(result)) {
-      out[name] = toWireTensor(array, transfer, counts);
+      // A device tensor goes back as its handle: the engine copies it out before this Worker
+      // gets its next batch.
+      out[name] = isDeviceTensor(array)
+        ? toWireDeviceTensor(array)
+        : toWireTensor(array, transfer, counts);
     }
     return out;
   });
@@ -179,10 +205,13 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
   switch (message.type) {
     case "init":
       _watch = message.watch;
-      void init(message.module, message.context, message.cudaDriver);
+      void init(message.module, message.context, message.cudaDriver, message.opentelemetry);
       break;
     case "batch":
-      void runBatch(message.id, message.decoupled, message.requests, message.credit);
+      void underSpan(
+        message.traceparent,
+        () => runBatch(message.id, message.decoupled, message.requests, message.credit),
+      );
       break;
     case "credit": {
       const credit = credits.get(message.id);
@@ -201,7 +230,9 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       credits.get(message.id)?.wake?.();
       break;
     case "exit":
-      self.close();
+      // The callable's last spans are exported before the thread ends.
+      if (otel === undefined) self.close();
+      else void otel.shutdown().catch(() => {}).finally(() => self.close());
       break;
     case "call-result":
     case "call-step":

@@ -10,6 +10,8 @@ import type { CallParent, ParameterValue } from "../callable/types.ts";
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { WireCounts, WireError, WireTensor } from "../isolate/codec.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { MetricChange } from "../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 
 /** What the instance module's factory receives: the instance's identity and device. */
 export interface WorkerContext {
@@ -96,6 +98,8 @@ export type ToWorker =
     readonly watch: unknown;
     /** The CUDA driver to make `context.gpu` current through, when it is set. */
     readonly cudaDriver?: string;
+    /** The server's OpenTelemetry export, which the Worker's callable's spans go to. */
+    readonly opentelemetry?: OpenTelemetryTraceConfig;
   }
   | {
     readonly type: "batch";
@@ -107,6 +111,11 @@ export type ToWorker =
      * message: its consumer's room, so that a slow consumer pauses the generator.
      */
     readonly credit: number;
+    /**
+     * The span the callable runs under (its request's compute span, W3C `traceparent`), when
+     * the batch is traced in mode `opentelemetry`.
+     */
+    readonly traceparent?: string;
   }
   /** The consumer of a decoupled batch made room for `steps` more steps. */
   | { readonly type: "credit"; readonly id: number; readonly steps: number }
@@ -143,6 +152,8 @@ export type FromWorker =
     readonly counts: WireCounts;
   }
   | { readonly type: "done"; readonly id: number }
+  /** A change of one of the model's own metrics (posted before the results it belongs with). */
+  | { readonly type: "metric"; readonly change: MetricChange }
   | { readonly type: "failed"; readonly id: number; readonly error: WireError }
   | CallMessage
   /** The callable gave a call up (its signal aborted, or it left a stream's loop). */

@@ -111,15 +111,10 @@ export class WorkerInstances implements InstanceProvider {
     const placed = placeInstances(this.#devices, gpus.devices.length);
     const instances = this.#devices.map((device, index) => {
       const gpu = placed[index] === undefined ? undefined : gpus.devices[placed[index]];
-      return new WorkerInstance(
-        this.#shared,
-        model,
-        index,
-        device,
-        gpu,
-        gpus.driverLibrary,
-        options.caller,
-      );
+      return new WorkerInstance(this.#shared, model, index, device, gpu, gpus.driverLibrary, {
+        ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+        ...(options.opentelemetry === undefined ? {} : { opentelemetry: options.opentelemetry }),
+      }, options.caller);
     });
     const loads = await Promise.allSettled(instances.map((instance) => instance.load()));
     const failure = loads.find((load) => load.status === "rejected");

@@ -5,6 +5,7 @@ import { Logger } from "../log.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { workers } from "./workers.ts";
 import type { ModelInfo } from "../config/model_info.ts";
+import type { NDArray } from "../tensor/ndarray.ts";
 
 const MODULE = new URL("./_worker_test_instance.ts", import.meta.url);
 const logger = new Logger({ file: Deno.makeTempFileSync() });
@@ -45,9 +46,9 @@ Deno.test("workers: inputs move or are copied once, outputs move back", async ()
       request({ x: ndarray(whole) }),
       request({ x: ndarray(view), s: ndarray(["ab", ""]) }, ["y", "t"]),
     ]);
-    assert.deepEqual([...(a!.y!.data as Float32Array)], [1, 2, 3, 4]);
-    assert.deepEqual([...(b!.y!.data as Float32Array)], [5, 6]);
-    assert.deepEqual((b!.t!.data as Uint8Array[]).map((e) => [...e]), [[97, 98], []]);
+    assert.deepEqual([...((a!.y as NDArray).data as Float32Array)], [1, 2, 3, 4]);
+    assert.deepEqual([...((b!.y as NDArray).data as Float32Array)], [5, 6]);
+    assert.deepEqual(((b!.t as NDArray).data as Uint8Array[]).map((e) => [...e]), [[97, 98], []]);
     // The whole buffer was moved to the Worker (detached here), the view was copied.
     assert.equal(whole.byteLength, 0);
     assert.equal(view.byteLength, 8);
@@ -74,7 +75,7 @@ Deno.test("workers: native inputs are read in place by address", async () => {
     const [result] = await instance!.execute([request({ x: ndarray(memory) })], [
       { x: { address: BigInt(address), byteLength: 12 } },
     ]);
-    assert.deepEqual([...(result!.y!.data as Float32Array)], [7, 8, 9]);
+    assert.deepEqual([...((result!.y as NDArray).data as Float32Array)], [7, 8, 9]);
     assert.equal(memory.byteLength, 12); // not moved
     assert.equal(provider.stats.inputNativeBytes, 12);
     assert.equal(provider.stats.inputCopiedBytes + provider.stats.inputMovedBytes, 0);
@@ -91,7 +92,7 @@ Deno.test("workers: decoupled steps stream back", async () => {
     for await (
       const step of instance!.stream([request({ x: ndarray(new Float32Array([1, 2, 3])) })])
     ) {
-      steps.push((step[0]!.y!.data as Float32Array)[0]!);
+      steps.push(((step[0]!.y as NDArray).data as Float32Array)[0]!);
     }
     assert.deepEqual(steps, [1, 2, 3]);
   } finally {
@@ -111,7 +112,7 @@ Deno.test("workers: a killed instance is restarted and a stopped one refuses bat
   assert.equal(instances[1]!.alive, false);
   // The next batch waits for the restart.
   const [result] = await instances[1]!.execute([request({ x: ndarray(new Float32Array([1])) })]);
-  assert.deepEqual([...(result!.y!.data as Float32Array)], [1]);
+  assert.deepEqual([...((result!.y as NDArray).data as Float32Array)], [1]);
   assert.equal(instances[1]!.alive, true);
   for (const instance of instances) await instance[Symbol.asyncDispose]();
   assert.equal(instances[0]!.alive, false);

@@ -3,7 +3,8 @@
  * and the HTTP threads (`frontend/http/thread_protocol.ts`) alike: numeric buffers are moved
  * (transferred) or shared instead of structured-clone copied, BYTES tensors travel as one packed
  * buffer of length-prefixed elements, tensors in the Triton core's memory travel as raw addresses
- * the receiver views in place, and an error keeps its class and Triton code.
+ * the receiver views in place, device tensors travel as their handle (pointer, device, driver:
+ * the memory stays where it is), and an error keeps its class and Triton code.
  *
  * @module
  */
@@ -19,8 +20,9 @@ import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
 import { foreignBuffer, isForeign, markForeign } from "../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
+import { DeviceTensor } from "../tensor/device_tensor.ts";
 
-/** A tensor on the wire: in a buffer (moved or shared) or at a native address. */
+/** A tensor on the wire: in a buffer (moved or shared), at a native address, or on a GPU. */
 export type WireTensor =
   | {
     readonly dtype: DType;
@@ -36,6 +38,16 @@ export type WireTensor =
     readonly shape: readonly number[];
     readonly address: bigint;
     readonly byteLength: number;
+  }
+  | {
+    readonly dtype: DType;
+    readonly shape: readonly number[];
+    /** A `DeviceTensor`'s handle: its memory is not copied. */
+    readonly device: {
+      readonly pointer: bigint;
+      readonly ordinal: number;
+      readonly driver: string;
+    };
   };
 
 /** An error on the wire. */
@@ -158,8 +170,34 @@ export function toNativeWireTensor(
 }
 
 /**
- * Rebuilds a tensor from the wire, in place: a view of the received buffer, or of native memory
- * at the given address (needs `--allow-ffi`).
+ * A device tensor on the wire: its handle alone (the GPU memory is not touched).
+ *
+ * @param tensor The device tensor.
+ * @returns The wire tensor.
+ *
+ * @example The handle crosses, not the memory
+ * ```ts
+ * import { fromWireTensor, toWireDeviceTensor } from "./codec.ts";
+ * import { DeviceTensor } from "../tensor/device_tensor.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const x = new DeviceTensor({ dtype: "float32", shape: [2], pointer: 256n, device: 1 });
+ * const back = fromWireTensor(structuredClone(toWireDeviceTensor(x)));
+ * assert.ok(back instanceof DeviceTensor);
+ * assert.deepEqual([back.pointer, back.device, back.byteSize], [256n, 1, 8]);
+ * ```
+ */
+export function toWireDeviceTensor(tensor: DeviceTensor): WireTensor {
+  return {
+    dtype: tensor.dtype,
+    shape: tensor.shape,
+    device: { pointer: tensor.pointer, ordinal: tensor.device, driver: tensor.driverLibrary },
+  };
+}
+
+/**
+ * Rebuilds a tensor from the wire, in place: a view of the received buffer, of native memory at
+ * the given address (needs `--allow-ffi`), or a device tensor over the same GPU memory.
  *
  * @param wire The wire tensor.
  * @returns The tensor.
@@ -167,14 +205,25 @@ export function toNativeWireTensor(
  * @example View a received int16 buffer
  * ```ts
  * import { fromWireTensor } from "./codec.ts";
+ * import { hostTensor } from "../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * const buffer = new Int16Array([1, 2]).buffer;
  * const t = fromWireTensor({ dtype: "int16", shape: [2], buffer, byteOffset: 0, byteLength: 4 });
- * assert.deepEqual([...(t.data as Int16Array)], [1, 2]);
+ * assert.deepEqual([...(hostTensor(t, "t").data as Int16Array)], [1, 2]);
  * ```
  */
-export function fromWireTensor(wire: WireTensor): NDArray {
+export function fromWireTensor(wire: WireTensor): NDArray | DeviceTensor {
+  if ("device" in wire) {
+    const { pointer, ordinal, driver } = wire.device;
+    return new DeviceTensor({
+      dtype: wire.dtype,
+      shape: wire.shape,
+      pointer,
+      device: ordinal,
+      driverLibrary: driver,
+    });
+  }
   if ("address" in wire) {
     const bytes = wire.byteLength === 0 || wire.address === 0n
       ? new Uint8Array(0)

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { foreignBuffer, isForeign } from "../tensor/foreign_memory.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import { fromWireTensor, toWireTensor, type WireCounts } from "./codec.ts";
+import type { NDArray } from "../tensor/ndarray.ts";
 
 Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark across isolates", () => {
   const own = new Float32Array([1, 2]);
@@ -13,10 +14,10 @@ Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark acro
   // What the receiving isolate gets: another ArrayBuffer over the same memory.
   const received = structuredClone(wire, { transfer });
   const back = fromWireTensor(received);
-  assert.ok(isForeign((back.data as Float32Array).buffer));
-  assert.deepEqual([...(back.data as Float32Array)], [1, 2]);
+  assert.ok(isForeign(((back as NDArray).data as Float32Array).buffer));
+  assert.deepEqual([...((back as NDArray).data as Float32Array)], [1, 2]);
   // JavaScript's own memory travels unmarked.
   const plain = toWireTensor(ndarray(new Float32Array([3])), [], counts);
   assert.equal("foreign" in plain, false);
-  assert.ok(!isForeign((fromWireTensor(plain).data as Float32Array).buffer));
+  assert.ok(!isForeign(((fromWireTensor(plain) as NDArray).data as Float32Array).buffer));
 });

@@ -1,7 +1,8 @@
 /**
  * The one place DenoTriton calls `Deno.dlopen`: the Triton core (`libtritonserver-<hash>.so`,
  * after its bundled dependencies, leaves first), DenoTriton's own backend/bridge library, the
- * CUDA driver (`libcuda.so.1`, for GPU discovery and each GPU Worker's device), and the C library
+ * CUDA driver (`libcuda.so.1`, for GPU discovery, each GPU Worker's device, and the device memory
+ * of CUDA shared memory and device tensors: `cuda_memory.ts`), and the C library
  * (`shm_open`/`mmap` for system shared memory). Libraries are opened once per isolate (module
  * state) and closed by Deno when that isolate ends (a Worker, a test file of `deno test`): the
  * core stays loaded while any isolate of the process holds it (the bridge's globals with it), and
@@ -80,6 +81,18 @@ export const CORE_SYMBOLS = {
   TRITONSERVER_InferenceRequestDelete: { parameters: [P], result: P },
   TRITONSERVER_InferenceRequestCancel: { parameters: [P], result: P },
   TRITONSERVER_InferenceResponseDelete: { parameters: [P], result: P },
+  // The models' own metrics (`context.metrics`): families and metrics in the core's registry,
+  // which `TRITONSERVER_ServerMetrics` renders beside the core's own.
+  TRITONSERVER_MetricFamilyNew: { parameters: [B, "i32", B, B], result: P },
+  TRITONSERVER_MetricFamilyDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricArgsNew: { parameters: [B], result: P },
+  TRITONSERVER_MetricArgsSetHistogram: { parameters: [P, B, "u64"], result: P },
+  TRITONSERVER_MetricArgsDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricNewWithArgs: { parameters: [B, P, B, "u64", P], result: P },
+  TRITONSERVER_MetricDelete: { parameters: [P], result: P },
+  TRITONSERVER_MetricIncrement: { parameters: [P, "f64"], result: P },
+  TRITONSERVER_MetricSet: { parameters: [P, "f64"], result: P },
+  TRITONSERVER_MetricObserve: { parameters: [P, "f64"], result: P },
 } as const;
 
 /** DenoTriton's bridge symbols (`ffi/dt_backend.c`, `ffi/dt_client.c`). */
@@ -92,7 +105,7 @@ export const BRIDGE_SYMBOLS = {
   dt_batch_read: { parameters: ["u64", "u32", B, "u64"], result: "u64" },
   dt_slot_error: { parameters: ["u64", "u32"], result: P },
   dt_output: {
-    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", B, "u64", "u32"],
+    parameters: ["u64", "u32", "u32", B, "i32", B, "u32", B, "u64", "u32", "u64", "i32", B],
     result: "i32",
   },
   dt_response_delete: { parameters: [P, B, "i32"], result: "i32" },
@@ -107,6 +120,8 @@ export const BRIDGE_SYMBOLS = {
   dt_poll_events: { parameters: ["u64", B, "i32"], result: "i32" },
   dt_infer: { parameters: [P, B, "u64", "u64", B], result: P },
   dt_response_read: { parameters: [P, B, "u64"], result: "u64" },
+  dt_free: { parameters: [P], result: "void" },
+  dt_now_ns: { parameters: [], result: "u64" },
   // Tests only: makes the bridge fail sends or corrupt batch descriptions on purpose.
   dt_debug_fault: { parameters: ["i32", "u32"], result: "i32" },
   // Creating and deleting servers and loading models touch the core's process-wide state:
@@ -137,7 +152,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 7;
+export const BRIDGE_VERSION = 8;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.
@@ -211,6 +226,9 @@ export function openNative(install: TritonInstall): NativeLibraries {
   return opened;
 }
 
+/** `CUipcMemHandle`: 64 opaque bytes, as eight 64-bit words (its size is all FFI needs). */
+const IPC_HANDLE = ["u64", "u64", "u64", "u64", "u64", "u64", "u64", "u64"] as const;
+
 /**
  * The CUDA driver API symbols DenoTriton calls (stable since CUDA 4; `CUresult` is an `i32`,
  * `CUdevice` an `int`). The driver, not the runtime, because it comes with every NVIDIA driver
@@ -230,6 +248,20 @@ export const CUDA_DRIVER_SYMBOLS = {
   cuDevicePrimaryCtxRetain: { parameters: [B, "i32"], result: "i32" },
   cuCtxSetCurrent: { parameters: [P], result: "i32" },
   cuCtxGetDevice: { parameters: [B], result: "i32" },
+  // Device memory (`native/cuda_memory.ts`): a client's CUDA IPC handle opened and closed, and
+  // the copies the CUDA shared-memory and device-tensor paths make, in a context pushed for them.
+  cuCtxPushCurrent_v2: { parameters: [P], result: "i32" },
+  cuCtxPopCurrent_v2: { parameters: [B], result: "i32" },
+  cuCtxSynchronize: { parameters: [], result: "i32" },
+  // CUipcMemHandle is a 64-byte struct passed by value.
+  cuIpcOpenMemHandle_v2: { parameters: [B, { struct: IPC_HANDLE }, "u32"], result: "i32" },
+  cuIpcCloseMemHandle: { parameters: ["u64"], result: "i32" },
+  cuMemGetAddressRange_v2: { parameters: [B, B, "u64"], result: "i32" },
+  cuMemcpyHtoD_v2: { parameters: ["u64", B, "usize"], result: "i32" },
+  cuMemcpyDtoH_v2: { parameters: [B, "u64", "usize"], result: "i32" },
+  // The same copy into host memory at an address (a buffer the Triton core allocated).
+  cuMemcpyDtoHAt: { name: "cuMemcpyDtoH_v2", parameters: [P, "u64", "usize"], result: "i32" },
+  cuMemcpyDtoD_v2: { parameters: ["u64", "u64", "usize"], result: "i32" },
 } as const;
 
 /** The opened CUDA driver library. */

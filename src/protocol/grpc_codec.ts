@@ -326,6 +326,14 @@ export interface LogSettingsMessage {
   settings: Record<string, LogSettingValue>;
 }
 
+/** `inference.TraceSettingRequest` (the response is its `settings` alone: one wire form). */
+export interface TraceSettingMessage {
+  /** Settings by name; an empty `value` list clears a setting. */
+  settings: Record<string, { value?: string[] }>;
+  /** The model whose settings these are; empty for the global ones. */
+  model_name?: string;
+}
+
 /**
  * `inference.SystemSharedMemoryRegisterRequest`; the status and unregister requests are its
  * `name` alone (field 1), so one codec reads all three.
@@ -348,6 +356,27 @@ export interface SystemSharedMemoryStatusResponse {
     string,
     { name: string; key: string; offset: Int64; byte_size: Int64 }
   >;
+}
+
+/**
+ * `inference.CudaSharedMemoryRegisterRequest`; the status and unregister requests are its `name`
+ * alone (field 1), so one codec reads all three.
+ */
+export interface CudaSharedMemoryRequest {
+  /** Region name; empty means all regions (status, unregister). */
+  name?: string;
+  /** The `cudaIpcMemHandle_t` (register). */
+  raw_handle?: Uint8Array;
+  /** The device the memory is on (register; int64 in the proto). */
+  device_id?: Int64;
+  /** Size in bytes (register). */
+  byte_size?: Int64;
+}
+
+/** `inference.CudaSharedMemoryStatusResponse`. */
+export interface CudaSharedMemoryStatusResponse {
+  /** Regions by name. */
+  regions: Record<string, { name: string; device_id: Int64; byte_size: Int64 }>;
 }
 
 /** `grpc.health.v1.HealthCheckRequest`. */
@@ -568,8 +597,11 @@ export const codecs: {
   readonly RepositoryIndexResponse: MessageCodec<RepositoryIndexResponse>;
   readonly RepositoryModelRequest: MessageCodec<RepositoryModelRequest>;
   readonly LogSettings: MessageCodec<LogSettingsMessage>;
+  readonly TraceSetting: MessageCodec<TraceSettingMessage>;
   readonly SystemSharedMemoryRequest: MessageCodec<SystemSharedMemoryRequest>;
   readonly SystemSharedMemoryStatusResponse: MessageCodec<SystemSharedMemoryStatusResponse>;
+  readonly CudaSharedMemoryRequest: MessageCodec<CudaSharedMemoryRequest>;
+  readonly CudaSharedMemoryStatusResponse: MessageCodec<CudaSharedMemoryStatusResponse>;
   readonly HealthCheckRequest: MessageCodec<HealthCheckRequest>;
   readonly HealthCheckResponse: MessageCodec<HealthCheckResponse>;
 } = {
@@ -608,9 +640,14 @@ export const codecs: {
   RepositoryModelRequest: lazyCodec("inference.RepositoryModelLoadRequest"),
   // LogSettingsRequest and LogSettingsResponse have the same fields.
   LogSettings: lazyCodec("inference.LogSettingsRequest"),
+  // TraceSettingResponse is TraceSettingRequest's field 1 alone, with the same SettingValue.
+  TraceSetting: lazyCodec("inference.TraceSettingRequest"),
   // The status and unregister requests share field 1 (`name`) with the register request.
   SystemSharedMemoryRequest: lazyCodec("inference.SystemSharedMemoryRegisterRequest"),
   SystemSharedMemoryStatusResponse: lazyCodec("inference.SystemSharedMemoryStatusResponse"),
+  // Likewise for the CUDA requests.
+  CudaSharedMemoryRequest: lazyCodec("inference.CudaSharedMemoryRegisterRequest"),
+  CudaSharedMemoryStatusResponse: lazyCodec("inference.CudaSharedMemoryStatusResponse"),
   HealthCheckRequest: lazyCodec("grpc.health.v1.HealthCheckRequest"),
   HealthCheckResponse: lazyCodec("grpc.health.v1.HealthCheckResponse"),
 };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { InferenceError } from "../errors.ts";
-import { SharedMemoryRegistry } from "./registry.ts";
+import { type RegionView, SharedMemoryRegistry, type SharedRegionView } from "./registry.ts";
 
 const KEY = `/denotriton_registry_test_${Deno.pid}`;
 const PATH = `/dev/shm${KEY}`;
@@ -8,6 +8,12 @@ const PATH = `/dev/shm${KEY}`;
 function mappings(): number {
   return Deno.readTextFileSync("/proc/self/maps").split("\n").filter((line) => line.includes(PATH))
     .length;
+}
+
+/** The view of a system region (these tests register only system regions). */
+function system(view: SharedRegionView): RegionView {
+  assert.equal(view.kind, "system");
+  return view as RegionView;
 }
 
 function expectCode(fn: () => unknown, code: string, message: string): void {
@@ -27,7 +33,7 @@ Deno.test("SharedMemoryRegistry maps regions, hands out views and unmaps after t
     registry.register({ name: "r", key: KEY, offset: 4100, byteSize: 100 });
     assert.deepEqual(registry.status(), [{ name: "r", key: KEY, offset: 4100, byte_size: 100 }]);
     assert.equal(mappings(), 1);
-    const view = registry.acquire("r", 10, 4);
+    const view = system(registry.acquire("r", 10, 4));
     assert.deepEqual([...view.bytes], [4110 % 251, 4111 % 251, 4112 % 251, 4113 % 251]);
     // Writes land in the object itself.
     view.bytes[0] = 7;
@@ -118,22 +124,22 @@ Deno.test("SharedMemoryRegistry reuses a released view's ArrayBuffer, never a he
   const registry = new SharedMemoryRegistry();
   try {
     registry.register({ name: "r", key: KEY, offset: 0, byteSize: 64 });
-    const first = registry.acquire("r", 0, 16);
+    const first = system(registry.acquire("r", 0, 16));
     // Held at once: each hold has its own buffer (a Worker may take one by transfer).
-    const second = registry.acquire("r", 0, 16);
+    const second = system(registry.acquire("r", 0, 16));
     assert.notEqual(second.bytes.buffer, first.bytes.buffer);
     const buffer = first.bytes.buffer;
     first.release();
     // The next hold of the same bytes gets the released buffer: no new external memory.
-    const third = registry.acquire("r", 0, 16);
+    const third = system(registry.acquire("r", 0, 16));
     assert.equal(third.bytes.buffer, buffer);
     // Other bytes get a buffer of their own.
-    const other = registry.acquire("r", 16, 16);
+    const other = system(registry.acquire("r", 16, 16));
     assert.notEqual(other.bytes.buffer, buffer);
     // A buffer taken away (transferred or detached) is not handed out again.
     third.bytes.buffer.transfer();
     third.release();
-    const fourth = registry.acquire("r", 0, 16);
+    const fourth = system(registry.acquire("r", 0, 16));
     assert.equal(fourth.bytes.byteLength, 16);
     assert.notEqual(fourth.bytes.buffer, buffer);
     for (const view of [second, other, fourth]) view.release();

@@ -42,6 +42,8 @@ export interface RegionSpec {
 
 /** Bytes of a region held by one request; release it once the request is done. */
 export interface RegionView {
+  /** Always `"system"`. */
+  readonly kind: "system";
   /** The bytes, over the mapping (no copy), on an `ArrayBuffer` of their own. */
   readonly bytes: Uint8Array<ArrayBuffer>;
   /**
@@ -286,6 +288,7 @@ export class SystemRegion {
     const bytes = new Uint8Array(buffer);
     let released = false;
     return {
+      kind: "system",
       bytes,
       guard: this.#guard,
       check: () => {

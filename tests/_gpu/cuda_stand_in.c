@@ -7,7 +7,8 @@
  * made current.
  *
  * This file: initialisation, devices and contexts. Device memory is in cuda_stand_in_memory.c,
- * modules and kernel launches in cuda_stand_in_module.c; cuda_stand_in.h is what they share.
+ * modules and kernel launches in cuda_stand_in_module.c, IPC handles in cuda_stand_in_ipc.c;
+ * cuda_stand_in.h is what they share.
  *
  * It checks DenoTriton's FFI marshalling and plumbing; it is not a GPU, and nothing here says
  * the real driver path works.
@@ -50,6 +51,7 @@ CUresult cuGetErrorName(CUresult error, const char** name) {
     case 2: *name = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
     case 200: *name = "CUDA_ERROR_INVALID_IMAGE"; return 0;
     case 201: *name = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+    case 205: *name = "CUDA_ERROR_MAP_FAILED"; return 0;
     case 218: *name = "CUDA_ERROR_INVALID_PTX"; return 0;
     case 400: *name = "CUDA_ERROR_INVALID_HANDLE"; return 0;
     case 500: *name = "CUDA_ERROR_NOT_FOUND"; return 0;
@@ -126,6 +128,30 @@ CUresult cuCtxGetDevice(CUdevice* device) {
   *device = current;
   return 0;
 }
+
+/* Contexts pushed over the current one, per thread, as cuCtxPushCurrent keeps them. */
+#define STAND_IN_STACK 8
+static __thread int pushed[STAND_IN_STACK];
+static __thread int depth = 0;
+
+CUresult cuCtxPushCurrent_v2(CUcontext context) {
+  if (!initialized) return 3;
+  if (context == NULL) return 1;
+  if (depth == STAND_IN_STACK) return 2; /* the stand-in's limit, not the driver's */
+  pushed[depth++] = current;
+  current = context->device;
+  return 0;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext* context) {
+  if (!initialized) return 3;
+  if (current < 0) return 201;
+  if (context != NULL) *context = &contexts[current];
+  current = depth > 0 ? pushed[--depth] : -1;
+  return 0;
+}
+
+int stand_in_current_device(void) { return current; }
 
 CUresult cuCtxGetCurrent(CUcontext* context) {
   if (!initialized) return 3;

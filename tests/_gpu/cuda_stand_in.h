@@ -1,7 +1,8 @@
 /*
  * What the parts of the stand-in CUDA driver share (cuda_stand_in.c: devices and contexts;
- * cuda_stand_in_memory.c: device memory; cuda_stand_in_module.c: modules and launches), and what
- * the stand-in cuBLAS and NVRTC use of it. A new part (CUDA IPC, say) goes in a file of its own
+ * cuda_stand_in_memory.c: device memory; cuda_stand_in_module.c: modules and launches;
+ * cuda_stand_in_ipc.c: CUDA IPC handles between processes), and what the stand-in cuBLAS and
+ * NVRTC use of it. A new part (CUDA IPC, say) goes in a file of its own
  * beside these and declares here what the others may call.
  *
  * All of it is a test tool: host memory stands in for device memory and kernels run on the CPU.
@@ -30,6 +31,7 @@ enum {
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_MAP_FAILED = 205,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
 };
 
@@ -41,6 +43,32 @@ enum {
 
 /* cuda_stand_in.c: CUDA_SUCCESS when cuInit ran and a context is current on this thread. */
 CUresult stand_in_require_context(void);
+
+/* cuda_stand_in.c: the device of the context current on this thread, -1 for none. */
+int stand_in_current_device(void);
+
+/* How long a device allocation's shared-memory object name may be, its NUL included. */
+#define STAND_IN_SHM_NAME 40
+
+/*
+ * cuda_stand_in_memory.c, for IPC: what names the allocation starting at `base` (its object, the
+ * object's size, the allocation's size and device); 0 when `base` starts no own allocation.
+ */
+int stand_in_memory_export(CUdeviceptr base, char name[STAND_IN_SHM_NAME], size_t* raw_size,
+                           size_t* size, int* device);
+
+/* cuda_stand_in_memory.c: makes a mapping of another process's object an allocation here. */
+CUresult stand_in_memory_adopt(void* raw, size_t raw_size, size_t size, int device,
+                               CUdeviceptr* base);
+
+/* cuda_stand_in_memory.c: forgets an adopted mapping, handing back what to unmap; 0 if none. */
+int stand_in_memory_release_adopted(CUdeviceptr base, void** raw, size_t* raw_size);
+
+/* cuda_stand_in_memory.c: the allocation `pointer` lies in; 0 when it lies in none. */
+int stand_in_memory_range(CUdeviceptr pointer, CUdeviceptr* base, size_t* size);
+
+/* cuda_stand_in_memory.c: the guard bytes before each allocation in its object. */
+size_t stand_in_guard_bytes(void);
 
 /* cuda_stand_in_memory.c: whether [pointer, pointer + bytes) lies inside one live allocation. */
 int stand_in_memory_contains(CUdeviceptr pointer, size_t bytes);

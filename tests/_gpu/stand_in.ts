@@ -2,8 +2,10 @@
  * Builds the stand-ins for the CUDA libraries, for tests on hosts without a GPU:
  *
  * - the CUDA driver (`cuda_stand_in.c`: devices and contexts; `cuda_stand_in_memory.c`: device
- *   memory as host memory with guard checks; `cuda_stand_in_module.c`: modules and launches that
- *   run the kernels' own CUDA C on the CPU through `kernel_emulation.h`);
+ *   memory as host memory with guard checks, each allocation a shared-memory object, copies
+ *   counted; `cuda_stand_in_module.c`: modules and launches that run the kernels' own CUDA C on
+ *   the CPU through `kernel_emulation.h`; `cuda_stand_in_ipc.c`: CUDA IPC handles naming those
+ *   objects, so a client process and the server share device memory);
  * - cuBLAS (`cublas_stand_in.c`, column-major SGEMM, linked against the driver stand-in);
  * - NVRTC (`nvrtc_stand_in.c`, which hands the source on for the driver stand-in to compile).
  *
@@ -14,7 +16,12 @@
  */
 
 const HERE = new URL(".", import.meta.url).pathname;
-const DRIVER_SOURCES = ["cuda_stand_in.c", "cuda_stand_in_memory.c", "cuda_stand_in_module.c"];
+const DRIVER_SOURCES = [
+  "cuda_stand_in.c",
+  "cuda_stand_in_memory.c",
+  "cuda_stand_in_module.c",
+  "cuda_stand_in_ipc.c",
+];
 const built = new Map<string, Promise<string | undefined>>();
 let directory: Promise<string> | undefined;
 

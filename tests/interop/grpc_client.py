@@ -43,7 +43,7 @@ def health_and_metadata(client):
     check(metadata["version"] == "2.51.0", f"server version: {metadata}")
     check("binary_tensor_data" in metadata["extensions"], f"extensions: {metadata}")
     check("system_shared_memory" in metadata["extensions"], f"extensions: {metadata}")
-    check("cuda_shared_memory" not in metadata["extensions"], f"extensions: {metadata}")
+    check("cuda_shared_memory" in metadata["extensions"], f"extensions: {metadata}")
     model = client.get_model_metadata("AddSub", as_json=True)
     check(model["name"] == "AddSub", f"model metadata: {model}")
     check(model["versions"] == ["1"], f"versions: {model}")

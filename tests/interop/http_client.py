@@ -118,9 +118,9 @@ def scenario_server_metadata(client):
     check(isinstance(metadata.get("name"), str) and metadata["name"], f"no name in {metadata}")
     check(isinstance(metadata.get("version"), str), f"no version in {metadata}")
     check(isinstance(metadata.get("extensions"), list), f"no extensions list in {metadata}")
-    # Triton lists the shared-memory extensions it serves; CUDA registration is refused here.
+    # Triton lists the shared-memory extensions it serves: system and CUDA.
     check("system_shared_memory" in metadata["extensions"], f"extensions: {metadata}")
-    check("cuda_shared_memory" not in metadata["extensions"], f"extensions: {metadata}")
+    check("cuda_shared_memory" in metadata["extensions"], f"extensions: {metadata}")
 
 
 def scenario_model_metadata(client):

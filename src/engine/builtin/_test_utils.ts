@@ -6,6 +6,7 @@ import { resolveTensorSpecs, type TensorSpec } from "../../config/tensor_spec.ts
 import { MainThreadInstances } from "../../instances/main_thread.ts";
 import { type NDArray, ndarray } from "../../tensor/ndarray.ts";
 import type { InferenceRequest, ModelDefinition } from "../engine.ts";
+import { hostTensor, type Tensor } from "../../tensor/device_tensor.ts";
 
 export interface DefineOptions {
   name?: string;
@@ -59,8 +60,8 @@ export function requestOf(
 }
 
 /** The values of a float32 tensor. */
-export function values(array: NDArray | undefined): number[] {
-  return [...(array!.data as Float32Array)];
+export function values(array: Tensor | undefined): number[] {
+  return [...(hostTensor(array!, "a test's tensor").data as Float32Array)];
 }
 
 /** Lets timers and I/O run once (a macrotask turn). */

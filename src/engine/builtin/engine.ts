@@ -7,7 +7,9 @@
  * @module
  */
 
-import type { InferResult } from "../../callable/types.ts";
+import type { AnyTensors, InferResult } from "../../callable/types.ts";
+import { isDeviceTensor, type Tensor } from "../../tensor/device_tensor.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
 import { toTritonModelConfig } from "../../config/triton_model_config.ts";
 import { InferenceError, messageOf, type TritonUnrecoverableError } from "../../errors.ts";
 import { discoverGpus } from "../../gpu/cuda.ts";
@@ -45,6 +47,9 @@ import { engineCaller, refuseDeadlock, refuseDecoupledSteps } from "../calls.ts"
 import type { ModelCaller } from "../../callable/types.ts";
 import { nsBetween } from "./statistics.ts";
 import { outputsOf, responseOf, submit } from "./submit.ts";
+import { endTrace, startTrace } from "./trace_points.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
+import { CustomMetricsRegistry } from "../../telemetry/custom_metrics.ts";
 
 export type { BuiltinEngineOptions } from "./options.ts";
 
@@ -60,6 +65,7 @@ export const SERVER_VERSION = "2.51.0";
  * import { MainThreadInstances } from "../../instances/main_thread.ts";
  * import { resolveModelConfig } from "../../config/model_config.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * await using engine = new BuiltinEngine();
@@ -79,7 +85,7 @@ export const SERVER_VERSION = "2.51.0";
  *   inputs: new Map([["x", ndarray(new Float32Array([1, 2]), [1, 2])]]),
  * });
  * assert.equal(response.modelVersion, "1");
- * assert.deepEqual([...(response.outputs.get("y")!.data as Float32Array)], [2, 4]);
+ * assert.deepEqual([...(hostTensor(response.outputs.get("y")!, "y").data as Float32Array)], [2, 4]);
  * ```
  */
 export class BuiltinEngine implements Engine {
@@ -94,6 +100,9 @@ export class BuiltinEngine implements Engine {
   #cpuMetrics: CpuMetrics | undefined;
   #latencyCounters: boolean;
   #onUnrecoverable: ((error: TritonUnrecoverableError) => void) | undefined;
+  #tracer: Tracer | undefined;
+  /** The models' own metrics (`context.metrics`), exported beside the engine's. */
+  #customMetrics = new CustomMetricsRegistry();
   /** The GPUs, found when a model pinned to one first loads. */
   #gpus: GpuInventory | undefined;
   #registry = new ModelRegistry();
@@ -126,6 +135,7 @@ export class BuiltinEngine implements Engine {
       this.#cpuMetrics = new CpuMetrics({ intervalMs: options.metricsIntervalMs ?? 2000 });
     }
     this.#onUnrecoverable = options.onUnrecoverable;
+    this.#tracer = options.tracer;
   }
 
   /** Starts the engine (nothing to do for the built-in engine). */
@@ -195,7 +205,14 @@ export class BuiltinEngine implements Engine {
     }
     const entry = replace ? this.#registry.candidate(model) : this.#registry.begin(model);
     try {
-      entry.instances = await model.instances.start(model, { gpus, caller: this.#caller });
+      entry.instances = await model.instances.start(model, {
+        gpus,
+        caller: this.#caller,
+        metrics: this.#customMetrics,
+        ...(this.#tracer?.opentelemetry === undefined
+          ? {}
+          : { opentelemetry: this.#tracer.opentelemetry }),
+      });
     } catch (error) {
       this.#registry.forget(entry);
       throw InferenceError.internal(
@@ -495,11 +512,17 @@ export class BuiltinEngine implements Engine {
       if (entry.scheduler instanceof EnsembleScheduler) {
         return entry.scheduler.run(request, validated.batchSize, validated.outputs, arrival);
       }
+      const trace = startTrace(this.#tracer, request, definition.name, definition.version);
       let key: ReturnType<typeof cacheKey> | undefined;
-      const cache = definition.config.responseCache ? this.#cache : undefined;
+      // Device memory is not hashed or kept (the core's cache refuses it too, and serves on
+      // uncached): a request with an input in a CUDA region bypasses the cache.
+      const hostInputs = hostTensors(request.inputs);
+      const cache = definition.config.responseCache && hostInputs !== undefined
+        ? this.#cache
+        : undefined;
       if (cache !== undefined) {
         const lookupStart = performance.now();
-        key = cacheKey(definition.name, definition.version, request.inputs, validated.outputs);
+        key = cacheKey(definition.name, definition.version, hostInputs!, validated.outputs);
         const hit = cache.lookup(key);
         const lookupEnd = performance.now();
         if (hit !== undefined) {
@@ -507,6 +530,7 @@ export class BuiltinEngine implements Engine {
             nsBetween(lookupStart, lookupEnd),
             nsBetween(arrival, lookupEnd),
           );
+          endTrace(trace);
           return Promise.resolve(responseOf(entry, request, hit));
         }
         entry.stats.recordCacheMiss(nsBetween(lookupStart, lookupEnd));
@@ -515,13 +539,25 @@ export class BuiltinEngine implements Engine {
         const sink: SchedulerSink = {
           result: (result) => {
             const outputs = outputsOf(result, validated);
-            if (cache !== undefined && key !== undefined) cache.insert(key, outputs);
+            const hostOutputs = hostTensors(outputs);
+            if (cache !== undefined && key !== undefined && hostOutputs !== undefined) {
+              cache.insert(key, hostOutputs);
+            }
             resolve(responseOf(entry, request, outputs));
+            endTrace(trace);
           },
           end: () => {},
-          error: reject,
+          error: (error) => {
+            reject(error);
+            endTrace(trace);
+          },
         };
-        submit(entry, request, validated, arrival, sink);
+        try {
+          submit(entry, request, validated, arrival, sink, trace);
+        } catch (error) {
+          endTrace(trace);
+          throw error;
+        }
       });
     } catch (error) {
       return Promise.reject(error);
@@ -552,21 +588,39 @@ export class BuiltinEngine implements Engine {
     }
     const validated = this.#validate(entry, request, arrival);
     this.#refuseDeadlock(entry, request, arrival);
+    const trace = startTrace(
+      this.#tracer,
+      request,
+      entry.definition.name,
+      entry.definition.version,
+    );
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.
-    const queue = new BoundedQueue<InferResult>({
+    const queue = new BoundedQueue<InferResult<AnyTensors>>({
       cancel: () =>
         controller.abort(
           InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`),
         ),
     });
-    const controller = submit(entry, request, validated, arrival, {
-      result: (result) => queue.push(result),
-      end: () => queue.end(),
-      error: (error) => queue.fail(error),
-    });
-    const step = (result: InferResult | undefined, final: boolean): StreamResponse => ({
+    let controller: AbortController;
+    try {
+      controller = submit(entry, request, validated, arrival, {
+        result: (result) => queue.push(result),
+        end: () => {
+          queue.end();
+          endTrace(trace);
+        },
+        error: (error) => {
+          queue.fail(error);
+          endTrace(trace);
+        },
+      }, trace);
+    } catch (error) {
+      endTrace(trace);
+      throw error;
+    }
+    const step = (result: InferResult<AnyTensors> | undefined, final: boolean): StreamResponse => ({
       ...responseOf(
         entry,
         request,
@@ -594,7 +648,7 @@ export class BuiltinEngine implements Engine {
       })),
       { latencyCounters: this.#latencyCounters },
     );
-    return models + (this.#cpuMetrics?.render() ?? "");
+    return models + (this.#cpuMetrics?.render() ?? "") + this.#customMetrics.render();
   }
 
   /**
@@ -627,4 +681,12 @@ export class BuiltinEngine implements Engine {
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
+}
+
+/** The tensors, when every one of them is in host memory; `undefined` when one is on a device. */
+function hostTensors(
+  tensors: ReadonlyMap<string, Tensor>,
+): ReadonlyMap<string, NDArray> | undefined {
+  for (const tensor of tensors.values()) if (isDeviceTensor(tensor)) return undefined;
+  return tensors as ReadonlyMap<string, NDArray>;
 }

@@ -15,6 +15,7 @@
 import { configName } from "../../tensor/dtype.ts";
 import { InferenceError, toInferenceError } from "../../errors.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
+import { hostTensor, type Tensor } from "../../tensor/device_tensor.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
 import type { ResolvedEnsembleStep } from "../../config/ensemble.ts";
 import { ensembleParent } from "../calls.ts";
@@ -90,10 +91,18 @@ export function checkEnsemble(
   }
 }
 
+/**
+ * A host tensor with another shape (the batch axis an ensemble adds or removes for a step); a
+ * tensor in GPU memory is refused, naming it.
+ */
+function reshaped(tensor: Tensor, shape: readonly number[], what: string): NDArray {
+  return { ...hostTensor(tensor, `ensemble tensor ${what}`), shape } as NDArray;
+}
+
 /** One request of an ensemble as it runs: its tensors, and its steps started and done. */
 interface Run {
   readonly request: InferenceRequest;
-  readonly tensors: Map<string, NDArray>;
+  readonly tensors: Map<string, Tensor>;
   readonly started: Set<number>;
   done: number;
   failed: boolean;
@@ -224,10 +233,10 @@ export class EnsembleScheduler {
     // Like the core: a step's model that batches gets a batch of one from an ensemble that does
     // not, and its outputs lose that axis.
     const addBatch = definition.config.maxBatchSize === 0 && this.#options.batches(step);
-    const inputs = new Map<string, NDArray>();
+    const inputs = new Map<string, Tensor>();
     for (const [input, tensor] of step.inputMap) {
       const array = run.tensors.get(tensor)!;
-      inputs.set(input, addBatch ? { ...array, shape: [1, ...array.shape] } as NDArray : array);
+      inputs.set(input, addBatch ? reshaped(array, [1, ...array.shape], `'${tensor}'`) : array);
     }
     const signal = request.signal === undefined
       ? run.controller.signal
@@ -252,7 +261,7 @@ export class EnsembleScheduler {
       }
       run.tensors.set(
         tensor,
-        addBatch ? { ...array, shape: array.shape.slice(1) } as NDArray : array,
+        addBatch ? reshaped(array, array.shape.slice(1), `'${tensor}'`) : array,
       );
     }
   }

@@ -7,6 +7,7 @@
 
 import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
+import { isDeviceTensor } from "../../tensor/device_tensor.ts";
 import { shapeSize } from "../../tensor/ndarray.ts";
 import type { InferenceRequest } from "../engine.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
@@ -91,7 +92,8 @@ export function validateInferenceRequest(
     if (shape.some((dim) => !Number.isInteger(dim) || dim < 0)) {
       throw invalid(model, `input '${name}' has an invalid shape ${shown(shape)}`);
     }
-    if (shapeSize(shape) !== array.data.length) {
+    // A device tensor's size follows from its shape (the front end checked its region's bytes).
+    if (!isDeviceTensor(array) && shapeSize(shape) !== array.data.length) {
       throw invalid(
         model,
         `input '${name}' has shape ${shown(shape)} (${

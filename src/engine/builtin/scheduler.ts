@@ -11,12 +11,17 @@
  * @module
  */
 
-import type { InferRequest, InferResult } from "../../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult } from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
 import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import { runInContext } from "../../telemetry/otel.ts";
+import { traceTensors } from "./trace_points.ts";
+import type { DeviceBuffer } from "../../tensor/device_tensor.ts";
+import { settleDeviceOutputs } from "./device_outputs.ts";
 
 /** Where the scheduler delivers a request's outcome. */
 export interface SchedulerSink {
@@ -25,7 +30,7 @@ export interface SchedulerSink {
    * step, a returned promise holds the callable's next step back until it settles (the
    * consumer's backpressure).
    */
-  result(result: InferResult): void | Promise<void>;
+  result(result: InferResult<AnyTensors>): void | Promise<void>;
   /** The decoupled request is done (after its last step); not called for coupled requests. */
   end(): void;
   /** The request failed; nothing follows. */
@@ -35,7 +40,12 @@ export interface SchedulerSink {
 /** One request handed to the scheduler. */
 export interface ScheduledRequest {
   /** What the callable sees; its `signal` must be `controller.signal`. */
-  readonly request: InferRequest;
+  readonly request: InferRequest<AnyTensors>;
+  /**
+   * Where requested outputs go (the request's `outputBuffers`): a callable's device-tensor output
+   * is copied into its CUDA region here, else to the host, before the instance runs again.
+   */
+  readonly outputBuffers?: ReadonlyMap<string, Uint8Array | DeviceBuffer>;
   /** Aborts the request as the callable sees it. */
   readonly controller: AbortController;
   /** The request's batch size (1 without batching). */
@@ -52,6 +62,8 @@ export interface ScheduledRequest {
   readonly arrival: number;
   /** Receives the outcome. */
   readonly sink: SchedulerSink;
+  /** The request's trace, when it is traced. */
+  readonly trace?: RequestTrace | undefined;
 }
 
 /** Options of {@linkcode ModelScheduler}. */
@@ -93,6 +105,15 @@ const NO_POLICY: ResolvedQueuePolicy = {
   allowTimeoutOverride: false,
   maxQueueSize: 0,
 };
+
+// The traces of a batch's traced requests; `undefined` (no array) when none is traced.
+function tracesOf(batch: readonly Entry[]): RequestTrace[] | undefined {
+  let traces: RequestTrace[] | undefined;
+  for (const entry of batch) {
+    if (entry.item.trace !== undefined) (traces ??= []).push(entry.item.trace);
+  }
+  return traces;
+}
 
 function isUnrecoverable(error: unknown): error is Error {
   return error instanceof Error && error.name === "TritonUnrecoverableError";
@@ -283,6 +304,7 @@ export class ModelScheduler {
       entry.onAbort = onAbort;
       item.signal.addEventListener("abort", onAbort, { once: true });
     }
+    item.trace?.activity("QUEUE_START");
     level.queue.push(entry);
     this.#active.add(entry);
     if (this.#preserveOrdering) this.#order.push(entry);
@@ -530,14 +552,38 @@ export class ModelScheduler {
     const started = performance.now();
     const requests = batch.map((entry) => entry.item.request);
     const batchSize = batch.reduce((sum, entry) => sum + entry.item.batchSize, 0);
+    const traces = tracesOf(batch);
+    if (traces !== undefined) {
+      const place = { instance: instance.index, device: instance.device, batchSize };
+      for (const trace of traces) {
+        trace.computedOn(place);
+        trace.activity("COMPUTE_START");
+      }
+    }
+    // A traced batch runs in its first traced request's compute span (mode opentelemetry), so
+    // the callable's own spans are that span's children.
+    const span = traces === undefined ? undefined : traces[0]!.callableContext();
     try {
       if (this.#model.config.decoupled) {
-        await this.#runStream(instance, batch, requests, batchSize, started);
+        await runInContext(
+          span,
+          () => this.#runStream(instance, batch, requests, batchSize, started),
+        );
+        if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_END"); }
         return;
       }
       const inferStart = performance.now();
-      const results = await instance.execute(requests);
+      if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_INPUT_END"); }
+      const results = await runInContext(span, () => instance.execute(requests));
       const inferEnd = performance.now();
+      if (traces !== undefined) {
+        for (const trace of traces) trace.activity("COMPUTE_OUTPUT_START");
+        batch.forEach((entry, index) => {
+          const trace = entry.item.trace;
+          if (trace?.tensors) traceTensors(trace, "TENSOR_BACKEND_OUTPUT", results[index] ?? {});
+          trace?.activity("COMPUTE_END");
+        });
+      }
       const timings = {
         computeInput: nsBetween(started, inferStart),
         computeInfer: nsBetween(inferStart, inferEnd),
@@ -552,7 +598,16 @@ export class ModelScheduler {
           this.#finish(entry, true, () => entry.item.sink.error(error));
           return;
         }
-        const result = results[index]!;
+        let result: InferResult<AnyTensors>;
+        try {
+          // Now: the instance is still busy, so a callable's device memory is still valid.
+          result = settleDeviceOutputs(results[index]!, entry.item.outputBuffers);
+        } catch (error) {
+          const failure = toInferenceError(error);
+          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#finish(entry, true, () => entry.item.sink.error(failure));
+          return;
+        }
         this.#stats.recordSuccess({
           total: nsBetween(entry.item.arrival, performance.now()),
           queue: nsBetween(entry.enqueued, entry.dispatched),
@@ -562,6 +617,7 @@ export class ModelScheduler {
       });
     } catch (error) {
       const failure = toInferenceError(error);
+      if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_END"); }
       for (const entry of batch) {
         if (entry.state === "done") continue;
         this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
@@ -574,7 +630,7 @@ export class ModelScheduler {
   async #runStream(
     instance: ModelInstance,
     batch: Entry[],
-    requests: InferRequest[],
+    requests: InferRequest<AnyTensors>[],
     batchSize: number,
     started: number,
   ): Promise<void> {
@@ -585,7 +641,17 @@ export class ModelScheduler {
       const delivered: Promise<void>[] = [];
       batch.forEach((entry, at) => {
         if (entry.state === "done") return;
-        const room = entry.item.sink.result(step[at]!);
+        let result: InferResult<AnyTensors>;
+        try {
+          // Before the next step is pulled: until then a step's device memory is valid.
+          result = settleDeviceOutputs(step[at]!, entry.item.outputBuffers);
+        } catch (error) {
+          const failure = toInferenceError(error);
+          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#finish(entry, false, () => entry.item.sink.error(failure));
+          return;
+        }
+        const room = entry.item.sink.result(result);
         if (room !== undefined) delivered.push(room);
       });
       this.#stats.recordResponse(index++, nsBetween(last, now));

@@ -6,12 +6,13 @@
  * @module
  */
 
-import type { InferRequest, InferResult } from "../../callable/types.ts";
-import type { NDArray } from "../../tensor/ndarray.ts";
+import type { AnyTensors, InferRequest, InferResult } from "../../callable/types.ts";
+import type { Tensor } from "../../tensor/device_tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { ModelEntry } from "./registry.ts";
 import type { ValidatedRequest } from "./request_validation.ts";
 import type { ModelScheduler, SchedulerSink } from "./scheduler.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
 
 /**
  * Queues a validated request on its model's scheduler.
@@ -29,9 +30,10 @@ export function submit(
   validated: ValidatedRequest,
   arrival: number,
   sink: SchedulerSink,
+  trace?: RequestTrace,
 ): AbortController {
   const controller = new AbortController();
-  const callableRequest: InferRequest = {
+  const callableRequest: InferRequest<AnyTensors> = {
     data: Object.fromEntries(request.inputs),
     parameters: { ...request.parameters },
     requestedOutputNames: validated.outputs,
@@ -46,6 +48,8 @@ export function submit(
     shapeKey: validated.shapeKey,
     arrival,
     sink,
+    trace,
+    ...(request.outputBuffers === undefined ? {} : { outputBuffers: request.outputBuffers }),
     ...(request.priority === undefined ? {} : { priority: request.priority }),
     ...(request.timeoutMicroseconds === undefined
       ? {}
@@ -62,8 +66,11 @@ export function submit(
  * @param validated What validation learned of the request.
  * @returns The outputs by name.
  */
-export function outputsOf(result: InferResult, validated: ValidatedRequest): Map<string, NDArray> {
-  const outputs = new Map<string, NDArray>();
+export function outputsOf(
+  result: InferResult<AnyTensors>,
+  validated: ValidatedRequest,
+): Map<string, Tensor> {
+  const outputs = new Map<string, Tensor>();
   for (const name of validated.outputs) {
     const array = result[name];
     if (array !== undefined) outputs.set(name, array);
@@ -82,7 +89,7 @@ export function outputsOf(result: InferResult, validated: ValidatedRequest): Map
 export function responseOf(
   entry: ModelEntry,
   request: InferenceRequest,
-  outputs: ReadonlyMap<string, NDArray>,
+  outputs: ReadonlyMap<string, Tensor>,
 ): InferenceResponse {
   return {
     modelName: entry.definition.name,

@@ -7,7 +7,11 @@
  * which reports statistics, releases the requests and lets `ModelInstanceExecute` return.
  *
  * Input tensors are views of the core's request memory: they are valid only while the callable
- * runs (until its batch is done). Where that memory is JavaScript's own (the front end's bytes,
+ * runs (until its batch is done). An input in GPU memory (a client's CUDA region) is a
+ * `DeviceTensor` over it, which the instance keeps or copies to the host (`device_inputs.ts`).
+ * A device-tensor result goes into the buffer the client's allocator hands out through the CUDA
+ * driver: device to device into a CUDA region, device to host otherwise; a host result into a
+ * CUDA region is one host-to-device copy. Where that memory is JavaScript's own (the front end's bytes,
  * a shared-memory region's view: see `lend` in `tensors.ts`), they are views of its
  * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its
  * instance is done with it (a timed-out callable keeps its batch until it returns); when the
@@ -17,7 +21,12 @@
  * @module
  */
 
-import type { InferRequest, InferResult, ParameterValue } from "../../callable/types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferResult,
+  ParameterValue,
+} from "../../callable/types.ts";
 import {
   type ErrorCode,
   InferenceError,
@@ -30,6 +39,13 @@ import type { Logger } from "../../log.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { decodeParent, PARENT_PARAMETER } from "../calls.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import {
+  DEFAULT_CUDA_DRIVER,
+  DeviceTensor,
+  isDeviceTensor,
+  type Tensor,
+} from "../../tensor/device_tensor.ts";
+import { CudaMemory, deviceMemoryError } from "../../native/cuda_memory.ts";
 import { forgetSlot, rung } from "./doorbell.ts";
 import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
@@ -50,10 +66,14 @@ import {
   viewAt,
 } from "./tensors.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
+import type { Context } from "@opentelemetry/api";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import { runInContext } from "../../telemetry/otel.ts";
 
 interface DescribedRequest {
   id: string;
   cancelled: boolean;
+  traceId: bigint;
   parameters: Record<string, ParameterValue>;
   inputs: DescribedTensor[];
   outputs: string[];
@@ -77,6 +97,7 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
     for (let r = 0; r < count; r++) {
       const id = reader.string();
       const cancelled = reader.u32() !== 0;
+      const traceId = reader.u64();
       const parameters = readParameters(reader);
       const inputs: DescribedTensor[] = [];
       const inputCount = reader.u32();
@@ -84,7 +105,7 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
       const outputs: string[] = [];
       const outputCount = reader.u32();
       for (let i = 0; i < outputCount; i++) outputs.push(reader.string());
-      requests.push({ id, cancelled, parameters, inputs, outputs });
+      requests.push({ id, cancelled, traceId, parameters, inputs, outputs });
     }
     return requests;
   } catch (error) {
@@ -130,6 +151,15 @@ export interface ConsumeOptions {
    * core runs the client's callbacks inside them, and their events are dispatched at once.
    */
   delivered?: () => void;
+  /** The trace of a request the core traces, by the core's trace id. */
+  traceOf?: (id: bigint) => RequestTrace | undefined;
+  /**
+   * The CUDA driver of the server's GPUs: inputs in GPU memory become device tensors copied
+   * through it, and host results go into CUDA regions through it.
+   *
+   * @default {"libcuda.so.1"}
+   */
+  cudaDriverLibrary?: string;
 }
 
 const CANCEL_POLL_MS = 20;
@@ -291,14 +321,42 @@ function sendError(
   checkSent(options, status, index);
 }
 
-// `dt_output`'s flag that offers the result's memory as the output's buffer, its answer when the
-// allocator took it, and its failure after the allocator took it (the response still holds it).
+// `dt_output`'s flags: offer the result's memory as the output's buffer; the result is device
+// memory. Its answers: the allocator took the result; the caller copies (a GPU buffer or a device
+// result); its failure after the allocator took the result (the response still holds it).
 const OUTPUT_LEND = 1;
+const OUTPUT_DEVICE = 2;
 const OUTPUT_LENT = 1;
+const OUTPUT_CALLER_COPIES = 2;
 const OUTPUT_FAILED_LENT = -98;
+const MEMORY_GPU = 2n;
+const NO_BYTES = new Uint8Array(0);
 
 // An output's shape for `dt_output`, read synchronously: one buffer serves every output.
 let shapeScratch = new BigInt64Array(8);
+// Where `dt_output` puts the buffer it leaves to the caller: address, memory type, device.
+const bufferSlot = new BigUint64Array(3);
+
+/**
+ * Copies a result into the buffer `dt_output` left to JS (`bufferSlot`): a device tensor device
+ * to device into GPU memory or device to host; host bytes host to device.
+ */
+function copyIntoBuffer(options: ConsumeOptions, result: Tensor, bytes: Uint8Array): void {
+  const [address, memoryType, device] = bufferSlot;
+  const toGpu = memoryType === MEMORY_GPU;
+  if (isDeviceTensor(result)) {
+    const memory = CudaMemory.open(result.driverLibrary);
+    if (toGpu) {
+      memory.copyOnDevice(Number(device), address!, result.pointer, result.byteSize);
+    } else memory.copyToHostAt(result.device, address!, result.pointer, result.byteSize);
+  } else {
+    CudaMemory.open(options.cudaDriverLibrary ?? DEFAULT_CUDA_DRIVER).copyToDevice(
+      Number(device),
+      address!,
+      bytes,
+    );
+  }
+}
 
 /** Writes one request's outputs into the response buffers and sends the response. */
 function sendResult(
@@ -306,21 +364,23 @@ function sendResult(
   nameOf: (name: string) => Uint8Array,
   index: number,
   requested: readonly string[],
-  result: InferResult,
+  result: InferResult<AnyTensors>,
   final: boolean,
 ): void {
   const { bridge, channel, slot } = options;
   for (const name of requested) {
-    const array: NDArray | undefined = result[name];
+    const array: Tensor | undefined = result[name];
     if (array === undefined) continue;
-    const bytes = toRawBytes(array);
+    const device = isDeviceTensor(array);
+    const bytes = device ? NO_BYTES : toRawBytes(array as NDArray);
     const dims = array.shape.length;
     if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
     for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
-    // The bridge copies the bytes into the buffer the client's allocator hands out, or, for a
+    // The bridge copies host bytes into the buffer the client's allocator hands out, or, for a
     // large result in JavaScript's own memory, the allocator takes the bytes themselves: they
-    // stay lent until the response is deleted (request.ts gives them back).
-    const lending = lendable(bytes);
+    // stay lent until the response is deleted (request.ts gives them back). A device result, or
+    // a buffer in GPU memory, is copied here through the CUDA driver.
+    const lending = !device && lendable(bytes);
     const address = lending ? lend(bytes) : 0n;
     const status = bridge.dt_output(
       channel,
@@ -331,8 +391,11 @@ function sendResult(
       shapeScratch,
       dims,
       bytes,
-      BigInt(bytes.byteLength),
-      lending ? OUTPUT_LEND : 0,
+      BigInt(device ? array.byteSize : bytes.byteLength),
+      device ? OUTPUT_DEVICE : lending ? OUTPUT_LEND : 0,
+      device ? array.pointer : 0n,
+      device ? array.device : -1,
+      bufferSlot,
     );
     if (lending && status !== OUTPUT_LENT && status !== OUTPUT_FAILED_LENT) returnLent(address);
     if (status < 0) {
@@ -340,6 +403,15 @@ function sendResult(
       const code = status >= -7 ? errorCodeName(-status) : "INTERNAL";
       sendError(options, index, code, message);
       return;
+    }
+    if (status === OUTPUT_CALLER_COPIES) {
+      try {
+        copyIntoBuffer(options, array, bytes);
+      } catch (error) {
+        const failure = deviceMemoryError(`Cannot write output '${name}'`, error);
+        sendError(options, index, failure.code, failure.message);
+        return;
+      }
     }
   }
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
@@ -351,7 +423,7 @@ async function runBatch(
 ): Promise<void> {
   const { bridge, channel, slot, instance, model, stopping } = options;
   const described = readBatch(bridge, channel, slot);
-  const requests: InferRequest[] = [];
+  const requests: InferRequest<AnyTensors>[] = [];
   const controllers: AbortController[] = [];
   const indices: number[] = [];
   // The streams of decoupled requests, whose consumers' room paces the callable.
@@ -364,10 +436,23 @@ async function runBatch(
   const views: Uint8Array[] = [];
   described.forEach((entry, index) => {
     try {
-      const data: Record<string, NDArray> = {};
+      const data: AnyTensors = {};
       const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
-        if (input.gpu) throw new Error(`Input '${input.name}' is in GPU memory`);
+        if (input.gpu === 2) {
+          throw new Error(`Input '${input.name}' arrived in several chunks of GPU memory`);
+        }
+        if (input.gpu === 1) {
+          // A client's CUDA region, held by the front end until the response is sent.
+          data[input.name] = new DeviceTensor({
+            dtype: dtypeOfTriton(input.datatype),
+            shape: input.shape,
+            pointer: input.address,
+            device: input.device,
+            driverLibrary: options.cudaDriverLibrary ?? DEFAULT_CUDA_DRIVER,
+          });
+          continue;
+        }
         const view = viewAt(input.address, input.size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
@@ -431,13 +516,32 @@ async function runBatch(
   };
   watching.add(allCancelled);
   watch();
+  // The core times the batch itself (COMPUTE_* come from the statistics the bridge reports); the
+  // traces learn where it ran, and the callable runs in the first traced request's compute span
+  // (mode opentelemetry), so its own spans are that span's children.
+  let span: Context | undefined;
+  if (options.traceOf !== undefined) {
+    const batchSize = indices.reduce(
+      (sum, index) => sum + batchSizeOf(described[index]!, model),
+      0,
+    );
+    for (const index of indices) {
+      const id = described[index]!.traceId;
+      const trace = id === 0n ? undefined : options.traceOf(id);
+      if (trace === undefined) continue;
+      trace.computedOn({ instance: instance.index, device: instance.device, batchSize });
+      span ??= trace.callableContext();
+    }
+  }
   try {
     if (model.config.decoupled) {
-      const steps = instance.stream(requests, native)[Symbol.asyncIterator]();
+      const steps = runInContext(span, () => instance.stream(requests, native))[
+        Symbol.asyncIterator
+      ]();
       let finished = false;
       try {
         while (true) {
-          const step = await unlessStopped(steps.next(), stopping);
+          const step = await unlessStopped(runInContext(span, () => steps.next()), stopping);
           if (step.done) {
             finished = true;
             break;
@@ -474,7 +578,10 @@ async function runBatch(
         checkSent(options, bridge.dt_send(channel, slot, index, 1, -1, null), index);
       }
     } else {
-      const results = await unlessStopped(instance.execute(requests, native), stopping);
+      const results = await unlessStopped(
+        runInContext(span, () => instance.execute(requests, native)),
+        stopping,
+      );
       results.forEach((result, i) =>
         sendResult(options, nameOf, indices[i]!, requests[i]!.requestedOutputNames, result, true)
       );
@@ -494,4 +601,10 @@ async function runBatch(
     watching.delete(allCancelled);
   }
   await untilDone(options, views);
+}
+
+// A request's batch size: its first input's first dimension for a batching model, else 1.
+function batchSizeOf(request: DescribedRequest, model: ModelInfo): number {
+  if (model.config.maxBatchSize === 0) return 1;
+  return Number(request.inputs[0]?.shape[0] ?? 1);
 }

@@ -62,7 +62,9 @@ import {
   unloadFromCore,
 } from "./model_loader.ts";
 import * as queries from "./queries.ts";
-import { inferCoupled, submitRequest } from "./request.ts";
+import { inferCoupled, type NativeTraceHooks, submitRequest } from "./request.ts";
+import { CoreMetrics } from "./custom_metrics.ts";
+import { monotonicNs, type RequestTrace } from "../../telemetry/request_trace.ts";
 import { readResponse } from "./response.ts";
 import { returnLent } from "./tensors.ts";
 import { ENSEMBLE_SIGNAL_PARAMETER, ResponseStream, STREAM_PARAMETER } from "./response_stream.ts";
@@ -136,6 +138,10 @@ export class NativeEngine implements Engine {
   #nextEnsembleSignal = 0;
   /** Runs the calls of the instances' callables to other models, through the core. */
   #caller = engineCaller(this);
+  /** Requests the core traces, by the core's trace id (the backend half finds them by it). */
+  #traces = new Map<bigint, RequestTrace>();
+  /** The models' own metrics, in the core's registry. */
+  #customMetrics: CoreMetrics | undefined;
 
   /**
    * Creates the engine; `start()` loads the core.
@@ -175,6 +181,11 @@ export class NativeEngine implements Engine {
       signalOf: (token) => this.#ensembleSignals.get(token),
       caller: this.#caller,
       delivered: () => this.#queue?.drain(),
+      traceOf: (id) => this.#traces.get(id),
+      ...(this.#customMetrics === undefined ? {} : { metrics: this.#customMetrics }),
+      ...(this.#options.tracer?.opentelemetry === undefined
+        ? {}
+        : { opentelemetry: this.#options.tracer.opentelemetry }),
       ...(logger ? { logger } : {}),
       // As the built-in engine: the hook reports the error; without one, the log does.
       onUnrecoverable: onUnrecoverable ??
@@ -225,6 +236,7 @@ export class NativeEngine implements Engine {
     this.#repository = repository;
     this.#libraries = libraries;
     this.#queue = new CompletionPump(libraries.bridge);
+    this.#customMetrics = new CoreMetrics(libraries.core);
     const logger = this.#options.logger;
     if (logger !== undefined) this.#logSubscription = bridgeLogSettings(libraries.core, logger);
     logger?.info(`Started Triton ${install.version} in-process (${install.coreLibrary})`);
@@ -513,16 +525,33 @@ export class NativeEngine implements Engine {
         );
       }
       const sent = this.#withParent(request, loaded);
+      const trace = this.#traced(request, loaded);
       if (loaded.definition.ensemble === undefined || request.signal === undefined) {
-        return inferCoupled(this.#libraries!, this.#queue!, this.#server, sent, loaded.order);
+        return inferCoupled(
+          this.#libraries!,
+          this.#queue!,
+          this.#server,
+          sent,
+          loaded.order,
+          undefined,
+          trace,
+        );
       }
       // The steps' callables learn of the ensemble request's cancellation through this token.
       const token = this.#nextEnsembleSignal++;
       this.#ensembleSignals.set(token, request.signal);
-      return inferCoupled(this.#libraries!, this.#queue!, this.#server, {
-        ...sent,
-        parameters: { ...sent.parameters, [ENSEMBLE_SIGNAL_PARAMETER]: token },
-      }, loaded.order).finally(() => this.#ensembleSignals.delete(token));
+      return inferCoupled(
+        this.#libraries!,
+        this.#queue!,
+        this.#server,
+        {
+          ...sent,
+          parameters: { ...sent.parameters, [ENSEMBLE_SIGNAL_PARAMETER]: token },
+        },
+        loaded.order,
+        undefined,
+        trace,
+      ).finally(() => this.#ensembleSignals.delete(token));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -576,7 +605,7 @@ export class NativeEngine implements Engine {
           }
           if (final) stream.end();
         },
-      });
+      }, this.#traced(request, loaded));
       // Sent at once (streaming latency), and never merged with the final flag: clients such
       // as PyTriton's DecoupledModelClient drop the outputs of a response marked final.
       for await (const response of stream.readable) yield { ...response, final: false };
@@ -664,6 +693,9 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
+    // Every model is unloaded: no callable changes a metric any more.
+    this.#customMetrics?.close();
+    this.#customMetrics = undefined;
     this.#unloaded.clear();
     if (!clean) {
       this.#closeCoreLog();
@@ -685,6 +717,33 @@ export class NativeEngine implements Engine {
     this.#coreLog = undefined;
     this.#ownLogger?.close();
     this.#ownLogger = undefined;
+  }
+
+  /**
+   * Starts a request's trace when the tracer samples it: the core then traces it (its
+   * activities come from the core's trace callbacks, through the bridge's event queue), and
+   * the trace is written once the core releases it.
+   */
+  #traced(request: InferenceRequest, loaded: LoadedModel): NativeTraceHooks | undefined {
+    const tracer = this.#options.tracer;
+    if (tracer === undefined) return undefined;
+    const trace = tracer.start({
+      model: loaded.definition.name,
+      version: loaded.definition.version,
+      id: request.id,
+      traceContext: request.traceContext,
+    });
+    if (trace === undefined) return undefined;
+    const bridge = this.#libraries!.bridge;
+    return {
+      trace,
+      started: (started) => this.#traces.set(started.id, started),
+      ended: (ended) => {
+        this.#traces.delete(ended.id);
+        // The core's timestamps are CLOCK_MONOTONIC; spans need the time since the epoch.
+        ended.end(monotonicNs() - BigInt(bridge.dt_now_ns()));
+      },
+    };
   }
 
   /** Stops the engine. */

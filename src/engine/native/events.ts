@@ -20,10 +20,22 @@ export interface CompletionHandlers {
   response(response: Deno.PointerValue, flags: number): void;
   /** The request is back in our hands (`RELEASE_ALL`). */
   release(request: Deno.PointerValue, flags: number): void;
+  /**
+   * A traced request's trace event: an activity (`kind` 3; `flags` the activity, `value` its
+   * timestamp in ns), a tensor (4; `value` the address of the bridge's blob, freed after this
+   * returns), or the trace's end (5).
+   */
+  trace?(kind: number, flags: number, value: bigint): void;
 }
 
 const EVENT_RESPONSE = 1;
 const EVENT_RELEASE = 2;
+/** Trace events (`ffi/dt_client.c`): an activity, a tensor's blob, the trace's end. */
+export const EVENT_TRACE_ACTIVITY = 3;
+/** A traced tensor: the event's value is the address of a blob the bridge allocated. */
+export const EVENT_TRACE_TENSOR = 4;
+/** The core released the trace (after `REQUEST_END`). */
+export const EVENT_TRACE_END = 5;
 const BATCH = 64;
 // How long the wait stays parked after the last pending request ends: a request arriving
 // meanwhile reuses it instead of starting a new nonblocking call.
@@ -157,17 +169,24 @@ export class CompletionPump implements Disposable {
     for (let i = 0; i < count; i++) {
       const tag = events[i * 3]!;
       const kindFlags = Number(events[i * 3 + 1]!);
-      const pointer = Deno.UnsafePointer.create(events[i * 3 + 2]!);
+      const value = events[i * 3 + 2]!;
       const handlers = this.#handlers.get(tag);
-      if (handlers === undefined) continue;
       const kind = kindFlags & 0xff;
       const flags = kindFlags >> 8;
       try {
-        if (kind === EVENT_RESPONSE) handlers.response(pointer, flags);
-        else if (kind === EVENT_RELEASE) handlers.release(pointer, flags);
+        if (kind >= EVENT_TRACE_ACTIVITY) handlers?.trace?.(kind, flags, value);
+        else if (handlers === undefined) continue;
+        else if (kind === EVENT_RESPONSE) {
+          handlers.response(Deno.UnsafePointer.create(value), flags);
+        } else if (kind === EVENT_RELEASE) {
+          handlers.release(Deno.UnsafePointer.create(value), flags);
+        }
       } catch (error) {
         // A handler bug must not stop the pump that every other request depends on.
         console.error("DenoTriton completion handler failed:", error);
+      } finally {
+        // A tensor's blob is the bridge's allocation, whoever read it (or nobody).
+        if (kind === EVENT_TRACE_TENSOR) this.#bridge.dt_free(Deno.UnsafePointer.create(value));
       }
     }
   }

@@ -29,6 +29,9 @@ import { BACKEND_NAME } from "../../setup/install.ts";
 import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
 import type { ResponseStream } from "./response_stream.ts";
 import { check, cString } from "./status.ts";
+import type { RequestTrace } from "../../telemetry/request_trace.ts";
+import type { MetricsBackend } from "../../callable/metrics.ts";
+import type { OpenTelemetryTraceConfig } from "../../config/trace_config.ts";
 
 const PARAMETER_STRING = 0;
 
@@ -74,6 +77,12 @@ export interface LoaderContext {
   readonly delivered: () => void;
   /** Runs the calls of the instances' callables to other models (the engine's). */
   readonly caller?: ModelCaller;
+  /** The trace of a request the core traces, by the core's trace id. */
+  readonly traceOf: (id: bigint) => RequestTrace | undefined;
+  /** Where the callables' own metrics go. */
+  readonly metrics?: MetricsBackend;
+  /** The server's OpenTelemetry export, for instances in Workers. */
+  readonly opentelemetry?: OpenTelemetryTraceConfig;
 }
 
 /**
@@ -119,6 +128,8 @@ function attach(
       streamOf: context.streamOf,
       ...(context.signalOf === undefined ? {} : { signalOf: context.signalOf }),
       delivered: context.delivered,
+      traceOf: context.traceOf,
+      ...(context.gpus.driverLibrary ? { cudaDriverLibrary: context.gpus.driverLibrary } : {}),
       ...(context.logger ? { logger: context.logger } : {}),
       ...(context.onUnrecoverable ? { onUnrecoverable: context.onUnrecoverable } : {}),
     }).catch((error) => {
@@ -212,6 +223,8 @@ export async function loadModel(
     instances = await model.instances.start(model, {
       gpus: context.gpus,
       ...(context.caller === undefined ? {} : { caller: context.caller }),
+      ...(context.metrics === undefined ? {} : { metrics: context.metrics }),
+      ...(context.opentelemetry === undefined ? {} : { opentelemetry: context.opentelemetry }),
     });
   } catch (error) {
     throw failed(error);

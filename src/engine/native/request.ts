@@ -10,13 +10,21 @@
 
 import { InferenceError } from "../../errors.ts";
 import { toRawBytes } from "../../tensor/ndarray.ts";
+import { isDeviceTensor } from "../../tensor/device_tensor.ts";
 import type { InferenceRequest, InferenceResponse } from "../engine.ts";
 import type { CompletionPump } from "./events.ts";
 import type { NativeLibraries } from "../../native/ffi.ts";
 import { Packer } from "./packer.ts";
 import { readResponse } from "./response.ts";
 import { pointerOf, takeError } from "./status.ts";
-import { addressOf, lend, returnLent, tritonDataType } from "./tensors.ts";
+import { addressOf, dtypeOfTriton, lend, returnLent, tritonDataType } from "./tensors.ts";
+import { EVENT_TRACE_ACTIVITY, EVENT_TRACE_END, EVENT_TRACE_TENSOR } from "./events.ts";
+import {
+  kserveDatatype,
+  type RequestTrace,
+  TENSOR_ACTIVITIES,
+  TRACE_ACTIVITIES,
+} from "../../telemetry/request_trace.ts";
 
 const RESPONSE_FINAL = 1;
 const RELEASE_ALL = 1;
@@ -33,6 +41,16 @@ export interface SubmitHandlers {
    * thread sharing the core: the engine's isolate lent them). Without it they are dropped.
    */
   foreignLent?(addresses: bigint[]): void;
+}
+
+/** A request the tracer sampled: the core traces it and reports its activities. */
+export interface NativeTraceHooks {
+  /** The request's trace (its id is set to the core's once submitted). */
+  readonly trace: RequestTrace;
+  /** Called once the core has the trace, with its id (the backend finds it by that id). */
+  started(trace: RequestTrace): void;
+  /** Called once the core released the trace: every activity is in. */
+  ended(trace: RequestTrace): void;
 }
 
 // The lent results one response deletion gives back (read synchronously; see dt_response_delete).
@@ -72,8 +90,10 @@ export function submitRequest(
   server: Deno.PointerValue,
   request: InferenceRequest,
   handlers: SubmitHandlers,
+  traced?: NativeTraceHooks,
 ): void {
   const { core, bridge } = libraries;
+  const trace = traced?.trace;
   if (request.signal?.aborted) {
     throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
   }
@@ -89,7 +109,7 @@ export function submitRequest(
   let bound = boundOutputs(request);
   let packed: Uint8Array;
   try {
-    packed = packRequest(request, keep, lentAt, bound).bytes();
+    packed = packRequest(request, keep, lentAt, bound, trace?.level ?? 0).bytes();
   } catch (error) {
     giveBack();
     throw error;
@@ -99,6 +119,8 @@ export function submitRequest(
   try {
     let released = false;
     let finalSeen = false;
+    // A traced request's tag stays registered until its trace ends (after the release).
+    let traceEnded = trace === undefined;
     const onAbort = (): void => {
       // Cancelling after the release event would touch freed memory.
       if (!released) {
@@ -108,7 +130,7 @@ export function submitRequest(
       }
     };
     const finish = (): void => {
-      if (released && finalSeen) {
+      if (released && finalSeen && traceEnded) {
         bound = undefined;
         request.signal?.removeEventListener("abort", onAbort);
         queue.unregister(tag!);
@@ -133,8 +155,25 @@ export function submitRequest(
         const failure = core.TRITONSERVER_InferenceRequestDelete(handle);
         if (failure !== null) core.TRITONSERVER_ErrorDelete(failure);
         giveBack();
+        // Deleting the request can release its trace here, on this thread: its end event is
+        // queued without a wake-up, so it is taken now (folded into the running drain).
+        if (trace !== undefined) queue.drain();
         finish();
       },
+      ...(trace === undefined ? {} : {
+        trace(kind, flags, value): void {
+          if (kind === EVENT_TRACE_ACTIVITY) {
+            const activity = TRACE_ACTIVITIES[flags];
+            if (activity !== undefined) trace.activity(activity, value);
+          } else if (kind === EVENT_TRACE_TENSOR) {
+            readTracedTensor(trace, value);
+          } else if (kind === EVENT_TRACE_END && !traceEnded) {
+            traceEnded = true;
+            traced!.ended(trace);
+            finish();
+          }
+        },
+      }),
     });
     // One call builds, binds and submits it; on failure the bridge has deleted it.
     const failure = takeError(
@@ -143,6 +182,14 @@ export function submitRequest(
     );
     if (failure !== undefined) throw failure;
     handle = pointerOf(submitted);
+    if (trace !== undefined) {
+      if (submitted[2] === 0n) {
+        traceEnded = true; // the core made no trace (it could not): nothing will come
+      } else {
+        trace.id = submitted[2]!;
+        traced!.started(trace);
+      }
+    }
     // No { once } options object: the listener is removed at the end in any case.
     request.signal?.addEventListener("abort", onAbort);
     // A cache hit completes inside ServerInferAsync, on this thread; dispatched once the caller
@@ -174,6 +221,7 @@ export function inferCoupled(
   request: InferenceRequest,
   order: readonly string[],
   foreignLent?: (addresses: bigint[]) => void,
+  traced?: NativeTraceHooks,
 ): Promise<InferenceResponse> {
   return new Promise<InferenceResponse>((resolve, reject) => {
     submitRequest(libraries, queue, server, request, {
@@ -189,14 +237,17 @@ export function inferCoupled(
         }
       },
       ...(foreignLent === undefined ? {} : { foreignLent }),
-    });
+    }, traced);
   });
 }
 
 const packer = new Packer();
 // What `dt_infer` hands back: the request, and how many events its queue holds after the submit.
-const submitted = new BigUint64Array(2);
+const submitted = new BigUint64Array(3);
 const tablePacker = new Packer();
+// `TRITONSERVER_MemoryType` values.
+const MEMORY_CPU = 0;
+const MEMORY_GPU = 2;
 // Typed parameter kinds `dt_infer` reads.
 const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
@@ -206,10 +257,10 @@ const PARAMETER_DOUBLE = 3;
 /**
  * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
  * `ffi/dt_client.c`): u64 table length, u32 count, then per requested output found in
- * `request.outputBuffers` its name, address and byte size, and its guard
- * (`request.outputGuards`): the descriptor of the object the buffer is mapped from (-1: none),
- * the size that object must have, and the refusal when it has less; `undefined` when there are
- * none.
+ * `request.outputBuffers` its name, address, byte size, memory type (CPU, or GPU for a CUDA
+ * region) and device, and its guard (`request.outputGuards`): the descriptor of the object the
+ * buffer is mapped from (-1: none), the size that object must have, and the refusal when it has
+ * less; `undefined` when there are none.
  */
 function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
   const buffers = request.outputBuffers;
@@ -217,10 +268,19 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
   tablePacker.reset();
   tablePacker.i64(0);
   tablePacker.u32(buffers.size);
-  for (const [name, bytes] of buffers) {
+  for (const [name, buffer] of buffers) {
     tablePacker.string(name);
-    tablePacker.i64(bytes.byteLength === 0 ? 0n : addressOf(bytes));
-    tablePacker.i64(bytes.byteLength);
+    if (buffer instanceof Uint8Array) {
+      tablePacker.i64(buffer.byteLength === 0 ? 0n : addressOf(buffer));
+      tablePacker.i64(buffer.byteLength);
+      tablePacker.u32(MEMORY_CPU);
+      tablePacker.i64(0);
+    } else {
+      tablePacker.i64(buffer.pointer);
+      tablePacker.i64(buffer.byteSize);
+      tablePacker.u32(MEMORY_GPU);
+      tablePacker.i64(buffer.device);
+    }
     const guard = request.outputGuards?.get(name);
     tablePacker.i64(guard?.fd ?? -1);
     tablePacker.i64(guard?.minimumSize ?? 0);
@@ -233,15 +293,18 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
 
 /**
  * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
- * (name, datatype, shape, data address and size), the requested outputs, the typed parameters
- * and the address of the bound-output table (0: none). Each input's bytes are pushed onto
- * `keep`, and the addresses of those lent to the core (see `lend`) onto `lentAt`.
+ * (name, datatype, shape, data address and size, memory type and device), the requested
+ * outputs, the typed parameters and the address of the bound-output table (0: none). Each host
+ * input's bytes are pushed onto `keep`, and the addresses of those lent to the core (see `lend`)
+ * onto `lentAt`; a device tensor (a client's CUDA region, which the front end holds) goes to the
+ * core as GPU memory on its device.
  */
 function packRequest(
   request: InferenceRequest,
   keep: Uint8Array[],
   lentAt: bigint[],
   bound: Uint8Array | undefined,
+  level: number,
 ): Packer {
   packer.reset();
   packer.string(request.modelName);
@@ -263,6 +326,13 @@ function packRequest(
     packer.u32(tritonDataType(array.dtype));
     packer.u32(array.shape.length);
     for (const d of array.shape) packer.i64(d);
+    if (isDeviceTensor(array)) {
+      packer.i64(array.byteSize === 0 ? 0n : array.pointer);
+      packer.i64(array.byteSize);
+      packer.u32(MEMORY_GPU);
+      packer.i64(array.device);
+      continue;
+    }
     const bytes = toRawBytes(array);
     keep.push(bytes);
     if (bytes.byteLength === 0) {
@@ -274,6 +344,8 @@ function packRequest(
       packer.i64(address);
     }
     packer.i64(bytes.byteLength);
+    packer.u32(MEMORY_CPU);
+    packer.i64(0);
   }
   for (const name of outputs) packer.string(name);
   for (const [key, value] of parameters) {
@@ -293,5 +365,36 @@ function packRequest(
     }
   }
   packer.i64(bound === undefined ? 0n : addressOf(bound));
+  packer.u32(level);
   return packer;
+}
+
+/**
+ * Reads a traced tensor out of the bridge's blob (`on_trace_tensor` in `ffi/dt_client.c`; the
+ * pump frees it afterwards): activity, datatype, shape, name, bytes.
+ */
+function readTracedTensor(trace: RequestTrace, address: bigint): void {
+  const pointer = Deno.UnsafePointer.create(address);
+  if (pointer === null) return;
+  const view = new Deno.UnsafePointerView(pointer);
+  const activity = TENSOR_ACTIVITIES[view.getUint32(0) - 7];
+  const datatype = view.getUint32(4);
+  const dims = view.getUint32(8);
+  const shape: bigint[] = [];
+  for (let d = 0; d < dims; d++) shape.push(view.getBigInt64(12 + d * 8));
+  let at = 12 + dims * 8;
+  const nameLength = view.getUint32(at);
+  const name = new TextDecoder().decode(view.getArrayBuffer(nameLength, at + 4));
+  at += 4 + nameLength;
+  const size = Number(view.getBigUint64(at));
+  const raw = new Uint8Array(size);
+  if (size > 0) view.copyInto(raw, at + 8);
+  if (activity === undefined) return;
+  let datatypeName: string;
+  try {
+    datatypeName = kserveDatatype(dtypeOfTriton(datatype));
+  } catch {
+    return; // a datatype DenoTriton has no name for: not recorded
+  }
+  trace.tensor(activity, name, datatypeName, shape, raw);
 }

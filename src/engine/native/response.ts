@@ -3,14 +3,15 @@
  * {@linkcode InferenceResponse}: the C bridge describes it into a reused buffer in a packed
  * layout (error, model, version, id, parameters, outputs with addresses; `dt_response_read`),
  * and the outputs are copied out before the response is deleted, except those the core wrote
- * into the request's own output buffers (shared-memory regions), which are viewed there.
+ * into the request's own output buffers (shared-memory regions), which are viewed there (a CUDA
+ * region's as a device tensor over it).
  *
  * @module
  */
 
 import type { ParameterValue } from "../../callable/types.ts";
 import { InferenceError } from "../../errors.ts";
-import type { NDArray } from "../../tensor/ndarray.ts";
+import { type DeviceBuffer, DeviceTensor, type Tensor } from "../../tensor/device_tensor.ts";
 import type { InferenceResponse } from "../engine.ts";
 import type { BridgeLibrary } from "../../native/ffi.ts";
 import { Unpacker } from "./packer.ts";
@@ -36,8 +37,13 @@ export interface DescribedTensor {
   address: bigint;
   /** Byte size of the data. */
   size: number;
-  /** Whether the data is in GPU memory. */
-  gpu: boolean;
+  /**
+   * Whether the data is in GPU memory: 0 no, 1 yes (on device `device`), 2 in several GPU chunks
+   * (an input the backend does not join).
+   */
+  gpu: number;
+  /** The GPU the data is on (when `gpu` is 1). */
+  device: number;
 }
 
 /**
@@ -70,7 +76,8 @@ export function readParameters(reader: Unpacker): Record<string, ParameterValue>
 }
 
 /**
- * Reads a tensor from a packed description: name, datatype, GPU flag, shape, address and size.
+ * Reads a tensor from a packed description: name, datatype, GPU flag and device, shape, address
+ * and size.
  *
  * @param reader The description, at the tensor.
  * @returns The tensor.
@@ -78,13 +85,14 @@ export function readParameters(reader: Unpacker): Record<string, ParameterValue>
 export function readTensor(reader: Unpacker): DescribedTensor {
   const name = reader.string();
   const datatype = reader.u32();
-  const gpu = reader.u32() !== 0;
+  const gpu = reader.u32();
+  const device = reader.i64();
   const dims = reader.u32();
   const shape: number[] = [];
   for (let d = 0; d < dims; d++) shape.push(reader.i64());
   const address = reader.u64();
   const size = Number(reader.u64());
-  return { name, datatype, shape, address, size, gpu };
+  return { name, datatype, shape, address, size, gpu, device };
 }
 
 // Reused for every response: descriptions are read synchronously, one at a time.
@@ -105,7 +113,7 @@ export function readResponse(
   bridge: BridgeLibrary,
   response: Deno.PointerValue,
   order: readonly string[],
-  bound?: ReadonlyMap<string, Uint8Array>,
+  bound?: ReadonlyMap<string, Uint8Array | DeviceBuffer>,
 ): InferenceResponse {
   let size = Number(bridge.dt_response_read(response, scratch, BigInt(scratch.byteLength)));
   if (size > scratch.byteLength) {
@@ -120,15 +128,35 @@ export function readResponse(
   const version = reader.i64();
   const id = reader.string();
   const parameters = readParameters(reader);
-  const byName = new Map<string, NDArray>();
+  const byName = new Map<string, Tensor>();
   const count = reader.u32();
   for (let i = 0; i < count; i++) {
     const output = readTensor(reader);
-    if (output.gpu) {
-      throw InferenceError.internal(`Cannot read output '${output.name}': it is in GPU memory`);
-    }
     const dtype = dtypeOfTriton(output.datatype);
-    const buffer = bound?.get(output.name);
+    const target = bound?.get(output.name);
+    if (output.gpu !== 0) {
+      // Only a client's CUDA region is GPU memory the allocator hands out.
+      if (
+        target === undefined || target instanceof Uint8Array || target.pointer !== output.address ||
+        dtype === "bytes"
+      ) {
+        throw InferenceError.internal(
+          `Cannot read output '${output.name}': it is in GPU memory outside its CUDA region`,
+        );
+      }
+      byName.set(
+        output.name,
+        new DeviceTensor({
+          dtype,
+          shape: output.shape,
+          pointer: target.pointer,
+          device: target.device,
+          driverLibrary: target.driverLibrary,
+        }),
+      );
+      continue;
+    }
+    const buffer = target instanceof Uint8Array ? target : undefined;
     // In place: a shared-memory region the core wrote into, or a result the backend lent the
     // response (JavaScript's own memory, given back when the response is deleted).
     const inPlace = buffer !== undefined && output.size <= buffer.byteLength &&
@@ -144,7 +172,7 @@ export function readResponse(
         : tensorCopy(dtype, output.shape, output.address, output.size),
     );
   }
-  const outputs = new Map<string, NDArray>();
+  const outputs = new Map<string, Tensor>();
   for (const name of order) {
     const array = byName.get(name);
     if (array !== undefined) outputs.set(name, array);

@@ -23,7 +23,10 @@ import {
   tensorFromRaw,
 } from "../../protocol/tensor_contents.ts";
 import { kserveName } from "../../tensor/dtype.ts";
-import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import { toRawBytes } from "../../tensor/ndarray.ts";
+import { traceContextOf } from "../../protocol/trace_context.ts";
+import type { TraceCarrier } from "../../telemetry/otel.ts";
+import { hostTensor, type Tensor } from "../../tensor/device_tensor.ts";
 
 /**
  * Parses a model version string: empty (or `-1`) is the default version.
@@ -94,6 +97,7 @@ export interface GrpcInferRequest {
  * @example Raw FP32 input
  * ```ts
  * import { toInferenceRequest } from "./infer_messages.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * const { request } = toInferenceRequest({
@@ -103,7 +107,7 @@ export interface GrpcInferRequest {
  *   parameters: { priority: { int64_param: "1", parameter_choice: "int64_param" } },
  * });
  * assert.equal(request.priority, 1);
- * assert.deepEqual([...(request.inputs.get("x")!.data as Float32Array)], [2.5]);
+ * assert.deepEqual([...(hostTensor(request.inputs.get("x")!, "x").data as Float32Array)], [2.5]);
  * ```
  */
 export function toInferenceRequest(
@@ -166,7 +170,7 @@ function decodeTensors(
   const { modelVersion, parameters, priority, timeoutMicroseconds, enableEmptyFinalResponse } =
     head;
   const inputsMessage = message.inputs ?? [];
-  const inputs = new Map<string, NDArray>();
+  const inputs = new Map<string, Tensor>();
   let rawIndex = 0;
   inputsMessage.forEach((input, index) => {
     const what = `input '${input.name}'`;
@@ -226,6 +230,7 @@ function decodeTensors(
     ...(priority !== undefined ? { priority } : {}),
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
+    ...traceContextField(context.headers),
   };
   return { request, enableEmptyFinalResponse, sharedMemory };
 }
@@ -269,7 +274,9 @@ export function toInferResponseMessage(
   const raw: Uint8Array[] = [];
   for (const [name, array] of response.outputs) {
     outputs.push({ name, datatype: kserveName(array.dtype), shape: [...array.shape] });
-    raw.push(inSharedMemory?.has(name) ? EMPTY : toRawBytes(array));
+    raw.push(
+      inSharedMemory?.has(name) ? EMPTY : toRawBytes(hostTensor(array, `output '${name}'`)),
+    );
   }
   const parameters = toInferParameters({ ...response.parameters, ...extra });
   return {
@@ -280,4 +287,19 @@ export function toInferResponseMessage(
     outputs,
     raw_output_contents: raw,
   };
+}
+
+// The client's W3C trace context, from its metadata (the first value of each key).
+function traceContextField(
+  metadata: Iterable<readonly [string, string]> | undefined,
+): { traceContext?: TraceCarrier } {
+  if (metadata === undefined) return {};
+  let traceparent: string | undefined;
+  let tracestate: string | undefined;
+  for (const [key, value] of metadata) {
+    if (key === "traceparent") traceparent ??= value;
+    else if (key === "tracestate") tracestate ??= value;
+  }
+  const traceContext = traceContextOf((name) => name === "traceparent" ? traceparent : tracestate);
+  return traceContext === undefined ? {} : { traceContext };
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ndarray } from "../../tensor/ndarray.ts";
 import { toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
 
 Deno.test("toInferenceRequest maps parameters, headers, version and signal", () => {
   const controller = new AbortController();
@@ -96,6 +97,6 @@ Deno.test("toInferenceRequest(): a shared_memory_region parameter with no value 
     ],
     raw_input_contents: [float(1), float(2)],
   });
-  assert.deepEqual([...(request.inputs.get("a")!.data as Float32Array)], [1]);
-  assert.deepEqual([...(request.inputs.get("b")!.data as Float32Array)], [2]);
+  assert.deepEqual([...((request.inputs.get("a") as NDArray).data as Float32Array)], [1]);
+  assert.deepEqual([...((request.inputs.get("b") as NDArray).data as Float32Array)], [2]);
 });

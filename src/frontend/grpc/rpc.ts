@@ -22,6 +22,7 @@ import {
   type UnaryCall,
   type UnaryMethod,
 } from "./call.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 
 /** What the handlers of a front end's RPCs share. */
 export interface ServiceContext {
@@ -35,6 +36,8 @@ export interface ServiceContext {
   readonly sharedMemory: SharedMemoryRegistry | undefined;
   /** Metadata keys matching it are forwarded as request parameters; `undefined` for none. */
   readonly headerForwardPattern: RegExp | undefined;
+  /** The server's tracer, whose settings `TraceSetting` reads and changes. */
+  readonly tracer: Tracer | undefined;
 }
 
 /** An RPC of a table, until it is bound to a front end's context. */

@@ -21,6 +21,7 @@ import { compileHeaderForwardPattern } from "../../protocol/request_parameters.t
 import { RAW_INPUT_CONTENTS_FIELD } from "../../protocol/grpc_codec.ts";
 import { createServices, INFERENCE_SERVICE } from "./service.ts";
 import { type Http2Server, listenGrpc, type ListenGrpcOptions } from "./h2/server.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 
 /** Options of {@linkcode GrpcFrontend.start}. */
 export interface GrpcFrontendOptions {
@@ -81,6 +82,12 @@ export interface GrpcFrontendOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
+  /**
+   * The server's tracer (the engine's too): `TraceSetting` reads and changes its settings.
+   *
+   * @default {undefined}
+   */
+  tracer?: Tracer;
   /**
    * Interval of the server's keepalive pings on each connection, in milliseconds (Triton's
    * `--grpc-keepalive-time`). Idle connections are pinged as well as busy ones.
@@ -244,6 +251,7 @@ export class GrpcFrontend implements AsyncDisposable {
       logger,
       ...(options.repository === undefined ? {} : { repository: options.repository }),
       ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
+      ...(options.tracer !== undefined ? { tracer: options.tracer } : {}),
     });
     const accessCheck = options.security === undefined
       ? undefined

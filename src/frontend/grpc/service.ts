@@ -17,14 +17,18 @@ import {
   refuseNewConfiguration,
 } from "../../engine/repository.ts";
 import type { Engine } from "../../engine/engine.ts";
-import type { RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
+import type { CudaRegionStatus, RegionStatus, SharedMemoryRegistry } from "../../shm/registry.ts";
 import { InferenceError } from "../../errors.ts";
 import { Logger } from "../../log.ts";
 import { changeLogSettings, LOG_SETTING_KINDS, type TritonLogSettings } from "../log_settings.ts";
+import { traceSettings } from "../trace_settings.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 import {
   codecs,
+  type CudaSharedMemoryRequest,
   type LogSettingValue,
   type SystemSharedMemoryRequest,
+  type TraceSettingMessage,
 } from "../../protocol/grpc_codec.ts";
 import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
@@ -61,6 +65,12 @@ export interface GrpcServiceOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
+  /**
+   * The server's tracer (the engine's too): `TraceSetting` reads and changes its settings.
+   *
+   * @default {undefined (the defaults, unchangeable)}
+   */
+  tracer?: Tracer;
 }
 
 /** The inference service name, as in method paths. */
@@ -73,6 +83,8 @@ const SHM_MESSAGE =
   "System shared memory is not supported by DenoTriton: send tensors in the request";
 const CUDA_SHM_MESSAGE =
   "CUDA shared memory is not supported by DenoTriton: send tensors in the request";
+/** The size of a `cudaIpcMemHandle_t`. */
+const IPC_HANDLE_BYTES = 64;
 const REPOSITORY_NAME_MESSAGE = "'repository_name' specification is not supported";
 
 function modelRef(call: UnaryCall): { name: string; version: number | undefined } {
@@ -102,13 +114,44 @@ async function repositoryRequest(
 }
 
 /** The registry, or the "not supported" answer of a server that serves no regions. */
-function registryOf({ sharedMemory }: ServiceContext): SharedMemoryRegistry {
-  if (sharedMemory === undefined) throw InferenceError.unsupported(SHM_MESSAGE);
+function registryOf(
+  { sharedMemory }: ServiceContext,
+  message = SHM_MESSAGE,
+): SharedMemoryRegistry {
+  if (sharedMemory === undefined) throw InferenceError.unsupported(message);
   return sharedMemory;
 }
 
 function sharedMemoryRequest(call: UnaryCall): SystemSharedMemoryRequest {
   return decodeRequest(codecs.SystemSharedMemoryRequest, "shared memory request", call.request);
+}
+
+function cudaSharedMemoryRequest(call: UnaryCall): CudaSharedMemoryRequest {
+  return decodeRequest(
+    codecs.CudaSharedMemoryRequest,
+    "cuda shared memory request",
+    call.request,
+  );
+}
+
+/**
+ * Registers a CUDA region from a `CudaSharedMemoryRegisterRequest`: `raw_handle` carries the
+ * handle's 64 bytes as they are (HTTP carries them in base64).
+ */
+function registerCuda(registry: SharedMemoryRegistry, call: UnaryCall): void {
+  const request = cudaSharedMemoryRequest(call);
+  const rawHandle = request.raw_handle ?? new Uint8Array(0);
+  if (rawHandle.byteLength !== IPC_HANDLE_BYTES) {
+    throw InferenceError.invalidArg(
+      `'raw_handle' must be a cudaIpcMemHandle_t (${IPC_HANDLE_BYTES} bytes), got ${rawHandle.byteLength} bytes`,
+    );
+  }
+  registry.registerCuda({
+    name: request.name ?? "",
+    rawHandle,
+    deviceId: byteCount(BigInt(request.device_id ?? 0), "device_id", REGISTER_REQUEST),
+    byteSize: byteCount(BigInt(request.byte_size ?? 0), "byte_size", REGISTER_REQUEST),
+  });
 }
 
 // Each setting travels in the SettingValue field of its type.
@@ -135,9 +178,24 @@ function logSettings({ logger }: ServiceContext, call: UnaryCall): {
   return { settings: toSettingValues(changeLogSettings(logger, changes)) };
 }
 
-const notSupported = (message: string) => (): never => {
-  throw InferenceError.unsupported(message);
-};
+// An empty value list clears a setting, as `null` does over HTTP.
+function traceSetting({ engine, tracer }: ServiceContext, call: UnaryCall): TraceSettingMessage {
+  const request = decodeRequest(codecs.TraceSetting, "trace setting request", call.request);
+  const entries = Object.entries(request.settings ?? {});
+  const change = entries.length === 0 ? undefined : Object.fromEntries(
+    entries.map(([name, value]) => [name, (value.value ?? []).length === 0 ? null : value.value!]),
+  );
+  const model = request.model_name ? request.model_name : undefined;
+  const settings = traceSettings(tracer, engine, model, change);
+  return {
+    settings: Object.fromEntries(
+      Object.entries(settings).map(([name, value]) => [
+        name,
+        { value: Array.isArray(value) ? value : [value] },
+      ]),
+    ),
+  };
+}
 
 /** The RPCs of `inference.GRPCInferenceService`, by name. */
 export const INFERENCE_RPCS: Readonly<Record<string, Rpc>> = Object.freeze({
@@ -221,25 +279,33 @@ export const INFERENCE_RPCS: Readonly<Record<string, Rpc>> = Object.freeze({
     registry.unregister(sharedMemoryRequest(call).name);
     return {};
   }),
-  // Without GPUs nothing can be registered: Triton then lists no region and unregisters
-  // quietly (perf_analyzer unregisters CUDA regions too when it ends).
-  CudaSharedMemoryStatus: unary("shared-memory", codecs.Empty, (_context, call) => {
-    const { name } = sharedMemoryRequest(call);
-    if (name) {
-      throw InferenceError.notFound(`Unable to find cuda shared memory region: '${name}'`);
-    }
-    return {};
-  }),
-  CudaSharedMemoryRegister: unary("shared-memory", codecs.Empty, notSupported(CUDA_SHM_MESSAGE)),
-  CudaSharedMemoryUnregister: unary("shared-memory", codecs.Empty, (_context, call) => {
-    sharedMemoryRequest(call);
-    return {};
-  }),
-  TraceSetting: unary(
-    "trace",
-    codecs.Empty,
-    notSupported("Trace settings are not supported by DenoTriton's gRPC front end"),
+  // A front end without a registry registers nothing: it lists no region and unregisters
+  // quietly, as Triton does without GPUs (perf_analyzer unregisters CUDA regions when it ends).
+  CudaSharedMemoryStatus: unary(
+    "shared-memory",
+    codecs.CudaSharedMemoryStatusResponse,
+    ({ sharedMemory }, call) => {
+      const { name } = cudaSharedMemoryRequest(call);
+      let listed: CudaRegionStatus[];
+      if (sharedMemory !== undefined) listed = sharedMemory.cudaStatus(name);
+      else if (name) {
+        throw InferenceError.notFound(`Unable to find cuda shared memory region: '${name}'`);
+      } else listed = [];
+      const regions: Record<string, CudaRegionStatus> = {};
+      for (const region of listed) regions[region.name] = region;
+      return { regions };
+    },
   ),
+  CudaSharedMemoryRegister: unary("shared-memory", codecs.Empty, (context, call) => {
+    registerCuda(registryOf(context, CUDA_SHM_MESSAGE), call);
+    return {};
+  }),
+  CudaSharedMemoryUnregister: unary("shared-memory", codecs.Empty, ({ sharedMemory }, call) => {
+    const { name } = cudaSharedMemoryRequest(call);
+    sharedMemory?.unregisterCuda(name);
+    return {};
+  }),
+  TraceSetting: unary("trace", codecs.TraceSetting, traceSetting),
   LogSettings: unary("logging", codecs.LogSettings, logSettings),
 });
 
@@ -293,6 +359,7 @@ export function createServices(
     repository: options.repository ?? engineRepository(engine),
     sharedMemory: options.sharedMemory,
     headerForwardPattern: options.headerForwardPattern,
+    tracer: options.tracer,
   };
   return {
     inference: bindAll(INFERENCE_SERVICE, INFERENCE_RPCS, context),

@@ -41,6 +41,7 @@ import {
 import { jsonToNDArray, ndarrayToJson, parseJsonBytes } from "../../protocol/json_tensor.ts";
 import { forwardedHeaders } from "../../protocol/request_parameters.ts";
 import { readRequestBody } from "./compression.ts";
+import { hostTensors } from "../../tensor/device_tensor.ts";
 
 /** Options of {@linkcode decodeGenerateRequest}. */
 export interface DecodeGenerateOptions {
@@ -232,7 +233,7 @@ export function decodeGenerateRequest(
 export function encodeGenerateResponse(response: InferenceResponse): string {
   const fields = new Map<string, unknown>();
   for (const [key, value] of Object.entries(response.parameters ?? {})) fields.set(key, value);
-  for (const [name, array] of response.outputs) {
+  for (const [name, array] of hostTensors(response.outputs)) {
     fields.set(name, generateValue(ndarrayToJson(name, array)));
   }
   if (response.id !== undefined && response.id !== "") fields.set("id", response.id);

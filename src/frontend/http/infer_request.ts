@@ -28,6 +28,9 @@ import {
 import { sharedMemoryRef } from "../../protocol/shared_memory.ts";
 import { SharedMemoryBinding } from "../shared_memory.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import { traceContextOf } from "../../protocol/trace_context.ts";
+import type { TraceCarrier } from "../../telemetry/otel.ts";
+import type { Tensor } from "../../tensor/device_tensor.ts";
 
 /** How one output is returned. */
 export interface OutputFormat {
@@ -208,6 +211,7 @@ function readOutputs(
  * @example Binary input after the JSON
  * ```ts
  * import { decodeInferRequest } from "./infer_request.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * const json = new TextEncoder().encode(JSON.stringify({
@@ -215,7 +219,7 @@ function readOutputs(
  * }));
  * const body = new Uint8Array([...json, 1, 0, 0, 1]);
  * const { request } = decodeInferRequest(body, json.length, { modelName: "m" });
- * assert.deepEqual([...(request.inputs.get("x")!.data as Int16Array)], [1, 256]);
+ * assert.deepEqual([...(hostTensor(request.inputs.get("x")!, "x").data as Int16Array)], [1, 256]);
  * ```
  */
 export function decodeInferRequest(
@@ -268,7 +272,7 @@ function decodeBody(
   id: string | undefined,
   params: RequestParameters,
 ): HttpInferRequest {
-  const inputs = new Map<string, NDArray>();
+  const inputs = new Map<string, Tensor>();
   inputList.forEach((input: unknown, index: number) => {
     if (!isObject(input)) {
       throw InferenceError.invalidArg(`Unable to parse 'inputs[${index}]': expected an object`);
@@ -344,7 +348,7 @@ function decodeBody(
 function inferenceRequest(
   options: DecodeInferOptions,
   params: RequestParameters,
-  inputs: Map<string, NDArray>,
+  inputs: Map<string, Tensor>,
   id?: string,
   outputs?: string[],
 ): InferenceRequest {
@@ -360,7 +364,15 @@ function inferenceRequest(
       ? { timeoutMicroseconds: params.timeoutMicroseconds }
       : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...traceContextField(options.headers),
   };
+}
+
+function traceContextField(headers: Headers | undefined): { traceContext?: TraceCarrier } {
+  const traceContext = headers === undefined
+    ? undefined
+    : traceContextOf((name) => headers.get(name) ?? undefined);
+  return traceContext === undefined ? {} : { traceContext };
 }
 
 /**

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { ResolvedTensorSpec } from "../../config/tensor_spec.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import { decodeInferRequest, decodeRawInferRequest } from "./infer_request.ts";
+import type { NDArray } from "../../tensor/ndarray.ts";
 
 const encoder = new TextEncoder();
 
@@ -59,7 +60,11 @@ Deno.test("decodeInferRequest() reads JSON inputs, outputs, id and parameters", 
   assert.deepEqual(request.outputs, ["o1", "o2"]);
   assert.deepEqual([...request.inputs.keys()], ["a", "s"]);
   assert.deepEqual(request.inputs.get("a")!.shape, [1, 2]);
-  assert.deepEqual(Array.from(request.inputs.get("s")!.data[0] as Uint8Array), [120, 0, 121]);
+  assert.deepEqual(Array.from((request.inputs.get("s") as NDArray).data[0] as Uint8Array), [
+    120,
+    0,
+    121,
+  ]);
   assert.equal(decoded.defaultBinary, true);
   assert.deepEqual(decoded.outputFormats.get("o1"), { binary: false, classification: 0 });
   assert.deepEqual(decoded.outputFormats.get("o2"), { binary: true, classification: 3 });
@@ -82,18 +87,21 @@ Deno.test("decodeInferRequest() takes binary inputs in order after the JSON", ()
     [1, 0],
   );
   const { request } = decodeInferRequest(body, length, { modelName: "m" });
-  assert.deepEqual(Array.from(request.inputs.get("i64")!.data as BigInt64Array), [
+  assert.deepEqual(Array.from((request.inputs.get("i64") as NDArray).data as BigInt64Array), [
     -(2n ** 63n) + 1n,
   ]);
-  assert.deepEqual(Array.from(request.inputs.get("j")!.data as Int32Array), [5]);
+  assert.deepEqual(Array.from((request.inputs.get("j") as NDArray).data as Int32Array), [5]);
   assert.deepEqual(
-    (request.inputs.get("b")!.data as Uint8Array[]).map((b) => Array.from(b)),
+    ((request.inputs.get("b") as NDArray).data as Uint8Array[]).map((b) => Array.from(b)),
     [[0x61, 0x00], [0x62]],
   );
-  assert.deepEqual(Array.from(request.inputs.get("f16")!.data as Float16Array), [1, -2]);
+  assert.deepEqual(Array.from((request.inputs.get("f16") as NDArray).data as Float16Array), [
+    1,
+    -2,
+  ]);
   const flags = request.inputs.get("ok")!;
   assert.equal(flags.dtype, "bool");
-  assert.deepEqual(Array.from(flags.data as Uint8Array), [1, 0]);
+  assert.deepEqual(Array.from((flags as NDArray).data as Uint8Array), [1, 0]);
   assert.equal(request.outputs, undefined);
 });
 
@@ -249,7 +257,12 @@ Deno.test("decodeRawInferRequest() makes the body the single input", () => {
     { modelName: "m" },
   );
   assert.deepEqual(request.inputs.get("x")!.shape, [1, 2, 2]);
-  assert.deepEqual(Array.from(request.inputs.get("x")!.data as Int16Array), [1, 2, 3, 4]);
+  assert.deepEqual(Array.from((request.inputs.get("x") as NDArray).data as Int16Array), [
+    1,
+    2,
+    3,
+    4,
+  ]);
   assert.equal(defaultBinary, true);
   assert.equal(outputFormats.size, 0);
 

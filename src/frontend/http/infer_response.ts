@@ -12,6 +12,7 @@ import type { InferenceResponse } from "../../engine/engine.ts";
 import { InferenceError } from "../../errors.ts";
 import { kserveName } from "../../tensor/dtype.ts";
 import { type BytesNDArray, type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import { hostTensor } from "../../tensor/device_tensor.ts";
 import type { OutputFormat } from "./infer_request.ts";
 import { ndarrayToJson } from "../../protocol/json_tensor.ts";
 import { isOwnMemory } from "../../tensor/foreign_memory.ts";
@@ -207,9 +208,15 @@ export function encodeInferResponse(
   const defaultBinary = options.defaultBinary ?? false;
   const outputs: Record<string, unknown>[] = [];
   const binary = new BinaryDataWriter();
-  for (const [name, value] of response.outputs) {
+  for (const [name, tensor] of response.outputs) {
     const format = formats.get(name);
     const asBinary = format?.binary ?? defaultBinary;
+    if (options.sharedMemoryOutputs?.has(name)) {
+      // In its region (a CUDA region's output is a device tensor over it): described, not sent.
+      outputs.push({ name, datatype: kserveName(tensor.dtype), shape: [...tensor.shape] });
+      continue;
+    }
+    const value = hostTensor(tensor, `output '${name}'`);
     const array = format !== undefined && format.classification > 0
       ? classify(name, value, format.classification, options.batching ?? false)
       : value;
@@ -218,10 +225,6 @@ export function encodeInferResponse(
       datatype: kserveName(array.dtype),
       shape: [...array.shape],
     };
-    if (options.sharedMemoryOutputs?.has(name)) {
-      outputs.push(entry);
-      continue;
-    }
     if (asBinary) {
       entry["parameters"] = binary.add(toRawBytes(array));
     } else {

@@ -231,14 +231,26 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "array",
     items: {
       type: "object",
-      properties: { name: string, device_id: { type: "integer" }, byte_size: nonNegative },
+      required: ["name", "device_id", "byte_size"],
+      properties: { name: string, device_id: nonNegative, byte_size: nonNegative },
     },
   },
   CudaSharedMemoryRegisterRequest: {
     type: "object",
+    required: ["raw_handle", "device_id", "byte_size"],
     properties: {
-      raw_handle: { type: "object", properties: { b64: string } },
-      device_id: { type: "integer" },
+      raw_handle: {
+        type: "object",
+        required: ["b64"],
+        properties: {
+          b64: {
+            ...string,
+            description:
+              "The `cudaIpcMemHandle_t` of the client's allocation (`cudaIpcGetMemHandle`), 64 bytes in base64.",
+          },
+        },
+      },
+      device_id: { ...nonNegative, description: "The CUDA device the allocation is on." },
       byte_size: nonNegative,
     },
   },
@@ -290,7 +302,7 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   TraceSettingsRequest: {
     type: "object",
     description:
-      'This server does not trace: only `trace_level` `["OFF"]` (or nulls) is accepted, anything else answers 501.',
+      "The settings to change (the others stay); `null` clears a setting back to the global value (for a model) or the start value. `trace_level`: `OFF`, or `TIMESTAMPS` and/or `TENSORS`; `trace_rate`: 1 or more; `trace_count`: -1 (no limit) or more; `log_frequency`: 0 or more; `trace_file`: a path in an existing directory; `trace_mode` cannot change.",
     properties: {
       trace_level: { type: ["array", "null"], items: string },
       trace_rate: { type: ["string", "null"] },

@@ -33,13 +33,15 @@ import {
 } from "./infer_request.ts";
 import { HEADER_LENGTH_HEADER, parseHeaderLength } from "../../protocol/binary_data.ts";
 import { encodeInferResponse } from "./infer_response.ts";
-import { parseJsonBytes } from "../../protocol/json_tensor.ts";
-import { byteCount, REGISTER_REQUEST } from "../../protocol/shared_memory.ts";
 import { withSharedMemoryExtension } from "../shared_memory.ts";
 import { handleGenerate } from "./generate.ts";
 import { type RouteContext, type RouteHandler, Router } from "./router.ts";
 import { addOpenAIRoutes } from "../openai/routes.ts";
+import { addSharedMemoryRoutes } from "./shared_memory_routes.ts";
+import { readJsonBody as readJsonBodyWithin } from "./json_body.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import { httpTraceChange, traceSettings } from "../trace_settings.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 import {
   BODY_ERRORS,
   errorResponses,
@@ -73,6 +75,8 @@ export interface RouteSettings {
   readonly repository?: ModelRepository;
   /** The server's system shared-memory regions; `undefined` answers "not supported". */
   readonly sharedMemory?: SharedMemoryRegistry;
+  /** The server's tracer, whose settings the trace extension reads and changes. */
+  readonly tracer?: Tracer;
 }
 
 /** The path template of a model's endpoints, with its optional version. */
@@ -92,24 +96,11 @@ export function versionOf(params: Readonly<Record<string, string>>): number | un
   return params["version"] === undefined ? undefined : Number(params["version"]);
 }
 
-async function readJsonBody(
+function readJsonBody(
   request: Request,
   settings: RouteSettings,
 ): Promise<Record<string, unknown> | undefined> {
-  const body = await readRequestBody(request, settings.maxRequestBytes);
-  if (body.byteLength === 0) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = parseJsonBytes(body);
-  } catch (error) {
-    throw InferenceError.invalidArg(
-      `Unable to parse the request JSON: ${(error as Error).message}`,
-    );
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw InferenceError.invalidArg("Unable to parse the request JSON: expected an object");
-  }
-  return parsed as Record<string, unknown>;
+  return readJsonBodyWithin(request, settings.maxRequestBytes);
 }
 
 /**
@@ -274,51 +265,16 @@ async function repositoryAction(
   return empty(200);
 }
 
-function traceSettings(): Record<string, unknown> {
-  return {
-    trace_level: ["OFF"],
-    trace_rate: "1000",
-    trace_count: "-1",
-    log_frequency: "0",
-    trace_file: "",
-    trace_mode: "triton",
-  };
-}
-
-/** Triton's trace settings, each a string (`trace_level` a list of strings), or null. */
-const TRACE_SETTINGS = new Set(Object.keys(traceSettings()));
-
-async function traceSetting(settings: RouteSettings, context: RouteContext): Promise<Response> {
-  if (context.request.method === "POST") {
-    const body = await readJsonBody(context.request, settings) ?? {};
-    // A malformed request is the client's (400) before an unsupported one is ours (501).
-    for (const [key, value] of Object.entries(body)) {
-      if (!TRACE_SETTINGS.has(key)) {
-        throw InferenceError.invalidArg(
-          `Unknown trace setting '${key}': expected one of ${[...TRACE_SETTINGS].join(", ")}`,
-        );
-      }
-      const valid = value === null ||
-        (key === "trace_level"
-          ? Array.isArray(value) && value.every((entry) => typeof entry === "string")
-          : typeof value === "string");
-      if (!valid) {
-        throw InferenceError.invalidArg(
-          `Invalid '${key}': expected ${key === "trace_level" ? "a list of strings" : "a string"}`,
-        );
-      }
-    }
-    const level = body["trace_level"];
-    const off = level === undefined || level === null ||
-      (Array.isArray(level) && level.every((entry) => entry === "OFF"));
-    const others = Object.keys(body).filter((key) => key !== "trace_level");
-    if (!off || others.some((key) => body[key] !== null)) {
-      throw InferenceError.unsupported(
-        "Tracing is not supported by this server: trace level stays OFF",
-      );
-    }
-  }
-  return jsonResponse(traceSettings());
+async function traceSetting(
+  settings: RouteSettings,
+  engine: Engine,
+  context: RouteContext,
+): Promise<Response> {
+  const model = context.params["model"];
+  const change = context.request.method === "POST"
+    ? httpTraceChange(await readJsonBody(context.request, settings) ?? {})
+    : undefined;
+  return jsonResponse(traceSettings(settings.tracer, engine, model, change));
 }
 
 async function logging(settings: RouteSettings, context: RouteContext): Promise<Response> {
@@ -327,44 +283,6 @@ async function logging(settings: RouteSettings, context: RouteContext): Promise<
     return jsonResponse(changeLogSettings(settings.logger, body));
   }
   return jsonResponse(tritonLogSettings(settings.logger));
-}
-
-function sharedMemoryUnsupported(kind: string): never {
-  throw InferenceError.unsupported(
-    `${kind} shared memory is not supported by this server: send tensors in the request body`,
-  );
-}
-
-function nonNegative(body: Record<string, unknown>, key: string): number | undefined {
-  const value = body[key];
-  return value === undefined ? undefined : byteCount(value, key, REGISTER_REQUEST);
-}
-
-async function registerSystemRegion(
-  registry: SharedMemoryRegistry,
-  settings: RouteSettings,
-  { request, params }: RouteContext,
-): Promise<Response> {
-  const body = await readJsonBody(request, settings) ?? {};
-  if (body["key"] === undefined) {
-    throw InferenceError.invalidArg("Shared memory register request has no 'key' field");
-  }
-  if (typeof body["key"] !== "string") {
-    throw InferenceError.invalidArg(
-      "Unable to parse 'key' of the shared memory register request: expected a string",
-    );
-  }
-  const byteSize = nonNegative(body, "byte_size");
-  if (byteSize === undefined) {
-    throw InferenceError.invalidArg("Shared memory register request has no 'byte_size' field");
-  }
-  registry.register({
-    name: params["region"]!,
-    key: body["key"],
-    offset: nonNegative(body, "offset") ?? 0,
-    byteSize,
-  });
-  return empty(200);
 }
 
 const INFER_ERRORS = errorResponses({
@@ -509,11 +427,17 @@ const GENERATE_STREAM_DOC: RouteDoc = {
   }),
 };
 
-function traceDoc(operationId: string, summary: string, change = false): RouteDoc {
+function traceDoc(
+  operationId: string,
+  summary: string,
+  change = false,
+  forModel = false,
+): RouteDoc {
   const settings = {
     description: "The settings",
     content: jsonContent(schemaRef("TraceSettings")),
   };
+  const model = forModel ? MODEL_ERRORS : {};
   return change
     ? {
       operationId,
@@ -521,28 +445,21 @@ function traceDoc(operationId: string, summary: string, change = false): RouteDo
       requestBody: { content: jsonContent(schemaRef("TraceSettingsRequest")) },
       responses: {
         200: settings,
-        ...errorResponses({ ...BODY_ERRORS, 501: "Any level but OFF: this server does not trace" }),
+        ...errorResponses({
+          ...BODY_ERRORS,
+          ...model,
+          400:
+            "The body is not valid, or a setting does not parse or is out of range (the message names it)",
+          501:
+            "The body's Content-Encoding is not gzip, deflate or identity, or the front end was given no tracer",
+        }),
       },
     }
-    : { operationId, summary, responses: { 200: settings } };
-}
-
-function systemStatusDoc(
-  operationId: string,
-  summary: string,
-  errors: Readonly<Record<number, string>> = {},
-): RouteDoc {
-  return {
-    operationId,
-    summary,
-    responses: {
-      200: {
-        description: "The regions",
-        content: jsonContent(schemaRef("SystemSharedMemoryStatus")),
-      },
-      ...errorResponses(errors),
-    },
-  };
+    : {
+      operationId,
+      summary,
+      responses: { 200: settings, ...(forModel ? errorResponses(model) : {}) },
+    };
 }
 
 /**
@@ -720,28 +637,33 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
       "GET",
       `${model}/trace/setting`,
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("modelTraceSettings", "A model's trace settings (tracing is off)"),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc(
+        "modelTraceSettings",
+        "A model's trace settings (its own, else the global ones)",
+        false,
+        true,
+      ),
     )
     .add(
       "POST",
       `${model}/trace/setting`,
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true, true),
     )
     .add(
       "GET",
       "/v2/trace/setting",
       "trace",
-      (context) => traceSetting(settings, context),
-      traceDoc("traceSettings", "The trace settings (tracing is off)"),
+      (context) => traceSetting(settings, engine, context),
+      traceDoc("traceSettings", "The global trace settings"),
     )
     .add(
       "POST",
       "/v2/trace/setting",
       "trace",
-      (context) => traceSetting(settings, context),
+      (context) => traceSetting(settings, engine, context),
       traceDoc("updateTraceSettings", "Change the trace settings", true),
     )
     .add("GET", "/v2/logging", "logging", (context) => logging(settings, context), {
@@ -833,159 +755,9 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     );
   }
 
-  const registry = settings.sharedMemory;
-  if (registry !== undefined) {
-    router
-      .add(
-        "GET",
-        "/v2/systemsharedmemory/status",
-        "shared-memory",
-        () => Promise.resolve(jsonResponse(registry.status())),
-        systemStatusDoc("systemSharedMemoryStatus", "Every registered system shared-memory region"),
-      )
-      .add(
-        "GET",
-        "/v2/systemsharedmemory/region/{region}/status",
-        "shared-memory",
-        ({ params }) => Promise.resolve(jsonResponse(registry.status(params["region"]!))),
-        systemStatusDoc("systemSharedMemoryRegionStatus", "One system shared-memory region", {
-          404: "No region of that name is registered",
-        }),
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/region/{region}/register",
-        "shared-memory",
-        (context) => registerSystemRegion(registry, settings, context),
-        {
-          operationId: "systemSharedMemoryRegister",
-          summary: "Register a system shared-memory region (`shm_open` key, offset, size)",
-          requestBody: {
-            required: true,
-            content: jsonContent(schemaRef("SystemSharedMemoryRegisterRequest")),
-          },
-          responses: {
-            200: { description: "Registered" },
-            ...errorResponses({
-              ...BODY_ERRORS,
-              501:
-                "The server may not map shared memory (no --allow-ffi), or an unsupported Content-Encoding",
-            }),
-          },
-        },
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/unregister",
-        "shared-memory",
-        () => {
-          registry.unregister();
-          return Promise.resolve(empty(200));
-        },
-        {
-          operationId: "systemSharedMemoryUnregisterAll",
-          summary: "Unregister every system shared-memory region",
-          responses: { 200: { description: "Unregistered" } },
-        },
-      )
-      .add(
-        "POST",
-        "/v2/systemsharedmemory/region/{region}/unregister",
-        "shared-memory",
-        ({ params }) => {
-          registry.unregister(params["region"]!);
-          return Promise.resolve(empty(200));
-        },
-        {
-          operationId: "systemSharedMemoryUnregister",
-          summary: "Unregister one system shared-memory region",
-          responses: {
-            200: { description: "Unregistered (also when no region had that name)" },
-          },
-        },
-      );
-  }
+  addSharedMemoryRoutes(router, settings.sharedMemory, settings.maxRequestBytes);
   // The OpenAI-compatible API (/v1/...), for the models bound with `openai`.
   addOpenAIRoutes(router, engine, settings);
-  const unsupported = registry === undefined
-    ? [["systemsharedmemory", "System"], ["cudasharedmemory", "CUDA"]] as const
-    : [["cudasharedmemory", "CUDA"]] as const;
-  for (const [prefix, kind] of unsupported) {
-    const id = `${kind === "CUDA" ? "cuda" : "system"}SharedMemory`;
-    const statusSchema = kind === "CUDA" ? "CudaSharedMemoryStatus" : "SystemSharedMemoryStatus";
-    router
-      .add(
-        "GET",
-        `/v2/${prefix}/status`,
-        "shared-memory",
-        () => Promise.resolve(jsonResponse([])),
-        {
-          operationId: `${id}Status`,
-          summary: `${kind} shared-memory regions: none, as this server cannot register them`,
-          responses: {
-            200: { description: "An empty list", content: jsonContent(schemaRef(statusSchema)) },
-          },
-        },
-      )
-      .add(
-        "GET",
-        `/v2/${prefix}/region/{region}/status`,
-        "shared-memory",
-        ({ params }) => {
-          throw InferenceError.notFound(
-            `Unable to find ${kind.toLowerCase()} shared memory region: '${params["region"]}'`,
-          );
-        },
-        {
-          operationId: `${id}RegionStatus`,
-          summary: `One ${kind} shared-memory region: never found`,
-          responses: errorResponses({ 404: "Always: no region can be registered" }),
-        },
-      )
-      .add(
-        "POST",
-        `/v2/${prefix}/region/{region}/register`,
-        "shared-memory",
-        () => sharedMemoryUnsupported(kind),
-        {
-          operationId: `${id}Register`,
-          summary: `Not supported: register a ${kind} shared-memory region`,
-          requestBody: {
-            content: jsonContent(
-              schemaRef(
-                kind === "CUDA"
-                  ? "CudaSharedMemoryRegisterRequest"
-                  : "SystemSharedMemoryRegisterRequest",
-              ),
-            ),
-          },
-          responses: errorResponses({ 501: "Always: send tensors in the request body" }),
-        },
-      )
-      // Nothing can be registered, so unregistering always succeeds.
-      .add(
-        "POST",
-        `/v2/${prefix}/unregister`,
-        "shared-memory",
-        () => Promise.resolve(empty(200)),
-        {
-          operationId: `${id}UnregisterAll`,
-          summary: `Unregister every ${kind} shared-memory region (there are none)`,
-          responses: { 200: { description: "Unregistered" } },
-        },
-      )
-      .add(
-        "POST",
-        `/v2/${prefix}/region/{region}/unregister`,
-        "shared-memory",
-        () => Promise.resolve(empty(200)),
-        {
-          operationId: `${id}Unregister`,
-          summary: `Unregister one ${kind} shared-memory region (there are none)`,
-          responses: { 200: { description: "Unregistered" } },
-        },
-      );
-  }
   return router;
 }
 

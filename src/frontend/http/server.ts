@@ -27,6 +27,7 @@ import { Cors, type CorsSettings, resolveCorsSettings } from "./cors.ts";
 import { addDocRoutes } from "./docs_page.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
+import type { Tracer } from "../../telemetry/tracer.ts";
 
 export type { EndpointGroup } from "./router.ts";
 
@@ -82,6 +83,13 @@ export interface HttpFrontendOptions {
    * @default {undefined}
    */
   sharedMemory?: SharedMemoryRegistry;
+  /**
+   * The server's tracer (the engine's too): the trace extension reads and changes its settings.
+   * Without one, the settings read as Triton's defaults and a change answers 501.
+   *
+   * @default {undefined}
+   */
+  tracer?: Tracer;
   /**
    * The token and restricted endpoint groups; the access check is built from them unless
    * `accessCheck` is given. Threads beyond the first need this form: a function cannot reach them.
@@ -190,6 +198,7 @@ export function httpRouter(
     logger: options.logger ?? new Logger(),
     repository,
     ...(options.sharedMemory !== undefined ? { sharedMemory: options.sharedMemory } : {}),
+    ...(options.tracer !== undefined ? { tracer: options.tracer } : {}),
   });
   const security = options.security;
   // Every table the front end serves is described: a table added here joins `tables`.

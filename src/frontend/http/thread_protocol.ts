@@ -20,7 +20,7 @@ import {
   type WireTensor,
   zeroCounts,
 } from "../../isolate/codec.ts";
-import type { NDArray } from "../../tensor/ndarray.ts";
+import { hostTensors, type Tensor } from "../../tensor/device_tensor.ts";
 
 /** What a thread needs to serve: the front end's settings, as data. */
 export interface ThreadSettings {
@@ -151,6 +151,7 @@ export type FromThread =
  * @example Two inputs viewing one body move it once
  * ```ts
  * import { fromWireInferRequest, toWireInferRequest } from "./thread_protocol.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
@@ -166,7 +167,7 @@ export type FromThread =
  * }, transfer);
  * assert.equal(transfer.length, 1);
  * const back = fromWireInferRequest(wire, { modelName: "m" }, new AbortController().signal);
- * assert.deepEqual([...(back.inputs.get("b")!.data as Float32Array)], [3, 4]);
+ * assert.deepEqual([...(hostTensor(back.inputs.get("b")!, "b").data as Float32Array)], [3, 4]);
  * ```
  */
 export function toWireInferRequest(
@@ -186,14 +187,15 @@ export function toWireInferRequest(
   } = request;
   const counts = zeroCounts();
   const wire: (readonly [string, WireTensor])[] = [];
-  for (const [name, array] of inputs) {
+  // A thread forwards requests that use shared memory: its inputs are all in host memory.
+  for (const [name, array] of hostTensors(inputs)) {
     wire.push([name, toWireTensor(array, transfer, counts, { moveViews: true })]);
   }
   return { ...rest, inputs: wire };
 }
 
 /** Tensors from the wire, by name. */
-function tensorsFromWire(wire: readonly (readonly [string, WireTensor])[]): Map<string, NDArray> {
+function tensorsFromWire(wire: readonly (readonly [string, WireTensor])[]): Map<string, Tensor> {
   return new Map(wire.map(([name, tensor]) => [name, fromWireTensor(tensor)]));
 }
 
@@ -223,6 +225,7 @@ export function fromWireInferRequest(
  * @example The outputs stay usable
  * ```ts
  * import { fromWireInferResponse, toWireInferResponse } from "./thread_protocol.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
@@ -230,7 +233,7 @@ export function fromWireInferRequest(
  * const wire = toWireInferResponse({ modelName: "m", modelVersion: "1", outputs: new Map([["y", y]]) });
  * const copy = structuredClone(wire);
  * assert.deepEqual([...(y.data as Int32Array)], [7]);
- * assert.deepEqual([...(fromWireInferResponse(copy).outputs.get("y")!.data as Int32Array)], [7]);
+ * assert.deepEqual([...(hostTensor(fromWireInferResponse(copy).outputs.get("y")!, "y").data as Int32Array)], [7]);
  * ```
  */
 export function toWireInferResponse(response: InferenceResponse): WireInferResponse {
@@ -239,7 +242,10 @@ export function toWireInferResponse(response: InferenceResponse): WireInferRespo
   const counts = zeroCounts();
   const { outputs, ...rest } = response;
   const wire: (readonly [string, WireTensor])[] = [];
-  for (const [name, array] of outputs) wire.push([name, toWireTensor(array, unused, counts)]);
+  // Requests from a thread use no shared memory: their outputs are all in host memory.
+  for (const [name, array] of hostTensors(outputs)) {
+    wire.push([name, toWireTensor(array, unused, counts)]);
+  }
   return { ...rest, outputs: wire };
 }
 

@@ -16,6 +16,7 @@ import {
   readGenerateStep,
 } from "../../protocol/openai.ts";
 import { type Usage, usageOf } from "./wire.ts";
+import { hostTensors } from "../../tensor/device_tensor.ts";
 
 /** What a generation yields: text as it may be sent, then its end. */
 export type GenerationEvent =
@@ -101,7 +102,7 @@ export async function* generation(
   for await (const response of steps) {
     // A final response without outputs is Triton's flags-only final: nothing to read.
     if (response.final && response.outputs.size === 0) break;
-    const step = readGenerateStep(response.outputs);
+    const step = readGenerateStep(hostTensors(response.outputs));
     promptTokens = step.promptTokens || promptTokens;
     completionTokens += step.tokens;
     pending += step.text;

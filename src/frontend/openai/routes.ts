@@ -51,6 +51,7 @@ import {
   textCompletion,
 } from "./wire.ts";
 import type { OpenAIEndpoint } from "../../config/model_info.ts";
+import { hostTensors } from "../../tensor/device_tensor.ts";
 
 /** What the OpenAI routes need beside the engine. */
 export interface OpenAIRouteSettings {
@@ -357,8 +358,9 @@ async function embeddings(
   const vectors: Float32Array[] = [];
   let tokens = 0;
   for (const response of answers) {
-    const embedding = response.outputs.get("embedding");
-    const counts = response.outputs.get("tokens");
+    const outputs = hostTensors(response.outputs);
+    const embedding = outputs.get("embedding");
+    const counts = outputs.get("tokens");
     if (embedding?.dtype !== "float32" || counts?.dtype !== "int32") {
       throw InferenceError.internal("The embedding model did not answer 'embedding' and 'tokens'");
     }
