@@ -110,12 +110,14 @@ function modelNameOf(model: string | ModelRef): string {
  * import { inferRequest } from "./request.ts";
  * import { resolveModelConfig } from "../config/model_config.ts";
  * import { ndarray } from "../tensor/ndarray.ts";
+ * import { DISCARDED_METRICS, ModelMetrics } from "./metrics.ts";
  * import type { ModelCall } from "./types.ts";
  * import assert from "node:assert/strict";
  *
  * const seen: ModelCall[] = [];
+ * const metrics = new ModelMetrics(DISCARDED_METRICS);
  * const model = { name: "A", version: 1, strict: false, inputs: [], outputs: [], config: resolveModelConfig({}) };
- * const { context, settle } = batchCalls({ model, instanceIndex: 0, device: "cpu" }, [inferRequest({})], {
+ * const { context, settle } = batchCalls({ model, instanceIndex: 0, device: "cpu", metrics }, [inferRequest({})], {
  *   infer: (call) => { seen.push(call); return Promise.resolve({ y: ndarray([2]) }); },
  *   inferStream: () => { throw new Error("unused"); },
  * });
