@@ -135,11 +135,14 @@ export type {
   InputProperties,
   ParameterValue,
   Request,
+  Sequence,
+  SequenceRequest,
   SpecName,
   TensorOf,
   Tensors,
   TensorsOf,
 } from "./src/callable/types.ts";
+export { sequenceOf } from "./src/callable/sequence.ts";
 export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
 export {
   Metric,
@@ -173,6 +176,20 @@ export type {
   TimeoutAction,
   WarmupInput,
 } from "./src/config/model_config.ts";
+export type {
+  ControlDType,
+  CorrelationIdControl,
+  CorrelationIdDType,
+  ImplicitState,
+  ResolvedImplicitState,
+  ResolvedSequenceBatching,
+  ResolvedSequenceControl,
+  SequenceBatching,
+  SequenceControl,
+  SequenceControls,
+  SequenceId,
+  SequenceStrategy,
+} from "./src/config/sequence_batching.ts";
 export type {
   GrpcCompressionLevel,
   ResolvedTritonConfig,

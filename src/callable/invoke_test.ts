@@ -114,6 +114,7 @@ Deno.test("callInfer() hands over each input as a property too, except those nam
     "data",
     "parameters",
     "requestedOutputNames",
+    "sequence",
     "signal",
   ]);
 });

@@ -13,7 +13,11 @@ import type {
   InferContext,
   InferRequest,
   InferResult,
+  SequenceRequest,
 } from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
+import type { InferenceError } from "../errors.ts";
+import { SequenceLedger, SequenceStates } from "./sequence_states.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
@@ -47,6 +51,9 @@ class MainThreadInstance implements ModelInstance {
   #gate = new BatchGate();
   /** The GPU it is placed on, which keeps device-tensor inputs on that GPU. */
   #gpu: number | undefined;
+  /** The states of its sequences (a model with sequence batching), and which it holds. */
+  #states = new SequenceStates();
+  #ledger: SequenceLedger;
 
   constructor(
     callable: InferCallable,
@@ -62,6 +69,19 @@ class MainThreadInstance implements ModelInstance {
     this.#callable = callable;
     this.#model = model;
     this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
+    this.#ledger = new SequenceLedger(
+      model.name,
+      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
+    );
+  }
+
+  sequenceError(sequence: SequenceRequest): InferenceError | undefined {
+    return this.#ledger.check(sequence);
+  }
+
+  dropSequences(ids: readonly SequenceId[]): void {
+    this.#ledger.drop(ids);
+    this.#states.drop(ids);
   }
 
   get alive(): boolean {
@@ -79,13 +99,18 @@ class MainThreadInstance implements ModelInstance {
   #timedOut = (): Error => executionTimeoutError(this.#model, this.index);
 
   async execute(requests: InferRequest<AnyTensors>[]): Promise<InferResult<AnyTensors>[]> {
+    this.#ledger.ran(requests);
     const release = await this.#gate.acquire();
     const work = (async () => {
+      let live: InferRequest<AnyTensors>[] = [];
       try {
         const placed = placeInputs(requests, this.#model, this.#gpu);
-        const value = await runCoupled(this.#callable, placed, this.#context);
+        live = this.#states.attach(placed);
+        const value = await runCoupled(this.#callable, live, this.#context);
         return validateResults(value, placed, this.#model);
       } finally {
+        this.#states.finish(live);
+        this.#ledger.ended(requests);
         // After a timeout too: a callable cannot be interrupted, so the instance stays busy
         // until it returns.
         release();
@@ -95,15 +120,23 @@ class MainThreadInstance implements ModelInstance {
   }
 
   async *stream(requests: InferRequest<AnyTensors>[]): AsyncIterable<InferResult<AnyTensors>[]> {
+    this.#ledger.ran(requests);
     const release = await this.#gate.acquire();
     let placed: InferRequest<AnyTensors>[];
     try {
       placed = placeInputs(requests, this.#model, this.#gpu);
     } catch (error) {
+      this.#ledger.ended(requests);
       release();
       throw error;
     }
-    const steps = runDecoupled(this.#callable, placed, this.#context)[Symbol.asyncIterator]();
+    const live = this.#states.attach(placed);
+    const done = (): void => {
+      this.#states.finish(live);
+      this.#ledger.ended(requests);
+      release();
+    };
+    const steps = runDecoupled(this.#callable, live, this.#context)[Symbol.asyncIterator]();
     const seconds = this.#model.config.executionTimeoutS;
     let pending: Promise<unknown> | undefined;
     try {
@@ -120,13 +153,13 @@ class MainThreadInstance implements ModelInstance {
         try {
           await steps.return(undefined);
         } finally {
-          release();
+          done();
         }
       } else {
         // Timed out (or failed) mid-step: the gate opens once the callable has finished that
         // step and closed, however long that takes.
         const close = (): Promise<unknown> => steps.return(undefined);
-        void pending.then(close, close).catch(() => {}).finally(release);
+        void pending.then(close, close).catch(() => {}).finally(done);
       }
     }
   }

@@ -11,7 +11,9 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { AnyTensors, InferRequest, InferResult } from "../callable/types.ts";
+import type { AnyTensors, InferRequest, InferResult, SequenceRequest } from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
+import { SequenceLedger } from "./sequence_states.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
@@ -126,6 +128,8 @@ export class WorkerInstance implements ModelInstance {
   #gpu: GpuDevice | undefined;
   #cudaDriver: string | undefined;
   #telemetry: WorkerTelemetry;
+  /** The sequences whose state the current Worker holds (a model with sequence batching). */
+  #ledger: SequenceLedger;
 
   constructor(
     shared: Shared,
@@ -143,6 +147,22 @@ export class WorkerInstance implements ModelInstance {
     this.device = device;
     this.#gpu = gpu;
     this.#cudaDriver = cudaDriver;
+    this.#ledger = new SequenceLedger(
+      model.name,
+      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
+    );
+  }
+
+  sequenceError(sequence: SequenceRequest): InferenceError | undefined {
+    return this.#ledger.check(sequence);
+  }
+
+  dropSequences(ids: readonly SequenceId[]): void {
+    this.#ledger.drop(ids);
+    const life = this.#life;
+    if (life !== undefined && !life.ended && !life.retiring) {
+      life.worker.postMessage({ type: "drop-sequences", ids } satisfies ToWorker);
+    }
   }
 
   get alive(): boolean {
@@ -344,6 +364,10 @@ export class WorkerInstance implements ModelInstance {
     }
     const message = `${this.#label} crashed: ${reason}`;
     this.#shared.logger.error(message);
+    // The Worker took its sequences' states with it.
+    if (life === this.#life) {
+      this.#ledger.lose(`instance ${this.index} (${this.device}) crashed: ${reason}`);
+    }
     this.#end(life, life === this.#life, InferenceError.unavailable(message));
   }
 
@@ -359,6 +383,7 @@ export class WorkerInstance implements ModelInstance {
     this.#life = undefined;
     this.#alive = false;
     this.#shared.logger.error(`${this.#label} ${reason}: restarting it`);
+    this.#ledger.lose(`instance ${this.index} (${this.device}) ${reason}`);
     for (const batch of life.batches) batch.queue.fail(error);
     // Not terminate(): only an exit the Worker carries out itself shows when its thread ends
     // (Deno's terminate() does not interrupt synchronous code either).
@@ -430,11 +455,20 @@ export class WorkerInstance implements ModelInstance {
         },
         { once: true },
       );
+      const sequence = request.sequence;
       return {
         data,
         parameters: request.parameters,
         requestedOutputNames: request.requestedOutputNames,
         cancelled: request.signal.aborted,
+        ...(sequence === undefined ? {} : {
+          sequence: {
+            id: sequence.id,
+            start: sequence.start,
+            end: sequence.end,
+            ready: sequence.ready,
+          },
+        }),
       };
     });
     const { stats } = this.#shared;
@@ -460,6 +494,8 @@ export class WorkerInstance implements ModelInstance {
     };
     this.#batches.set(id, batch);
     life.batches.add(batch);
+    this.#ledger.ran(requests);
+    void batch.settled.promise.then(() => this.#ledger.ended(requests));
     worker.postMessage(
       {
         type: "batch",

@@ -34,6 +34,7 @@ import type { FromWorker, ToWorker, WireRequest, WorkerContext } from "./worker_
 import { ModelMetrics } from "../callable/metrics.ts";
 import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 import type { OpenTelemetryExport } from "../telemetry/otel.ts";
+import { SequenceStates } from "./sequence_states.ts";
 
 let callable: InferCallable | undefined;
 let context: InferContext | undefined;
@@ -57,6 +58,8 @@ async function startTelemetry(config: OpenTelemetryTraceConfig | undefined): Pro
   otel = new module.OpenTelemetryExport(config);
   underSpan = module.withTraceparent;
 }
+/** The states of the sequences this instance runs (a model with sequence batching). */
+const sequences = new SequenceStates();
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -124,6 +127,9 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest<AnyT
       parameters: entry.parameters,
       requestedOutputNames: entry.requestedOutputNames,
       signal: controllers[index]!.signal,
+      ...(entry.sequence === undefined
+        ? {}
+        : { sequence: { ...entry.sequence, state: undefined } }),
     };
   });
 }
@@ -160,11 +166,12 @@ async function runBatch(
   wire: readonly WireRequest[],
   credit: number,
 ): Promise<void> {
+  let requests: ReturnType<typeof toRequests> = [];
   try {
     if (callable === undefined || context === undefined) {
       throw new Error("The instance received a batch before it was loaded");
     }
-    const requests = toRequests(id, wire);
+    requests = sequences.attach(toRequests(id, wire));
     if (decoupled) {
       credits.set(id, { left: credit });
       for await (const step of runDecoupled(callable, requests, context)) {
@@ -182,6 +189,7 @@ async function runBatch(
   } catch (error) {
     post({ type: "failed", id, error: toWireError(error) });
   } finally {
+    sequences.finish(requests);
     running.delete(id);
     stopped.delete(id);
     credits.delete(id);
@@ -216,6 +224,9 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       stopped.add(message.id);
       for (const controller of running.get(message.id)!) controller.abort();
       credits.get(message.id)?.wake?.();
+      break;
+    case "drop-sequences":
+      sequences.drop(message.ids);
       break;
     case "exit":
       // The callable's last spans are exported before the thread ends.

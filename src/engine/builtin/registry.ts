@@ -12,7 +12,7 @@ import type { ModelInstance } from "../../instances/instance.ts";
 import type { ModelDefinition, ModelHandle, RepositoryIndexEntry } from "../engine.ts";
 import { modelHandle } from "../model_handle.ts";
 import { lookupVersion } from "../model_lookup.ts";
-import type { ModelScheduler } from "./scheduler.ts";
+import type { Scheduler } from "./scheduler.ts";
 import { ModelStatsRecorder } from "./statistics.ts";
 
 /** Triton's states of a model version. */
@@ -31,7 +31,7 @@ export interface ModelEntry {
   /** Its started instances. */
   instances: ModelInstance[];
   /** Its scheduler, while it is ready or unloading. */
-  scheduler: ModelScheduler | undefined;
+  scheduler: Scheduler | undefined;
   /** Its statistics. */
   readonly stats: ModelStatsRecorder;
 }

@@ -37,6 +37,7 @@ import {
   type UnloadOptions,
 } from "../engine.ts";
 import { lookupVersion } from "../model_lookup.ts";
+import { checkSequenceRequest } from "../sequences.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import { findTritonInstall, setupCommand } from "../../setup/install.ts";
@@ -338,7 +339,7 @@ export class NativeEngine implements Engine {
       this.#models.delete(name);
       this.#loaded.delete(loaded.handle);
       this.#unloaded.set(name, loaded.definition.version);
-      await disposeInstances(context, name, loaded.instances);
+      await disposeInstances(context, name, loaded.instances, loaded.sequences);
       this.#options.logger?.info(
         `Successfully unloaded '${name}' version ${loaded.definition.version}`,
       );
@@ -465,6 +466,19 @@ export class NativeEngine implements Engine {
   }
 
   /**
+   * For a model with sequence batching: checks the request's sequence (the rules the built-in
+   * engine applies too, which the core does not all apply itself) and restarts its idle clock,
+   * or stops it at the sequence's end. The core schedules the sequence.
+   */
+  #sequence(loaded: LoadedModel, request: InferenceRequest): void {
+    const clock = loaded.sequences;
+    if (clock === undefined) return;
+    const sequence = checkSequenceRequest(loaded.definition, request);
+    if (sequence.end) clock.end(sequence.id);
+    else clock.touch(sequence.id);
+  }
+
+  /**
    * Runs one request of a coupled model through the core.
    *
    * @param request The request.
@@ -482,6 +496,7 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
+      this.#sequence(loaded, request);
       return inferCoupled(
         this.#libraries!,
         this.#queue!,
@@ -517,6 +532,7 @@ export class NativeEngine implements Engine {
         `Cannot stream with model '${request.modelName}': streaming needs a model with decoupled transaction policy`,
       );
     }
+    this.#sequence(loaded, request);
     const libraries = this.#libraries!;
     const controller = new AbortController();
     const signal = request.signal === undefined
