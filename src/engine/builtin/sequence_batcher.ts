@@ -500,6 +500,8 @@ export class SequenceBatcher implements Scheduler {
         this.#dispatch(slot.lane);
         continue;
       }
+      // Like the core's reaper: a sequence idle in the backlog is not ended there; it ends once
+      // it got a slot and its waiting requests ran.
       const backlog = this.#backlogById.get(id);
       if (backlog !== undefined) backlog.idle = true;
     }

@@ -1,0 +1,322 @@
+/**
+ * Stateful models (sequence batching) on both engines, main thread and Workers: several
+ * sequences interleaved through NVIDIA's tritonclient (HTTP, gRPC, one gRPC stream) and
+ * perf_analyzer --sequence-length; the errors (unknown sequence, a string ID where integers are
+ * declared, a request after the end); the idle timeout freeing a slot for the next sequence; a
+ * Worker that dies mid-sequence.
+ */
+
+import assert from "node:assert/strict";
+import { type BindOptions, type InferFunc, workers } from "../mod.ts";
+import { runClient } from "../examples/accumulator/client.ts";
+import {
+  accumulate,
+  accumulatorBatching,
+  bindAccumulator,
+  INPUTS,
+  OUTPUTS,
+} from "../examples/accumulator/model.ts";
+import { ENGINES, PEERS_REQUIRED, startServer, watchdog } from "./_helpers.ts";
+import { findPerfAnalyzer, PYTHON, runPerfAnalyzer } from "./_peers.ts";
+
+const SCRIPT = new URL("./interop/sequence_client.py", import.meta.url).pathname;
+const INSTANCE = new URL("../examples/accumulator/instance.ts", import.meta.url);
+const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
+
+interface Answer {
+  status: number;
+  body: { error?: string; outputs?: { name: string; data: number[] }[] };
+}
+
+/** One request of a sequence to `model` over HTTP/JSON. */
+async function send(
+  http: string,
+  model: string,
+  x: number,
+  parameters: Record<string, unknown>,
+): Promise<Answer> {
+  const response = await fetch(`${http}/v2/models/${model}/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: [{ name: "x", datatype: "INT32", shape: [1, 1], data: [x] }],
+      parameters,
+    }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+/** The running total of a successful answer. */
+function total(answer: Answer): number {
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  return answer.body.outputs!.find((output) => output.name === "total")!.data[0]!;
+}
+
+/** The Accumulator with string correlation IDs (its CORRID control is BYTES). */
+function stringIdModel(inferFunc: BindOptions["inferFunc"]): BindOptions {
+  const batching = accumulatorBatching();
+  return {
+    modelName: "AccumulatorS",
+    inferFunc,
+    inputs: INPUTS,
+    outputs: OUTPUTS,
+    config: {
+      maxBatchSize: 4,
+      sequenceBatching: {
+        ...batching,
+        controls: { ...batching.controls, correlationId: { name: "CORRID", dtype: "bytes" } },
+      },
+    },
+    strict: true,
+  };
+}
+
+async function modelStats(http: string, model: string): Promise<Record<string, unknown>> {
+  const response = await fetch(`${http}/v2/models/${model}/stats`);
+  assert.equal(response.status, 200);
+  return (await response.json()).model_stats[0];
+}
+
+/** host:port, as tritonclient takes a URL. */
+function strip(url: string): string {
+  return url.replace(/^\w+:\/\//, "");
+}
+
+const UNKNOWN_4242 =
+  "inference request for sequence 4242 to model 'Accumulator' must specify the START flag on the first request of the sequence";
+
+for (const engine of ENGINES) {
+  for (const where of ["main thread", "Workers"] as const) {
+    // Both strategies on both kinds of instance, in two runs: direct on the main thread,
+    // oldest in two Workers.
+    const strategy = where === "main thread" ? "direct" : "oldest";
+    const name =
+      `tritonclient runs interleaved sequences on the ${engine} engine (${where}, ${strategy})`;
+    Deno.test({
+      name: PYTHON === undefined ? `${name} (skipped: no tritonclient)` : name,
+      ignore: PYTHON === undefined && !PEERS_REQUIRED,
+      async fn(): Promise<void> {
+        assert.ok(PYTHON !== undefined, "python3 with tritonclient is required");
+        await using triton = await startServer({ engine });
+        const instances = where === "Workers" ? 2 : 0;
+        await bindAccumulator(triton, { strategy, workers: instances });
+        await triton.bind(
+          stringIdModel(
+            instances > 0 ? workers(INSTANCE, { count: instances }) : (accumulate as InferFunc),
+          ),
+        );
+        const { code, stdout, stderr } = await new Deno.Command(PYTHON.python, {
+          args: [
+            "-B",
+            SCRIPT,
+            "--http",
+            strip(triton.urls.http!),
+            "--grpc",
+            strip(triton.urls.grpc!),
+          ],
+          stdout: "piped",
+          stderr: "piped",
+          signal: AbortSignal.timeout(180_000),
+        }).output();
+        const decoder = new TextDecoder();
+        assert.equal(code, 0, `sequence_client.py failed:\n${decoder.decode(stderr)}`);
+        const out = JSON.parse(decoder.decode(stdout));
+        const integers = {
+          "1001": [1, 3, 6, 10],
+          "9007199254740992": [10, 30, 60, 100],
+          "9007199254740993": [100, 0, 7, 7],
+        };
+        const strings = { alpha: [5, 10, 15], beta: [-1, -3, -6] };
+        for (const client of ["http", "grpc", "grpc_stream"]) {
+          assert.deepEqual(out[client], integers, client);
+          assert.deepEqual(out[`${client}_strings`], strings, `${client} with string IDs`);
+        }
+        assert.deepEqual(out.http_unknown, ["400", UNKNOWN_4242]);
+        assert.deepEqual(out.grpc_unknown, ["StatusCode.INVALID_ARGUMENT", UNKNOWN_4242]);
+        // Every request of a client counts once; the direct strategy's padding does not.
+        const stats = await modelStats(triton.urls.http!, "Accumulator");
+        const inference = stats.inference_stats as Record<string, { count: number }>;
+        assert.equal(Number(inference.success!.count), 3 * 12);
+        assert.equal(Number(stats.inference_count), 3 * 12);
+      },
+    });
+  }
+
+  Deno.test(`sequence errors on the ${engine} engine, and the server keeps serving`, async () => {
+    await using triton = await startServer({ engine });
+    await bindAccumulator(triton);
+    const http = triton.urls.http!;
+    assert.deepEqual(await send(http, "Accumulator", 1, { sequence_id: 4242 }), {
+      status: 400,
+      body: { error: UNKNOWN_4242 },
+    });
+    assert.deepEqual(
+      await send(http, "Accumulator", 1, { sequence_id: "s1", sequence_start: true }),
+      {
+        status: 400,
+        body: {
+          error:
+            "sequence batching control 'CORRID' data-type is 'BYTES', but model 'Accumulator' expects 'UINT64'",
+        },
+      },
+    );
+    assert.deepEqual(await send(http, "Accumulator", 1, {}), {
+      status: 400,
+      body: {
+        error:
+          "inference request to model 'Accumulator' must specify a non-zero or non-empty correlation ID",
+      },
+    });
+    assert.equal(
+      total(await send(http, "Accumulator", 3, { sequence_id: 7, sequence_start: true })),
+      3,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 4, { sequence_id: 7, sequence_end: true })),
+      7,
+    );
+    // After its end, the sequence is unknown.
+    assert.deepEqual(await send(http, "Accumulator", 5, { sequence_id: 7 }), {
+      status: 400,
+      body: {
+        error:
+          "inference request for sequence 7 to model 'Accumulator' must specify the START flag on the first request of the sequence",
+      },
+    });
+    // A start on a running sequence starts it over.
+    assert.equal(
+      total(await send(http, "Accumulator", 2, { sequence_id: 8, sequence_start: true })),
+      2,
+    );
+    assert.equal(total(await send(http, "Accumulator", 2, { sequence_id: 8 })), 4);
+    assert.equal(
+      total(await send(http, "Accumulator", 9, { sequence_id: 8, sequence_start: true })),
+      9,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 8, sequence_end: true })),
+      10,
+    );
+    assert.deepEqual(await runClient(http), {
+      1001: [1, 3, 6, 10],
+      1002: [10, 30, 60, 100],
+      1003: [100, 0, 7, 7],
+    });
+  });
+
+  Deno.test(`an idle sequence is ended and its slot reused on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    // One instance, maxBatchSize 1: one slot, so the second sequence waits for the first to go.
+    await bindAccumulator(triton, { maxBatchSize: 1, maxSequenceIdleMicroseconds: 300_000 });
+    const http = triton.urls.http!;
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_start: true })),
+      1,
+    );
+    // Sequence 2 waits in the backlog until sequence 1 is ended for being idle. It is one request
+    // (start and end): a sequence that was idle in the backlog is ended once its waiting requests
+    // ran, on both engines (the core's reaper does so on its next round, whenever that is).
+    const second = await watchdog(
+      send(http, "Accumulator", 10, { sequence_id: 2, sequence_start: true, sequence_end: true }),
+      "the second sequence to get the slot",
+    );
+    assert.equal(total(second), 10);
+    assert.deepEqual(await send(http, "Accumulator", 1, { sequence_id: 1 }), {
+      status: 400,
+      body: {
+        error:
+          "inference request for sequence 1 to model 'Accumulator' must specify the START flag on the first request of the sequence",
+      },
+    });
+    // The slot serves the next sequence as usual.
+    assert.equal(
+      total(await send(http, "Accumulator", 2, { sequence_id: 3, sequence_start: true })),
+      2,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 5, { sequence_id: 3, sequence_end: true })),
+      7,
+    );
+  });
+
+  Deno.test(`a Worker that dies mid-sequence fails its sequences on the ${engine} engine`, async () => {
+    const provider = workers(INSTANCE, { count: 1 });
+    await using triton = await startServer({ engine });
+    await triton.bind({
+      modelName: "Accumulator",
+      inferFunc: provider,
+      inputs: INPUTS,
+      outputs: OUTPUTS,
+      config: { maxBatchSize: 4, sequenceBatching: accumulatorBatching() },
+      strict: true,
+    });
+    const http = triton.urls.http!;
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_start: true })),
+      1,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 2, { sequence_id: 2, sequence_start: true })),
+      2,
+    );
+    provider.instances[0]!.kill();
+    for (const id of [1, 2]) {
+      const lost = await watchdog(
+        send(http, "Accumulator", 1, { sequence_id: id }),
+        "the request of a lost sequence",
+      );
+      assert.equal(lost.status, 503, JSON.stringify(lost.body));
+      assert.match(
+        lost.body.error!,
+        new RegExp(
+          `^Sequence ${id} of model 'Accumulator' was lost: instance 0 \\(cpu\\) .*; start it again \\(sequence_start\\)$`,
+        ),
+      );
+    }
+    // New sequences, and the lost ones started again, run on the restarted Worker.
+    assert.equal(
+      total(await send(http, "Accumulator", 5, { sequence_id: 3, sequence_start: true })),
+      5,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 7, { sequence_id: 1, sequence_start: true })),
+      7,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 3, sequence_end: true })),
+      6,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_end: true })),
+      8,
+    );
+  });
+
+  for (const protocol of ["http", "grpc"] as const) {
+    const missing = "missing" in PERF_ANALYZER ? PERF_ANALYZER.missing : undefined;
+    const name = `perf_analyzer --sequence-length -i ${protocol} on the ${engine} engine`;
+    Deno.test({
+      name: missing === undefined ? name : `${name} (skipped: ${missing})`,
+      ignore: missing !== undefined && !PEERS_REQUIRED,
+      async fn(): Promise<void> {
+        if ("missing" in PERF_ANALYZER) assert.fail(`perf_analyzer is required: ${missing}`);
+        await using triton = await startServer({ engine });
+        await bindAccumulator(triton);
+        const url = protocol === "http" ? triton.urls.http! : triton.urls.grpc!;
+        await runPerfAnalyzer(PERF_ANALYZER, [
+          "-m",
+          "Accumulator",
+          "-u",
+          url.replace(/^\w+:\/\//, ""),
+          "-i",
+          protocol,
+          "--sequence-length",
+          "4",
+        ], { maxConcurrency: 2, maxTrials: 20, stabilityPercentage: 100 });
+        const stats = await modelStats(triton.urls.http!, "Accumulator");
+        const inference = stats.inference_stats as Record<string, { count: number }>;
+        assert.ok(Number(inference.success!.count) >= 2 * 50);
+        assert.equal(Number(inference.fail!.count), 0);
+      },
+    });
+  }
+}
