@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { type BindOptions, type InferFunc, workers } from "../mod.ts";
+import { type BindOptions, type InferFunc, ndarray, type TensorSpec, workers } from "../mod.ts";
 import { runClient } from "../examples/accumulator/client.ts";
 import {
   accumulate,
@@ -81,6 +81,39 @@ function strip(url: string): string {
   return url.replace(/^\w+:\/\//, "");
 }
 
+/**
+ * Sequence batching with Triton's implicit state: the engine hands each request its sequence's
+ * `ACC` (zeros at the start) and keeps the `ACC_NEXT` it returns; START is an fp32 control whose
+ * true is 2.5, END a bool control.
+ */
+const STATE_BATCHING = {
+  controls: {
+    start: { name: "START", dtype: "float32", falseTrue: [0, 2.5] },
+    end: { name: "END", dtype: "bool" },
+  },
+  states: [{ inputName: "ACC", outputName: "ACC_NEXT", dtype: "int32", shape: [1] }],
+} as const;
+
+/**
+ * The outputs of `implicitSum`, untyped (`TensorSpec[]`): the callable also returns the state
+ * output `ACC_NEXT`, which is no declared output.
+ */
+const STATE_OUTPUTS: TensorSpec[] = [...OUTPUTS, { name: "flags", dtype: "float32", shape: [2] }];
+
+/** Adds `x` to the implicit state and answers the total and the START and END controls. */
+const implicitSum: InferFunc = (requests) =>
+  requests.map((request) => {
+    const next = (request.data.ACC!.data as Int32Array)[0]! +
+      (request.data.x!.data as Int32Array)[0]!;
+    const start = (request.data.START!.data as Float32Array)[0]!;
+    const end = Number((request.data.END!.data as Uint8Array)[0]!);
+    return {
+      total: ndarray(Int32Array.of(next), [1, 1]),
+      flags: ndarray(Float32Array.of(start, end), [1, 2]),
+      ACC_NEXT: ndarray(Int32Array.of(next), [1, 1]),
+    };
+  });
+
 const UNKNOWN_4242 =
   "inference request for sequence 4242 to model 'Accumulator' must specify the START flag on the first request of the sequence";
 
@@ -132,6 +165,24 @@ for (const engine of ENGINES) {
         }
         assert.deepEqual(out.http_unknown, ["400", UNKNOWN_4242]);
         assert.deepEqual(out.grpc_unknown, ["StatusCode.INVALID_ARGUMENT", UNKNOWN_4242]);
+        // gRPC's ModelConfig, as protobuf's JSON prints it (defaults left out: START is kind 0).
+        assert.deepEqual(out.grpc_config, {
+          max_sequence_idle_microseconds: "5000000",
+          control_input: [
+            { name: "START", control: [{ int32_false_true: [0, 1] }] },
+            {
+              name: "READY",
+              control: [{ kind: "CONTROL_SEQUENCE_READY", int32_false_true: [0, 1] }],
+            },
+            {
+              name: "CORRID",
+              control: [{ kind: "CONTROL_SEQUENCE_CORRID", data_type: "TYPE_UINT64" }],
+            },
+          ],
+          ...(strategy === "direct"
+            ? { direct: {} }
+            : { oldest: { preferred_batch_size: [4], max_queue_delay_microseconds: "100" } }),
+        });
         // Every request of a client counts once; the direct strategy's padding does not.
         const stats = await modelStats(triton.urls.http!, "Accumulator");
         const inference = stats.inference_stats as Record<string, { count: number }>;
@@ -289,6 +340,87 @@ for (const engine of ENGINES) {
       total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_end: true })),
       8,
     );
+  });
+
+  Deno.test(`implicit state and typed controls on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    for (const strategy of ["direct", "oldest"] as const) {
+      await triton.bind({
+        modelName: `State_${strategy}`,
+        inferFunc: implicitSum,
+        inputs: INPUTS,
+        outputs: STATE_OUTPUTS,
+        config: { maxBatchSize: 2, sequenceBatching: { ...STATE_BATCHING, strategy } },
+        strict: true,
+      });
+    }
+    const http = triton.urls.http!;
+    for (const strategy of ["direct", "oldest"] as const) {
+      const model = `State_${strategy}`;
+      const step = (values: [number, number], parameters: Record<string, unknown>) =>
+        Promise.all(
+          [1, 2].map(async (id, index) => {
+            const answer = await send(http, model, values[index]!, {
+              sequence_id: id,
+              ...parameters,
+            });
+            const flags = answer.body.outputs?.find((output) => output.name === "flags")?.data;
+            return [total(answer), ...flags!];
+          }),
+        );
+      // [total, START, END] per sequence: START is 2.5 when true (fp32), END 1 (bool).
+      assert.deepEqual(await step([1, 10], { sequence_start: true }), [[1, 2.5, 0], [10, 2.5, 0]]);
+      assert.deepEqual(await step([2, 20], {}), [[3, 0, 0], [30, 0, 0]]);
+      assert.deepEqual(await step([3, 30], { sequence_end: true }), [[6, 0, 1], [60, 0, 1]]);
+      // Started again, a sequence's state starts from zeros.
+      assert.deepEqual(await step([4, 40], { sequence_start: true }), [[4, 2.5, 0], [40, 2.5, 0]]);
+      const config = await (await fetch(`${http}/v2/models/${model}/config`)).json();
+      assert.deepEqual(config.sequence_batching, {
+        ...(strategy === "direct"
+          ? { direct: { max_queue_delay_microseconds: 0, minimum_slot_utilization: 0 } }
+          : {
+            oldest: {
+              max_candidate_sequences: 0,
+              preferred_batch_size: [2],
+              max_queue_delay_microseconds: 0,
+              preserve_ordering: false,
+            },
+          }),
+        max_sequence_idle_microseconds: 1000000,
+        control_input: [
+          {
+            name: "START",
+            control: [{
+              kind: "CONTROL_SEQUENCE_START",
+              int32_false_true: [],
+              fp32_false_true: [0, 2.5],
+              bool_false_true: [],
+              data_type: "TYPE_INVALID",
+            }],
+          },
+          {
+            name: "END",
+            control: [{
+              kind: "CONTROL_SEQUENCE_END",
+              int32_false_true: [],
+              fp32_false_true: [],
+              bool_false_true: [false, true],
+              data_type: "TYPE_INVALID",
+            }],
+          },
+        ],
+        state: [{
+          input_name: "ACC",
+          output_name: "ACC_NEXT",
+          data_type: "TYPE_INT32",
+          dims: [1],
+          initial_state: [{ data_type: "TYPE_INT32", dims: ["1"], name: "zero", zero_data: true }],
+          use_same_buffer_for_input_output: false,
+          use_growable_memory: false,
+        }],
+        iterative_sequence: false,
+      });
+    }
   });
 
   for (const protocol of ["http", "grpc"] as const) {

@@ -4,8 +4,9 @@ Driven by tests/sequence_test.ts, which serves the Accumulator (examples/accumul
 total per sequence, integer correlation IDs) and AccumulatorS (the same with string IDs). Each
 client runs several sequences interleaved, step by step, with every request of a step in flight
 at once: HTTP (async_infer), gRPC (async_infer), and one gRPC stream (async_stream_infer).
-Prints one JSON object: the running totals each client got, by client and sequence ID, and the
-error a continued unknown sequence got on each wire.
+Prints one JSON object: the running totals each client got, by client and sequence ID, the
+error a continued unknown sequence got on each wire, and the Accumulator's sequence_batching as
+gRPC's ModelConfig gives it.
 """
 
 import argparse
@@ -134,6 +135,8 @@ def main():
         out[name + "_strings"] = run(url, "AccumulatorS", STRING_SEQUENCES)
     out["http_unknown"] = continue_unknown(httpclient.InferenceServerClient(args.http), httpclient)
     out["grpc_unknown"] = continue_unknown(grpcclient.InferenceServerClient(args.grpc), grpcclient)
+    config = grpcclient.InferenceServerClient(args.grpc).get_model_config("Accumulator", as_json=True)
+    out["grpc_config"] = config["config"]["sequence_batching"]
     json.dump(out, sys.stdout)
 
 
