@@ -1,6 +1,7 @@
 /**
  * Stateful models (sequence batching) on both engines, main thread and Workers: several
- * sequences interleaved through NVIDIA's tritonclient (HTTP, gRPC, one gRPC stream) and
+ * sequences interleaved through NVIDIA's tritonclient (HTTP and gRPC, blocking and async, one gRPC
+ * stream) and
  * perf_analyzer --sequence-length; the errors (unknown sequence, a string ID where integers are
  * declared, a request after the end); the idle timeout freeing a slot for the next sequence; a
  * Worker that dies mid-sequence.
@@ -21,6 +22,7 @@ import { findPerfAnalyzer, PYTHON, runPerfAnalyzer } from "./_peers.ts";
 
 const SCRIPT = new URL("./interop/sequence_client.py", import.meta.url).pathname;
 const INSTANCE = new URL("../examples/accumulator/instance.ts", import.meta.url);
+const CRASHING = new URL("./_workers/sequence_crash.ts", import.meta.url);
 const PERF_ANALYZER = await findPerfAnalyzer(PYTHON);
 
 interface Answer {
@@ -159,7 +161,7 @@ for (const engine of ENGINES) {
           "9007199254740993": [100, 0, 7, 7],
         };
         const strings = { alpha: [5, 10, 15], beta: [-1, -3, -6] };
-        for (const client of ["http", "grpc", "grpc_stream"]) {
+        for (const client of ["http", "http_sync", "grpc", "grpc_sync", "grpc_stream"]) {
           assert.deepEqual(out[client], integers, client);
           assert.deepEqual(out[`${client}_strings`], strings, `${client} with string IDs`);
         }
@@ -186,8 +188,8 @@ for (const engine of ENGINES) {
         // Every request of a client counts once; the direct strategy's padding does not.
         const stats = await modelStats(triton.urls.http!, "Accumulator");
         const inference = stats.inference_stats as Record<string, { count: number }>;
-        assert.equal(Number(inference.success!.count), 3 * 12);
-        assert.equal(Number(stats.inference_count), 3 * 12);
+        assert.equal(Number(inference.success!.count), 5 * 12);
+        assert.equal(Number(stats.inference_count), 5 * 12);
       },
     });
   }
@@ -339,6 +341,50 @@ for (const engine of ENGINES) {
     assert.equal(
       total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_end: true })),
       8,
+    );
+  });
+
+  Deno.test(`a Worker that crashes mid-batch fails its sequences on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    await triton.bind({
+      modelName: "Accumulator",
+      inferFunc: workers(CRASHING, { count: 1 }),
+      inputs: INPUTS,
+      outputs: OUTPUTS,
+      config: { maxBatchSize: 4, sequenceBatching: accumulatorBatching() },
+      strict: true,
+    });
+    const http = triton.urls.http!;
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 1, sequence_start: true })),
+      1,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 2, { sequence_id: 2, sequence_start: true })),
+      2,
+    );
+    const crashed = await watchdog(
+      send(http, "Accumulator", -1, { sequence_id: 1 }),
+      "the request that crashes the Worker",
+    );
+    assert.notEqual(crashed.status, 200);
+    assert.match(crashed.body.error!, /Instance 0 \(cpu\) of model 'Accumulator' crashed: .*boom/);
+    const lost = await watchdog(
+      send(http, "Accumulator", 1, { sequence_id: 2 }),
+      "the request of the other sequence",
+    );
+    assert.equal(lost.status, 503, JSON.stringify(lost.body));
+    assert.match(
+      lost.body.error!,
+      /^Sequence 2 of model 'Accumulator' was lost: instance 0 \(cpu\) crashed: .*boom.*; start it again \(sequence_start\)$/,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 4, { sequence_id: 2, sequence_start: true })),
+      4,
+    );
+    assert.equal(
+      total(await send(http, "Accumulator", 1, { sequence_id: 2, sequence_end: true })),
+      5,
     );
   });
 

@@ -2,8 +2,9 @@
 
 Driven by tests/sequence_test.ts, which serves the Accumulator (examples/accumulator: a running
 total per sequence, integer correlation IDs) and AccumulatorS (the same with string IDs). Each
-client runs several sequences interleaved, step by step, with every request of a step in flight
-at once: HTTP (async_infer), gRPC (async_infer), and one gRPC stream (async_stream_infer).
+client runs several sequences interleaved, step by step: blocking infer() over HTTP and gRPC
+(the sequences take turns), and with every request of a step in flight at once, HTTP and gRPC
+async_infer and one gRPC stream (async_stream_infer).
 Prints one JSON object: the running totals each client got, by client and sequence ID, the
 error a continued unknown sequence got on each wire, and the Accumulator's sequence_batching as
 gRPC's ModelConfig gives it.
@@ -43,6 +44,28 @@ def x_input(module, value):
     tensor = module.InferInput("x", [1, 1], "INT32")
     tensor.set_data_from_numpy(np.array([[value]], dtype=np.int32))
     return tensor
+
+
+def sync_run(client, module, model, sequences):
+    """Blocking infer() calls, the sequences taking turns request by request."""
+    totals = {}
+    for step in steps(sequences):
+        for sid, value, start, end in step:
+            result = client.infer(
+                model, [x_input(module, value)],
+                sequence_id=sid, sequence_start=start, sequence_end=end,
+            )
+            totals.setdefault(str(sid), []).append(int(result.as_numpy("total")[0][0]))
+    client.close()
+    return totals
+
+
+def http_sync_run(url, model, sequences):
+    return sync_run(httpclient.InferenceServerClient(url), httpclient, model, sequences)
+
+
+def grpc_sync_run(url, model, sequences):
+    return sync_run(grpcclient.InferenceServerClient(url), grpcclient, model, sequences)
 
 
 def http_run(url, model, sequences):
@@ -128,7 +151,9 @@ def main():
     out = {}
     for name, run, url in (
         ("http", http_run, args.http),
+        ("http_sync", http_sync_run, args.http),
         ("grpc", grpc_run, args.grpc),
+        ("grpc_sync", grpc_sync_run, args.grpc),
         ("grpc_stream", grpc_stream_run, args.grpc),
     ):
         out[name] = run(url, "Accumulator", INTEGER_SEQUENCES)
