@@ -1,10 +1,9 @@
 /**
- * Stateful models (sequence batching) on both engines, main thread and Workers: several
- * sequences interleaved through NVIDIA's tritonclient (HTTP and gRPC, blocking and async, one gRPC
- * stream) and
- * perf_analyzer --sequence-length; the errors (unknown sequence, a string ID where integers are
- * declared, a request after the end); the idle timeout freeing a slot for the next sequence; a
- * Worker that dies mid-sequence.
+ * Stateful models (sequence batching) on both engines, main thread and Workers: several sequences
+ * interleaved through NVIDIA's tritonclient (HTTP and gRPC, blocking and async, one gRPC stream)
+ * and perf_analyzer --sequence-length; the errors (unknown sequence, a string ID where integers
+ * are declared, a request after the end); the idle timeout freeing a slot for the next sequence;
+ * implicit state and typed controls; a Worker that is killed or crashes mid-sequence.
  */
 
 import assert from "node:assert/strict";
