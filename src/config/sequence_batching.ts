@@ -500,7 +500,7 @@ export function checkSequenceTensors(
  * @param sequence The model's resolved sequence batching.
  * @returns The kind of ID the model takes.
  *
- * @example
+ * @example A model that takes string IDs
  * ```ts
  * import { declaredIdKind, resolveSequenceBatching } from "./sequence_batching.ts";
  * import assert from "node:assert/strict";

@@ -108,7 +108,7 @@ export function checkSequenceRequest(
  * @param id The request's correlation ID.
  * @returns The INVALID_ARG error.
  *
- * @example
+ * @example The error for a sequence that was never started
  * ```ts
  * import { unknownSequenceError } from "./sequences.ts";
  * import assert from "node:assert/strict";

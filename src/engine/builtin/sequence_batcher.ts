@@ -34,7 +34,7 @@ import type {
 } from "../../config/sequence_batching.ts";
 import { InferenceError } from "../../errors.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
-import { arrayConstructorOf, type NumericDType } from "../../tensor/dtype.ts";
+import { newTypedArray, type NumericDType } from "../../tensor/dtype.ts";
 import { type NDArray, shapeSize } from "../../tensor/ndarray.ts";
 import { showSequenceId } from "../../instances/sequence_states.ts";
 import { SequenceClock, unknownSequenceError } from "../sequences.ts";
@@ -139,8 +139,7 @@ function controlTensor(
 ): NDArray {
   const number = control.falseTrue[value ? 1 : 0];
   const dtype: NumericDType = control.dtype === "bool" ? "bool" : control.dtype;
-  const Data = arrayConstructorOf(dtype) as Int32ArrayConstructor;
-  return { dtype, shape, data: Data.of(number) } as NDArray;
+  return { dtype, shape, data: newTypedArray(dtype, [number]) } as NDArray;
 }
 
 const encoder = new TextEncoder();
@@ -168,14 +167,13 @@ function correlationIdTensor(
   }
 }
 
-/** A tensor of zeros (empty elements for bytes), like `like` or of `dtype` and `shape`. */
+/** A tensor of zeros (empty elements for bytes) of `dtype` and `shape`. */
 function zeros(dtype: NDArray["dtype"], shape: readonly number[]): NDArray {
   const count = shapeSize(shape);
   if (dtype === "bytes") {
     return { dtype, shape, data: Array.from({ length: count }, () => new Uint8Array(0)) };
   }
-  const Data = arrayConstructorOf(dtype) as Int32ArrayConstructor;
-  return { dtype, shape, data: new Data(count) } as NDArray;
+  return { dtype, shape, data: newTypedArray(dtype, count) } as NDArray;
 }
 
 /**
