@@ -7,7 +7,16 @@
  */
 
 import assert from "node:assert/strict";
-import { type BindOptions, type InferFunc, ndarray, type TensorSpec, workers } from "../mod.ts";
+import {
+  type BindOptions,
+  type InferFunc,
+  type NDArray,
+  ndarray,
+  sequenceOf,
+  type TensorSpec,
+  workers,
+} from "../mod.ts";
+import { ModelClient } from "../src/client/mod.ts";
 import { runClient } from "../examples/accumulator/client.ts";
 import {
   accumulate,
@@ -385,6 +394,49 @@ for (const engine of ENGINES) {
       total(await send(http, "Accumulator", 1, { sequence_id: 2, sequence_end: true })),
       5,
     );
+  });
+
+  Deno.test(`a decoupled model keeps its sequences' state over gRPC streams on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    await triton.bind({
+      modelName: "Steps",
+      inputs: INPUTS,
+      outputs: OUTPUTS,
+      config: { decoupled: true, sequenceBatching: accumulatorBatching() },
+      // Two responses per request: the running total, then ten times it (for every request of
+      // the batch at once; the direct strategy's padding adds nothing).
+      inferFunc: async function* (requests): AsyncGenerator<{ total: NDArray<"int32"> }[]> {
+        const totals = requests.map((request) => {
+          const sequence = sequenceOf<number>(request);
+          const total = sequence.ready ? (sequence.state ?? 0) + request.x.data[0]! : 0;
+          sequence.state = total;
+          return total;
+        });
+        for (const factor of [1, 10]) {
+          yield totals.map((total) => ({ total: ndarray(Int32Array.of(total * factor), [1, 1]) }));
+        }
+      },
+    });
+    await using client = new ModelClient(triton.urls.grpc!, "Steps", { initTimeoutS: 30 });
+    const run = async (id: number, values: number[]): Promise<number[]> => {
+      const seen: number[] = [];
+      for (const [index, x] of values.entries()) {
+        const parameters = {
+          sequence_id: id,
+          sequence_start: index === 0,
+          sequence_end: index === values.length - 1,
+        };
+        const stream = client.inferStream({ x: ndarray(Int32Array.of(x), [1]) }, {
+          parameters,
+        });
+        for await (const { total } of stream) seen.push(Number(total!.data[0]));
+      }
+      return seen;
+    };
+    assert.deepEqual(await Promise.all([run(5, [1, 2, 3]), run(6, [10, 20])]), [
+      [1, 10, 3, 30, 6, 60],
+      [10, 100, 30, 300],
+    ]);
   });
 
   Deno.test(`implicit state and typed controls on the ${engine} engine`, async () => {
