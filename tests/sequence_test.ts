@@ -124,6 +124,29 @@ const implicitSum: InferFunc = (requests) =>
     };
   });
 
+/** The outputs of `batchView`: the sequence's total, and what the batch held. */
+const BATCH_VIEW_OUTPUTS: TensorSpec[] = [...OUTPUTS, {
+  name: "batch",
+  dtype: "int32",
+  shape: [2],
+}];
+
+/**
+ * Answers each request with its batch's size and how many of its requests are ready, by the
+ * READY control where it agrees with `request.sequence.ready` (else -1).
+ */
+const batchView: InferFunc = (requests) => {
+  const flags = requests.map((request) => {
+    const control = (request.data.READY!.data as Int32Array)[0]!;
+    return control === Number(request.sequence!.ready) ? control : -1;
+  });
+  const ready = flags.includes(-1) ? -1 : flags.reduce((sum, flag) => sum + flag, 0);
+  return requests.map(() => ({
+    total: ndarray(Int32Array.of(0), [1, 1]),
+    batch: ndarray(Int32Array.of(requests.length, ready), [1, 2]),
+  }));
+};
+
 const UNKNOWN_4242 =
   "inference request for sequence 4242 to model 'Accumulator' must specify the START flag on the first request of the sequence";
 
@@ -437,6 +460,51 @@ for (const engine of ENGINES) {
       [1, 10, 3, 30, 6, 60],
       [10, 100, 30, 300],
     ]);
+  });
+
+  Deno.test(`the direct strategy pads a batch up to its last busy slot on the ${engine} engine`, async () => {
+    await using triton = await startServer({ engine });
+    for (const strategy of ["direct", "oldest"] as const) {
+      await triton.bind({
+        modelName: `Slots_${strategy}`,
+        inferFunc: batchView,
+        inputs: INPUTS,
+        outputs: BATCH_VIEW_OUTPUTS,
+        config: {
+          maxBatchSize: 2,
+          sequenceBatching: { strategy, controls: { ready: { name: "READY" } } },
+        },
+        strict: true,
+      });
+    }
+    const http = triton.urls.http!;
+    // One request at a time: sequence 1 takes slot 0, sequence 2 slot 1. With `direct`, a batch
+    // holds the slots up to the last one with a request, the others padded with not-ready
+    // requests; `oldest` batches only requests.
+    const order: [number, Record<string, boolean>][] = [
+      [1, { sequence_start: true }],
+      [2, { sequence_start: true }],
+      [1, {}],
+      [2, {}],
+      [2, { sequence_end: true }],
+      [1, { sequence_end: true }],
+    ];
+    for (const strategy of ["direct", "oldest"] as const) {
+      const seen: number[][] = [];
+      for (const [id, flags] of order) {
+        const answer = await send(http, `Slots_${strategy}`, id, { sequence_id: id, ...flags });
+        assert.equal(answer.status, 200, JSON.stringify(answer.body));
+        seen.push(answer.body.outputs!.find((output) => output.name === "batch")!.data);
+      }
+      // [requests in the batch, of which ready (READY control and sequence.ready agree)].
+      assert.deepEqual(
+        seen,
+        strategy === "direct"
+          ? [[1, 1], [2, 1], [1, 1], [2, 1], [2, 1], [1, 1]]
+          : [[1, 1], [1, 1], [1, 1], [1, 1], [1, 1], [1, 1]],
+        strategy,
+      );
+    }
   });
 
   Deno.test(`implicit state and typed controls on the ${engine} engine`, async () => {
