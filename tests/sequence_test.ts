@@ -504,6 +504,19 @@ for (const engine of ENGINES) {
           : [[1, 1], [1, 1], [1, 1], [1, 1], [1, 1], [1, 1]],
         strategy,
       );
+      const stats = await modelStats(http, `Slots_${strategy}`);
+      // As Triton counts them: each request of a client once (inference_count, successes), each
+      // batch once by its size with the padding (batch_stats).
+      assert.deepEqual(
+        [
+          stats.inference_count,
+          stats.execution_count,
+          Number((stats.inference_stats as Record<string, { count: number }>).success!.count),
+          (stats.batch_stats as { batch_size: number; compute_infer: { count: number } }[])
+            .map((entry) => [entry.batch_size, Number(entry.compute_infer.count)]),
+        ],
+        [6, 6, 6, strategy === "direct" ? [[1, 3], [2, 3]] : [[1, 6]]],
+      );
     }
   });
 
