@@ -517,6 +517,13 @@ for (const engine of ENGINES) {
         ],
         [6, 6, 6, strategy === "direct" ? [[1, 3], [2, 3]] : [[1, 6]]],
       );
+      const metrics = await (await fetch(`${triton.urls.metrics}/metrics`)).text();
+      for (const name of ["nv_inference_count", "nv_inference_exec_count"]) {
+        assert.ok(
+          metrics.includes(`${name}{model="Slots_${strategy}",version="1"} 6\n`),
+          `${name} of Slots_${strategy}:\n${metrics}`,
+        );
+      }
     }
   });
 
