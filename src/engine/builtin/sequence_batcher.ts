@@ -186,6 +186,7 @@ function zeros(dtype: NDArray["dtype"], shape: readonly number[]): NDArray {
  * import { MainThreadInstances } from "../../instances/main_thread.ts";
  * import { resolveModelConfig } from "../../config/model_config.ts";
  * import { ndarray } from "../../tensor/ndarray.ts";
+ * import { hostTensor } from "../../tensor/device_tensor.ts";
  * import assert from "node:assert/strict";
  *
  * const model = {
@@ -213,7 +214,7 @@ function zeros(dtype: NDArray["dtype"], shape: readonly number[]): NDArray {
  *       },
  *       sequence: { id, start, end },
  *       controller, batchSize: 1, shapeKey: "x", arrival: performance.now(),
- *       sink: { result: (r) => resolve(r.y!.data[0] as number), end() {}, error: reject },
+ *       sink: { result: (r) => resolve(hostTensor(r.y!, "y").data[0] as number), end() {}, error: reject },
  *     });
  *   });
  * assert.deepEqual(await Promise.all([send(1n, 1, true), send(2n, 10, true)]), [1, 10]);
