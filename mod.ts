@@ -152,11 +152,14 @@ export type {
   ModelRef,
   ParameterValue,
   Request,
+  Sequence,
+  SequenceRequest,
   SpecName,
   TensorOf,
   Tensors,
   TensorsOf,
 } from "./src/callable/types.ts";
+export { sequenceOf } from "./src/callable/sequence.ts";
 export { inferRequest, type InferRequestOptions } from "./src/callable/request.ts";
 export {
   Metric,
@@ -190,6 +193,20 @@ export type {
   TimeoutAction,
   WarmupInput,
 } from "./src/config/model_config.ts";
+export type {
+  ControlDType,
+  CorrelationIdControl,
+  CorrelationIdDType,
+  ImplicitState,
+  ResolvedImplicitState,
+  ResolvedSequenceBatching,
+  ResolvedSequenceControl,
+  SequenceBatching,
+  SequenceControl,
+  SequenceControls,
+  SequenceId,
+  SequenceStrategy,
+} from "./src/config/sequence_batching.ts";
 export type {
   GrpcCompressionLevel,
   ResolvedTritonConfig,

@@ -51,6 +51,7 @@ typedef struct TRITONBACKEND_Response TRITONBACKEND_Response;
 typedef struct TRITONBACKEND_ResponseFactory TRITONBACKEND_ResponseFactory;
 typedef struct TRITONBACKEND_Input TRITONBACKEND_Input;
 typedef struct TRITONBACKEND_Output TRITONBACKEND_Output;
+typedef struct TRITONBACKEND_State TRITONBACKEND_State;
 
 /* Enum values of the 24.10 headers (all passed as 32-bit ints). */
 enum {
@@ -67,6 +68,9 @@ enum { DT_MEM_CPU = 0, DT_MEM_CPU_PINNED = 1, DT_MEM_GPU = 2 };
 enum { DT_PARAM_STRING = 0, DT_PARAM_INT = 1, DT_PARAM_BOOL = 2, DT_PARAM_DOUBLE = 3, DT_PARAM_BYTES = 4 };
 enum { DT_RELEASE_ALL = 1 };
 enum { DT_RESPONSE_FINAL = 1 };
+enum { DT_SEQUENCE_START = 1, DT_SEQUENCE_END = 2 };
+/* How packed descriptions carry a correlation ID: none, a uint64, or a string. */
+enum { DT_CORRID_NONE = 0, DT_CORRID_UINT = 1, DT_CORRID_STRING = 2 };
 
 /* ---- Core prototypes (TRITONSERVER_*) ------------------------------------------------------ */
 
@@ -123,6 +127,12 @@ extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetPriorityUInt64(
     TRITONSERVER_InferenceRequest* request, uint64_t priority);
 extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetTimeoutMicroseconds(
     TRITONSERVER_InferenceRequest* request, uint64_t timeout_us);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetFlags(
+    TRITONSERVER_InferenceRequest* request, uint32_t flags);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationId(
+    TRITONSERVER_InferenceRequest* request, uint64_t correlation_id);
+extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestSetCorrelationIdString(
+    TRITONSERVER_InferenceRequest* request, const char* correlation_id);
 extern TRITONSERVER_Error* TRITONSERVER_InferenceRequestAddInput(
     TRITONSERVER_InferenceRequest* request, const char* name, int datatype, const int64_t* shape,
     uint64_t dim_count);
@@ -179,6 +189,11 @@ extern TRITONSERVER_Error* TRITONBACKEND_RequestTrace(TRITONBACKEND_Request* req
                                                       TRITONSERVER_InferenceTrace** trace);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestIsCancelled(
     TRITONBACKEND_Request* request, bool* is_cancelled);
+extern TRITONSERVER_Error* TRITONBACKEND_RequestFlags(TRITONBACKEND_Request* request, uint32_t* flags);
+extern TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationId(
+    TRITONBACKEND_Request* request, uint64_t* id);
+extern TRITONSERVER_Error* TRITONBACKEND_RequestCorrelationIdString(
+    TRITONBACKEND_Request* request, const char** id);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestParameterCount(
     TRITONBACKEND_Request* request, uint32_t* count);
 extern TRITONSERVER_Error* TRITONBACKEND_RequestParameter(
@@ -218,6 +233,13 @@ extern TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(
     int64_t* memory_type_id);
 extern TRITONSERVER_Error* TRITONBACKEND_ResponseSend(
     TRITONBACKEND_Response* response, uint32_t send_flags, TRITONSERVER_Error* error);
+extern TRITONSERVER_Error* TRITONBACKEND_StateNew(
+    TRITONBACKEND_State** state, TRITONBACKEND_Request* request, const char* name, int datatype,
+    const int64_t* shape, uint32_t dims_count);
+extern TRITONSERVER_Error* TRITONBACKEND_StateBuffer(
+    TRITONBACKEND_State* state, void** buffer, uint64_t buffer_byte_size, int* memory_type,
+    int64_t* memory_type_id);
+extern TRITONSERVER_Error* TRITONBACKEND_StateUpdate(TRITONBACKEND_State* state);
 extern TRITONSERVER_Error* TRITONBACKEND_ModelInstanceReportStatistics(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request* request, bool success,
     uint64_t exec_start_ns, uint64_t compute_start_ns, uint64_t compute_end_ns,

@@ -254,6 +254,32 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
   out_str(o, id);
   out_u32(o, cancelled ? 1 : 0);
   out_u64(o, trace_id);
+  /* The sequence: its flags and correlation ID (a uint64, else a string). The sequence batcher's
+     padding requests (direct strategy) have neither, and READY false among their inputs. */
+  uint32_t flags = 0;
+  err = TRITONBACKEND_RequestFlags(request, &flags);
+  if (err) {
+    TRITONSERVER_ErrorDelete(err);
+    flags = 0;
+  }
+  out_u32(o, flags);
+  uint64_t corrid = 0;
+  err = TRITONBACKEND_RequestCorrelationId(request, &corrid);
+  if (!err) {
+    out_u32(o, DT_CORRID_UINT);
+    out_u64(o, corrid);
+  } else {
+    TRITONSERVER_ErrorDelete(err);
+    const char* corrid_string = NULL;
+    err = TRITONBACKEND_RequestCorrelationIdString(request, &corrid_string);
+    if (err) {
+      TRITONSERVER_ErrorDelete(err);
+      out_u32(o, DT_CORRID_NONE);
+    } else {
+      out_u32(o, DT_CORRID_STRING);
+      out_str(o, corrid_string ? corrid_string : "");
+    }
+  }
   uint32_t n = 0;
   err = TRITONBACKEND_RequestParameterCount(request, &n);
   if (err) {
@@ -378,7 +404,8 @@ static void describe_request(dt_slot* s, uint32_t r, dt_out* o) {
  * Describes the batch JS took from a slot into `out` (`cap` bytes) and returns the size the
  * description needs (0 when the slot has no taken batch); when that is more than `cap`, the
  * caller calls again with a bigger buffer. Layout (little-endian, see dt_abi.h for strings and
- * parameters): u32 request count, then per request: id, u32 cancelled, u32 parameter count and
+ * parameters): u32 request count, then per request: id, u32 cancelled, u64 trace id (0: none), u32 sequence flags, the
+ * correlation ID (u32 kind: 0 none, 1 a u64 follows, 2 a string follows), u32 parameter count and
  * the parameters (name, value), u32 input count and the inputs (name, u32 datatype, u32 in GPU
  * memory (2: in several GPU chunks, not described), i64 device, u32 dims, i64 shape[dims], u64
  * address, u64 byte size), u32 output count and the requested output names. The input memory
@@ -450,13 +477,42 @@ DT_EXPORT const char* dt_slot_error(uint64_t id, uint32_t index) {
 /**
  * `dt_output` flags: the client's allocator may keep `data` as the output's buffer (LEND); the
  * result is in GPU memory at `device_data` on device `device_id`, and `data` is not read
- * (DEVICE).
+ * (DEVICE); the tensor is the request's next implicit state (`sequence_batching.state`), not an
+ * output (STATE).
  */
-enum { DT_OUTPUT_LEND = 1, DT_OUTPUT_DEVICE = 2 };
+enum { DT_OUTPUT_LEND = 1, DT_OUTPUT_DEVICE = 2, DT_OUTPUT_STATE = 4 };
 /** `dt_output` failed after the allocator took `data`: it stays lent until the response goes. */
 enum { DT_OUTPUT_FAILED_LENT = -98 };
 /** `dt_output` left the copy to the caller: into `out[0]`, memory type `out[1]`, id `out[2]`. */
 enum { DT_OUTPUT_CALLER_COPIES = 2 };
+
+/*
+ * Writes the next implicit state of a request's sequence (Triton's `sequence_batching.state`):
+ * the core keeps it on the sequence's slot and hands it to the sequence's next request as the
+ * state's input. The state's memory is the core's (CPU), so the bytes are copied.
+ */
+static int32_t write_state(dt_slot* s, uint32_t request, const char* name, int32_t datatype,
+                           const int64_t* shape, uint32_t dims, const void* data,
+                           uint64_t byte_size) {
+  TRITONBACKEND_State* state = NULL;
+  TRITONSERVER_Error* err =
+      TRITONBACKEND_StateNew(&state, s->requests[request], name, datatype, shape, dims);
+  if (err) return slot_fail(s, err);
+  void* buffer = NULL;
+  int mem = DT_MEM_CPU;
+  int64_t mem_id = 0;
+  err = TRITONBACKEND_StateBuffer(state, &buffer, byte_size, &mem, &mem_id);
+  if (err) return slot_fail(s, err);
+  if (mem == DT_MEM_GPU) {
+    snprintf(s->error, sizeof s->error,
+             "Cannot write state '%s': the core gave GPU memory for it", name);
+    return -DT_CODE_UNSUPPORTED;
+  }
+  if (byte_size > 0) memcpy(buffer, data, (size_t)byte_size);
+  err = TRITONBACKEND_StateUpdate(state);
+  if (err) return slot_fail(s, err);
+  return 0;
+}
 
 /**
  * Adds output `name` to the open response of request `request`, takes its buffer from the
@@ -466,8 +522,9 @@ enum { DT_OUTPUT_CALLER_COPIES = 2 };
  * (`device_data` on `device_id`, asked for as GPU memory on that device), and whenever the
  * result or the buffer is in GPU memory (a client's CUDA region) nothing is copied here: the
  * buffer's address, memory type and id go into `out[0..2]` and JS copies through the CUDA driver
- * (this library links no CUDA). Returns 1 when `data` became the buffer, 0 when it was copied,
- * DT_OUTPUT_CALLER_COPIES, or a negative Triton error code (message in `dt_slot_error`); -100 for
+ * (this library links no CUDA). With DT_OUTPUT_STATE (host memory only), the tensor becomes the
+ * request's next implicit state instead (see write_state). Returns 1 when `data` became the
+ * buffer, 0 when it was copied, DT_OUTPUT_CALLER_COPIES, or a negative Triton error code (message in `dt_slot_error`); -100 for
  * UNKNOWN, -99 for a bad slot, DT_OUTPUT_FAILED_LENT when the core failed after taking `data`.
  */
 DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const char* name,
@@ -477,6 +534,8 @@ DT_EXPORT int32_t dt_output(uint64_t id, uint32_t index, uint32_t request, const
   dt_slot* s = taken_slot(id, index, request);
   if (!s) return -99;
   if (!s->compute_end) s->compute_end = now_ns();
+  if (flags & DT_OUTPUT_STATE) return write_state(s, request, name, datatype, shape, dims, data,
+                                                  byte_size);
   TRITONBACKEND_Response* response = NULL;
   TRITONSERVER_Error* err = open_response(s, request, &response);
   if (err) return slot_fail(s, err);

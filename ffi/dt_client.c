@@ -516,10 +516,29 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
   const char* id = rd_str(r);
   uint64_t priority = rd_u64(r);
   uint64_t timeout_us = rd_u64(r);
+  /* The sequence: START/END flags and the correlation ID (none, a uint64 or a string). */
+  uint32_t flags = rd_u32(r);
+  uint32_t corrid_kind = rd_u32(r);
+  uint64_t corrid = 0;
+  const char* corrid_string = "";
+  if (corrid_kind == DT_CORRID_UINT) corrid = rd_u64(r);
+  else if (corrid_kind == DT_CORRID_STRING) corrid_string = rd_str(r);
+  else if (corrid_kind != DT_CORRID_NONE) r->bad = 1;
   uint32_t inputs = rd_u32(r), outputs = rd_u32(r), params = rd_u32(r);
   if (r->bad) return NULL;
   if (*id) {
     err = TRITONSERVER_InferenceRequestSetId(request, id);
+    if (err) return err;
+  }
+  if (flags) {
+    err = TRITONSERVER_InferenceRequestSetFlags(request, flags);
+    if (err) return err;
+  }
+  if (corrid_kind == DT_CORRID_UINT) {
+    err = TRITONSERVER_InferenceRequestSetCorrelationId(request, corrid);
+    if (err) return err;
+  } else if (corrid_kind == DT_CORRID_STRING) {
+    err = TRITONSERVER_InferenceRequestSetCorrelationIdString(request, corrid_string);
     if (err) return err;
   }
   for (uint32_t i = 0; i < inputs && !r->bad; ++i) {
@@ -587,7 +606,8 @@ static TRITONSERVER_Error* build_request(TRITONSERVER_InferenceRequest* request,
 
 /**
  * Builds a request from the packed description `packed` (`length` bytes; the layout is written
- * by src/engine/native/request.ts: model name, version, id, priority, timeout, then the inputs
+ * by src/engine/native/request.ts: model name, version, id, priority, timeout, the sequence flags
+ * (u32) and correlation ID (u32 kind: 0 none, 1 a u64 follows, 2 a string follows), then the inputs
  * with their data addresses, the requested outputs, the typed parameters and the address of the
  * table of bound output buffers, which must outlive the last response), routes its events to the
  * queue under `tag` and submits it. The description ends with a u32 trace level (0: not traced;

@@ -16,6 +16,7 @@ import type {
 } from "./callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "./config/model_config.ts";
 import { resolveTensorSpecs, type TensorSpec } from "./config/tensor_spec.ts";
+import { checkSequenceTensors } from "./config/sequence_batching.ts";
 import type { ModelDefinition } from "./engine/engine.ts";
 import { TritonBadParameterError, TritonValidationError } from "./errors.ts";
 import type { InstanceProvider } from "./instances/instance.ts";
@@ -186,6 +187,9 @@ export function modelDefinitionOf(
   const outputs = resolveTensorSpecs(options.outputs, "output");
   if (options.inferFunc instanceof EnsembleSteps) {
     return ensembleDefinitionOf(options, options.inferFunc, { name, version, inputs, outputs });
+  }
+  if (config.sequenceBatching !== undefined) {
+    checkSequenceTensors(name, config.sequenceBatching, inputs, outputs);
   }
   const openai = options.openai === undefined
     ? undefined

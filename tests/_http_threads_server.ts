@@ -11,6 +11,7 @@
 
 import { batch, type NDArray, ndarray, Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
+import { bindAccumulator } from "../examples/accumulator/model.ts";
 import { bindParamsAndHeaders, HEADER_PATTERN } from "../examples/parameters_headers/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { lentCount } from "../src/engine/native/tensors.ts";
@@ -32,6 +33,7 @@ const triton = new Triton({
 });
 await bindAddSub(triton);
 await bindParamsAndHeaders(triton);
+await bindAccumulator(triton);
 triton.bind({
   modelName: "Upper",
   inferFunc: batch(({ text }: { text: NDArray<"bytes"> }) => ({

@@ -18,6 +18,8 @@ import { runClient as linearGpuClient } from "../examples/linear_gpu/client.ts";
 import { cublasCandidates } from "../examples/linear_gpu/cublas.ts";
 import { bindStreaming } from "../examples/streaming/model.ts";
 import { runClient as streamingClient } from "../examples/streaming/client.ts";
+import { bindAccumulator } from "../examples/accumulator/model.ts";
+import { runClient as accumulatorClient } from "../examples/accumulator/client.ts";
 
 const decoder = new TextDecoder();
 
@@ -36,6 +38,7 @@ for (const engine of ENGINES) {
     await bindMultipliers(triton);
     await bindParamsAndHeaders(triton);
     await bindStreaming(triton);
+    await bindAccumulator(triton);
     const urls = [triton.urls.http!, ...(triton.urls.grpc ? [triton.urls.grpc] : [])];
     for (const url of urls) {
       const protocol = url.split(":")[0];
@@ -68,6 +71,13 @@ for (const engine of ENGINES) {
         assert.deepEqual(tokens, ["upon", "a", "time", "there", "was", "a"]);
         assert.deepEqual(arrived, tokens);
         assert.deepEqual(await streamingClient(url, "hello"), ["world", "."]);
+      });
+      await t.step(`accumulator over ${protocol}`, async () => {
+        assert.deepEqual(await accumulatorClient(url), {
+          1001: [1, 3, 6, 10],
+          1002: [10, 30, 60, 100],
+          1003: [100, 0, 7, 7],
+        });
       });
     }
   });

@@ -166,7 +166,8 @@ for engine in $engines; do
     pa=$logs/perf_${engine}_$protocol.log
     timeout 60 "$perf_analyzer" -m Identity -u "$url" -i "$protocol" --shape x:1024 \
       --shared-memory cuda --output-shared-memory-size 4096 --concurrency-range 1:2 \
-      --measurement-mode count_windows --measurement-request-count 100 --max-trials 3 \
+      --measurement-mode count_windows --measurement-request-count 1000 --max-trials 10 \
+      --stability-percentage 25 \
       >"$pa" 2>&1
     code=$?
     grep -E "Concurrency: [0-9]+, throughput" "$pa" | sed "s/^/FIGURE perf_analyzer $engine $protocol: /"

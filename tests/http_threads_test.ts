@@ -122,6 +122,31 @@ const ADD_SUB_REPLY = {
 };
 
 /** The same checks, each on several connections of its own. */
+/**
+ * Three sequences of the Accumulator, interleaved, each request on a connection of its own (so
+ * the threads take them in turn; sequence models are served through the main isolate, whose
+ * engine keeps their clocks): each gets its own running totals.
+ */
+async function checkSequences(url: string): Promise<void> {
+  const totals: Record<number, number[]> = { 1: [], 2: [], 3: [] };
+  for (let step = 0; step < 4; step++) {
+    await Promise.all([1, 2, 3].map(async (id) => {
+      const response = await send(`${url}/v2/models/Accumulator/infer`, {
+        method: "POST",
+        headers: TOKEN,
+        body: JSON.stringify({
+          inputs: [{ name: "x", datatype: "INT32", shape: [1, 1], data: [id * (step + 1)] }],
+          parameters: { sequence_id: id, sequence_start: step === 0, sequence_end: step === 3 },
+        }),
+      });
+      const body = await response.json();
+      assert.equal(response.status, 200, JSON.stringify(body));
+      totals[id]!.push(body.outputs[0].data[0]);
+    }));
+  }
+  assert.deepEqual(totals, { 1: [1, 3, 6, 10], 2: [2, 6, 12, 20], 3: [3, 9, 18, 30] });
+}
+
 async function checkServer(url: string): Promise<void> {
   const infer = `${url}/v2/models/AddSub/infer`;
   for (let round = 0; round < 8; round++) {
@@ -262,6 +287,7 @@ async function checkServer(url: string): Promise<void> {
     });
     assert.equal(index.status, 200);
     assert.deepEqual(await index.json(), [
+      { name: "Accumulator", version: "1", state: "READY" },
       { name: "AddSub", version: "1", state: "READY" },
       { name: "Big", version: "1", state: "READY" },
       { name: "ParamsAndHeaders", version: "1", state: "READY" },
@@ -347,6 +373,7 @@ for (const engine of ENGINES) {
     try {
       const { url } = JSON.parse(firstLine) as { url: string };
       await watchdog(checkServer(url), "the requests");
+      await watchdog(checkSequences(url), "the sequences");
       await watchdog(checkUnloaded(url), "the requests after an unload");
     } finally {
       await child.stdin.close();

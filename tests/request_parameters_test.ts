@@ -82,7 +82,7 @@ function grpcParameters(values: Record<string, Value>): Record<string, InferPara
 }
 
 for (const engine of ENGINES) {
-  Deno.test(`Non-zero sequence parameters are checked and dropped on HTTP and gRPC [${engine}]`, async () => {
+  Deno.test(`Sequence parameters are checked, and a model without sequence batching ignores them, on HTTP and gRPC [${engine}]`, async () => {
     await using server = await startParametersServer(engine);
     using client = new TestGrpcClient(server.urls.grpc!, { deadlineMs: 20_000 });
     const sequence = { sequence_id: 7, sequence_start: true, sequence_end: false, k: "v" };
@@ -103,12 +103,12 @@ for (const engine of ENGINES) {
     assert.deepEqual(await viaHttp(server, { sequence_id: true }), {
       status: 400,
       error:
-        "Invalid request parameter 'sequence_id': expected a non-negative integer or a string, got true",
+        "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got true",
     });
     await rejectsWith(
       viaGrpc(client, { sequence_id: { bool_param: true } }),
       grpc.status.INVALID_ARGUMENT,
-      "Invalid request parameter 'sequence_id': expected a non-negative integer or a string, got bool_param true",
+      "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got bool_param true",
     );
   });
 }

@@ -101,6 +101,7 @@ Deno.test("callInfer() hands over each input as a property too, except those nam
     "data",
     "parameters",
     "requestedOutputNames",
+    "sequence",
     "signal",
   ]);
 });

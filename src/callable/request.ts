@@ -12,6 +12,7 @@ import type {
   InferRequest,
   InferRequestFields,
   ParameterValue,
+  Sequence,
   Tensors,
 } from "./types.ts";
 
@@ -41,12 +42,18 @@ export interface InferRequestOptions {
    * @default {undefined}
    */
   parent?: CallParent;
+  /**
+   * The request's sequence (a model with sequence batching).
+   *
+   * @default {undefined}
+   */
+  sequence?: Sequence;
 }
 
 /**
  * Builds a request as a callable receives it, e.g. to unit-test a callable: the inputs are in
- * `data` and, except those named `data`, `parameters`, `requestedOutputNames` or `signal`, also
- * properties of the request itself.
+ * `data` and, except those named `data`, `parameters`, `requestedOutputNames`, `signal` or
+ * `sequence`, also properties of the request itself.
  *
  * @typeParam I The inputs.
  * @param data The input tensors by name (with batching, axis 0 is the request's batch); host
@@ -79,6 +86,8 @@ export function inferRequest<I extends AnyTensors>(
     parameters: options.parameters ?? {},
     requestedOutputNames: options.requestedOutputNames ?? [],
     signal: options.signal ?? new AbortController().signal,
+    // Always set, so that an input named `sequence` is only in `data`, as the type says.
+    sequence: options.sequence,
   };
   if (options.parent !== undefined) request["parent"] = options.parent;
   else delete request["parent"]; // an input named `parent` stays only in `data` too

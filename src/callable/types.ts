@@ -6,6 +6,7 @@
 
 import type { ModelInfo } from "../config/model_info.ts";
 import type { ModelMetrics } from "./metrics.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
 import type { TensorSpec } from "../config/tensor_spec.ts";
 import type { DTypeOf, NumericDType } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
@@ -92,6 +93,40 @@ export type TensorsOf<S extends readonly TensorSpec[]> = string extends SpecName
  */
 export type SpecName<P> = P extends { readonly name: infer N extends string } ? N : string;
 
+/**
+ * What a request says of its sequence: the KServe parameters `sequence_id`, `sequence_start` and
+ * `sequence_end` (tritonclient's `infer(..., sequence_id=, sequence_start=, sequence_end=)`).
+ */
+export interface SequenceRequest {
+  /** The correlation ID: an unsigned 64-bit integer or a string; `0n` or `""` when none. */
+  readonly id: SequenceId;
+  /** The first request of the sequence (a running sequence with this ID starts over). */
+  readonly start: boolean;
+  /** The last request of the sequence. */
+  readonly end: boolean;
+}
+
+/**
+ * A request's place in its sequence, as the callable of a model with sequence batching sees it
+ * (`request.sequence`; read it typed with `sequenceOf<S>(request)`), and the sequence's state.
+ *
+ * @typeParam S What the callable keeps per sequence.
+ */
+export interface Sequence<S = unknown> extends SequenceRequest {
+  /**
+   * False for a padding request of the direct strategy: it holds no sequence's data (its inputs
+   * are zeros, its `id` is none) and its results are dropped. True for every other request.
+   */
+  readonly ready: boolean;
+  /**
+   * What the callable keeps for this sequence until its next request: `undefined` at its start,
+   * then whatever the callable set. It lives on the instance that runs the sequence (in its
+   * Worker for `workers()`), and is dropped when the sequence ends, times out, or its instance
+   * restarts. Setting it on a padding request does nothing.
+   */
+  state: S | undefined;
+}
+
 /** The fields every request has, beside its inputs. */
 export interface InferRequestFields<I = Tensors> {
   /**
@@ -110,12 +145,17 @@ export interface InferRequestFields<I = Tensors> {
    * ensemble's step); `undefined` for a client's request.
    */
   readonly parent?: CallParent;
+  /**
+   * The request's sequence, for a model with sequence batching (`undefined` for other models and
+   * during warm-up).
+   */
+  readonly sequence?: Sequence;
 }
 
 /**
  * The inputs of a typed request as its own properties (`request.x` beside `request.data.x`,
  * like PyTriton's `request["x"]`). Inputs named like a request field (`data`, `parameters`, `parent`,
- * `requestedOutputNames`, `signal`) are only in `data`; untyped requests have none.
+ * `requestedOutputNames`, `signal`, `sequence`) are only in `data`; untyped requests have none.
  *
  * @typeParam I The inputs.
  */

@@ -223,6 +223,18 @@ export function validateResults(
   }
   const batching = model.config.batching;
   const declared = new Map(model.outputs.map((spec) => [spec.name, spec]));
+  // Implicit states (sequence batching) come back as outputs of their own, checked like declared
+  // outputs and always kept: the engine takes them as the sequences' next states.
+  const states = new Set<string>();
+  for (const state of model.config.sequenceBatching?.states ?? []) {
+    states.add(state.outputName);
+    declared.set(state.outputName, {
+      name: state.outputName,
+      dtype: state.dtype,
+      shape: state.shape,
+      optional: false,
+    });
+  }
   return results.map((entry: unknown, index) => {
     // A request given back as its result (PyTriton's identity, `requests => requests`): its inputs
     // are the outputs.
@@ -298,7 +310,7 @@ export function validateResults(
         }
         array = convertNumeric(model, name, array, spec.dtype);
       }
-      if (!requested.has(name)) continue;
+      if (!requested.has(name) && !states.has(name)) continue;
       cleaned[name] = array;
     }
     return cleaned;

@@ -9,6 +9,11 @@
 import { isNonNegativeInteger } from "../json_values.ts";
 import { TritonBadParameterError } from "../errors.ts";
 import type { DTypeLike } from "../tensor/dtype.ts";
+import {
+  type ResolvedSequenceBatching,
+  resolveSequenceBatching,
+  type SequenceBatching,
+} from "./sequence_batching.ts";
 
 /** What the queue does with a request whose queue timeout expired. */
 export type TimeoutAction = "REJECT" | "DELAY";
@@ -150,6 +155,15 @@ export interface ModelConfig {
    */
   batcher?: DynamicBatcher;
   /**
+   * Sequence batching for a stateful model (Triton's `sequence_batching`): the requests of one
+   * sequence (`sequence_id`) run in order on one instance, and the callable learns from
+   * `request.sequence` and the control inputs which request starts, ends or is ready. It takes
+   * the place of the dynamic batcher, so `batcher` must be left out.
+   *
+   * @default {undefined}
+   */
+  sequenceBatching?: SequenceBatching;
+  /**
    * Cache responses of identical requests (needs a server cache size).
    *
    * @default {false}
@@ -219,6 +233,8 @@ export interface ResolvedModelConfig {
   readonly maxBatchSize: number;
   /** See {@linkcode ModelConfig.batcher}. */
   readonly batcher: ResolvedDynamicBatcher;
+  /** See {@linkcode ModelConfig.sequenceBatching}; `undefined` for a model without it. */
+  readonly sequenceBatching: ResolvedSequenceBatching | undefined;
   /** See {@linkcode ModelConfig.responseCache}. */
   readonly responseCache: boolean;
   /** See {@linkcode ModelConfig.decoupled}. */
@@ -348,6 +364,22 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
       "Invalid model config: responseCache cannot be enabled for a decoupled model",
     );
   }
+  const sequenceBatching = config.sequenceBatching === undefined
+    ? undefined
+    : resolveSequenceBatching(config.sequenceBatching, { maxBatchSize });
+  if (sequenceBatching !== undefined) {
+    // One scheduler per model in Triton: dynamic_batching and sequence_batching are a oneof.
+    if (config.batcher !== undefined) {
+      throw new TritonBadParameterError(
+        "Invalid model config: batcher and sequenceBatching cannot both be set (a model has one scheduler: the sequence batcher takes the place of the dynamic batcher)",
+      );
+    }
+    if (responseCache) {
+      throw new TritonBadParameterError(
+        "Invalid model config: responseCache cannot be enabled with sequenceBatching",
+      );
+    }
+  }
   const warmup = [...(config.warmup ?? [])];
   for (const stage of warmup) {
     if (!Number.isInteger(stage.batchSize) || stage.batchSize < 1) {
@@ -396,6 +428,7 @@ export function resolveModelConfig(config: ModelConfig = {}): ResolvedModelConfi
       hasDefaultQueuePolicy: batcher.defaultQueuePolicy !== undefined,
       priorityQueuePolicy,
     },
+    sequenceBatching,
     responseCache,
     decoupled,
     warmup,

@@ -9,6 +9,7 @@
 
 import { configName, toDType } from "../tensor/dtype.ts";
 import type { ModelWarmup, ResolvedQueuePolicy } from "./model_config.ts";
+import type { ResolvedSequenceBatching, ResolvedSequenceControl } from "./sequence_batching.ts";
 import type { ResolvedTensorSpec } from "./tensor_spec.ts";
 import { placeInstances } from "../gpu/devices.ts";
 import { ensembleSchedulingJson } from "./ensemble.ts";
@@ -113,6 +114,101 @@ function tensorJson(
   return json;
 }
 
+const CONTROL_KINDS = {
+  start: "CONTROL_SEQUENCE_START",
+  end: "CONTROL_SEQUENCE_END",
+  ready: "CONTROL_SEQUENCE_READY",
+} as const;
+
+const FALSE_TRUE_FIELDS = {
+  int32: "int32_false_true",
+  float32: "fp32_false_true",
+  bool: "bool_false_true",
+} as const;
+
+function controlJson(
+  kind: keyof typeof CONTROL_KINDS,
+  control: ResolvedSequenceControl,
+  normalized: boolean,
+): Record<string, unknown> {
+  const values = control.dtype === "bool" ? control.falseTrue.map(Boolean) : [...control.falseTrue];
+  const entry: Record<string, unknown> = { kind: CONTROL_KINDS[kind] };
+  if (normalized) {
+    // Triton prints every field of the message, the unset lists empty.
+    Object.assign(entry, { int32_false_true: [], fp32_false_true: [], bool_false_true: [] });
+  }
+  entry[FALSE_TRUE_FIELDS[control.dtype]] = values;
+  if (normalized) entry["data_type"] = "TYPE_INVALID";
+  return { name: control.name, control: [entry] };
+}
+
+/** Triton's `ModelSequenceBatching`; implicit states start as zeros (an `initial_state`). */
+function sequenceBatchingJson(
+  sequence: ResolvedSequenceBatching,
+  maxBatchSize: number,
+  normalized: boolean,
+): Record<string, unknown> {
+  const controls: Record<string, unknown>[] = [];
+  for (const kind of ["start", "end", "ready"] as const) {
+    const control = sequence[kind];
+    if (control !== undefined) controls.push(controlJson(kind, control, normalized));
+  }
+  const corrid = sequence.correlationId;
+  if (corrid !== undefined) {
+    const control: Record<string, unknown> = { kind: "CONTROL_SEQUENCE_CORRID" };
+    if (normalized) {
+      Object.assign(control, { int32_false_true: [], fp32_false_true: [], bool_false_true: [] });
+    }
+    control["data_type"] = configName(corrid.dtype);
+    controls.push({ name: corrid.name, control: [control] });
+  }
+  // In the order the core prints them: the strategy first.
+  const json: Record<string, unknown> = {};
+  if (sequence.strategy === "oldest") {
+    // The core fills in `[max_batch_size]` for no preferred size, as for the dynamic batcher.
+    const preferred = normalized && sequence.preferredBatchSize.length === 0 && maxBatchSize > 0
+      ? [maxBatchSize]
+      : sequence.preferredBatchSize;
+    json["oldest"] = {
+      max_candidate_sequences: sequence.maxCandidateSequences,
+      preferred_batch_size: [...preferred],
+      max_queue_delay_microseconds: sequence.maxQueueDelayMicroseconds,
+      preserve_ordering: sequence.preserveOrdering,
+    };
+  } else {
+    json["direct"] = {
+      max_queue_delay_microseconds: sequence.maxQueueDelayMicroseconds,
+      minimum_slot_utilization: sequence.minimumSlotUtilization,
+    };
+  }
+  json["max_sequence_idle_microseconds"] = sequence.maxSequenceIdleMicroseconds;
+  json["control_input"] = controls;
+  json["state"] = sequence.states.map((state) => {
+    const dims = [...state.shape];
+    // The core starts variable dims at 1 too; an initial state's dims must be fixed. It prints
+    // these 64-bit dims as strings, unlike the others.
+    const initialDims = dims.map((dim) => dim === -1 ? 1 : dim);
+    const entry: Record<string, unknown> = {
+      input_name: state.inputName,
+      output_name: state.outputName,
+      data_type: configName(state.dtype),
+      dims,
+      initial_state: [{
+        data_type: configName(state.dtype),
+        dims: normalized ? initialDims.map(String) : initialDims,
+        name: "zero",
+        zero_data: true,
+      }],
+    };
+    if (normalized) {
+      Object.assign(entry, { use_same_buffer_for_input_output: false, use_growable_memory: false });
+    }
+    return entry;
+  });
+  if (normalized) json["iterative_sequence"] = false;
+  return json;
+}
+
 /**
  * One group per instance (count 1, in device order), on both engines: Triton initializes the
  * groups in order, so the core's instance i is our instance i (and its Worker).
@@ -198,7 +294,13 @@ export function toTritonModelConfig(
       normalized,
     ),
   };
-  if (config.batching) {
+  if (config.sequenceBatching !== undefined) {
+    json["sequence_batching"] = sequenceBatchingJson(
+      config.sequenceBatching,
+      config.maxBatchSize,
+      normalized,
+    );
+  } else if (config.batching) {
     const b = config.batcher;
     const batcher: Record<string, unknown> = {};
     const preferred = normalized && b.preferredBatchSize.length === 0

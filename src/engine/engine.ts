@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { CallParent, ParameterValue } from "../callable/types.ts";
+import type { CallParent, ParameterValue, SequenceRequest } from "../callable/types.ts";
 import type { TritonUnrecoverableError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { ResolvedTensorSpec } from "../config/tensor_spec.ts";
@@ -149,6 +149,8 @@ export interface ModelHandle {
   readonly version: number;
   /** Whether the model is decoupled (served by `inferStream`, not `infer`). */
   readonly decoupled: boolean;
+  /** Whether the model has sequence batching (its requests name their sequence). */
+  readonly sequenceBatching: boolean;
   /** The largest batch a request may carry; 0 when the model does not batch. */
   readonly maxBatchSize: number;
   /** Declared inputs, without the batch axis. */
@@ -210,6 +212,11 @@ export interface InferenceRequest {
   readonly priority?: number;
   /** Queue timeout override in microseconds (honoured only where the queue policy allows). */
   readonly timeoutMicroseconds?: number;
+  /**
+   * The request's sequence (`sequence_id`, `sequence_start`, `sequence_end`): what a model with
+   * sequence batching needs; other models ignore it.
+   */
+  readonly sequence?: SequenceRequest;
   /** Aborts the request (client gone). */
   readonly signal?: AbortSignal;
   /**

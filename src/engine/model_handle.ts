@@ -84,6 +84,7 @@ export function modelHandle(model: ModelInfo): ModelHandle {
     name: model.name,
     version: model.version,
     decoupled: model.config.decoupled,
+    sequenceBatching: model.config.sequenceBatching !== undefined,
     maxBatchSize: model.config.maxBatchSize,
     inputs: model.inputs,
     outputs: model.outputs,

@@ -5,7 +5,15 @@
  * @module
  */
 
-import type { AnyTensors, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferResult,
+  ModelCaller,
+  SequenceRequest,
+} from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
+import type { InferenceError } from "../errors.ts";
 import type { GpuInventory } from "../gpu/devices.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 import type { MetricsBackend } from "../callable/metrics.ts";
@@ -74,6 +82,19 @@ export interface ModelInstance extends AsyncDisposable {
     requests: InferRequest<AnyTensors>[],
     native?: NativeLocations,
   ): AsyncIterable<InferResult<AnyTensors>[]>;
+  /**
+   * For a model with sequence batching: why a request of `sequence` cannot run on this instance,
+   * or `undefined` when it can. A request that continues a sequence (no `start`) needs the
+   * sequence's state, which the instance lost when its Worker crashed or let go when the
+   * sequence timed out. Engines ask before they put a request in a batch, and fail it alone.
+   * Instances without it run every request.
+   */
+  sequenceError?(sequence: SequenceRequest): InferenceError | undefined;
+  /**
+   * Drops the state of sequences that ended without an `end` request (they were idle longer
+   * than `maxSequenceIdleMicroseconds`). Instances without it keep no state.
+   */
+  dropSequences?(ids: readonly SequenceId[]): void;
 }
 
 /** What the engine tells instances when it starts them. */

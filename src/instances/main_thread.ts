@@ -14,7 +14,11 @@ import type {
   InferRequest,
   InferResult,
   ModelCaller,
+  SequenceRequest,
 } from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
+import type { InferenceError } from "../errors.ts";
+import { SequenceLedger, SequenceStates } from "./sequence_states.ts";
 import { validateResults } from "../callable/validate.ts";
 import { TritonValidationError } from "../errors.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
@@ -49,6 +53,9 @@ class MainThreadInstance implements ModelInstance {
   #gate = new BatchGate();
   /** The GPU it is placed on, which keeps device-tensor inputs on that GPU. */
   #gpu: number | undefined;
+  /** The states of its sequences (a model with sequence batching), and which it holds. */
+  #states = new SequenceStates();
+  #ledger: SequenceLedger;
 
   constructor(
     callable: InferCallable,
@@ -66,6 +73,19 @@ class MainThreadInstance implements ModelInstance {
     this.#model = model;
     this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
     this.#caller = caller;
+    this.#ledger = new SequenceLedger(
+      model.name,
+      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
+    );
+  }
+
+  sequenceError(sequence: SequenceRequest): InferenceError | undefined {
+    return this.#ledger.check(sequence);
+  }
+
+  dropSequences(ids: readonly SequenceId[]): void {
+    this.#ledger.drop(ids);
+    this.#states.drop(ids);
   }
 
   get alive(): boolean {
@@ -83,16 +103,21 @@ class MainThreadInstance implements ModelInstance {
   #timedOut = (): Error => executionTimeoutError(this.#model, this.index);
 
   async execute(requests: InferRequest<AnyTensors>[]): Promise<InferResult<AnyTensors>[]> {
+    this.#ledger.ran(requests);
     const acquired = await this.#gate.acquire();
     const calls = batchCalls(this.#context, requests, this.#caller);
     // The calls the callable left running end before the instance takes another batch.
     const release = (): void => settleThen(calls, acquired);
     const work = (async () => {
+      let live: InferRequest<AnyTensors>[] = [];
       try {
         const placed = placeInputs(requests, this.#model, this.#gpu);
-        const value = await runCoupled(this.#callable, placed, calls.context);
+        live = this.#states.attach(placed);
+        const value = await runCoupled(this.#callable, live, calls.context);
         return validateResults(value, placed, this.#model);
       } finally {
+        this.#states.finish(live);
+        this.#ledger.ended(requests);
         // After a timeout too: a callable cannot be interrupted, so the instance stays busy
         // until it returns.
         release();
@@ -102,6 +127,7 @@ class MainThreadInstance implements ModelInstance {
   }
 
   async *stream(requests: InferRequest<AnyTensors>[]): AsyncIterable<InferResult<AnyTensors>[]> {
+    this.#ledger.ran(requests);
     const acquired = await this.#gate.acquire();
     const calls = batchCalls(this.#context, requests, this.#caller);
     const release = (): void => settleThen(calls, acquired);
@@ -109,10 +135,17 @@ class MainThreadInstance implements ModelInstance {
     try {
       placed = placeInputs(requests, this.#model, this.#gpu);
     } catch (error) {
+      this.#ledger.ended(requests);
       release();
       throw error;
     }
-    const steps = runDecoupled(this.#callable, placed, calls.context)[Symbol.asyncIterator]();
+    const live = this.#states.attach(placed);
+    const done = (): void => {
+      this.#states.finish(live);
+      this.#ledger.ended(requests);
+      release();
+    };
+    const steps = runDecoupled(this.#callable, live, calls.context)[Symbol.asyncIterator]();
     const seconds = this.#model.config.executionTimeoutS;
     let pending: Promise<unknown> | undefined;
     try {
@@ -129,13 +162,13 @@ class MainThreadInstance implements ModelInstance {
         try {
           await steps.return(undefined);
         } finally {
-          release();
+          done();
         }
       } else {
         // Timed out (or failed) mid-step: the gate opens once the callable has finished that
         // step and closed, however long that takes.
         const close = (): Promise<unknown> => steps.return(undefined);
-        void pending.then(close, close).catch(() => {}).finally(release);
+        void pending.then(close, close).catch(() => {}).finally(done);
       }
     }
   }

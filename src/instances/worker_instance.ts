@@ -11,8 +11,16 @@
  */
 
 import { BatchGate } from "./_batch_gate.ts";
-import type { AnyTensors, InferRequest, InferResult, ModelCaller } from "../callable/types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferResult,
+  ModelCaller,
+  SequenceRequest,
+} from "../callable/types.ts";
 import { WorkerCallRunner } from "./worker_calls.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
+import { SequenceLedger } from "./sequence_states.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError } from "../errors.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
@@ -131,6 +139,8 @@ export class WorkerInstance implements ModelInstance {
   /** The engine's caller, for the calls of the Worker's callable to other models. */
   #caller: ModelCaller | undefined;
   #telemetry: WorkerTelemetry;
+  /** The sequences whose state the current Worker holds (a model with sequence batching). */
+  #ledger: SequenceLedger;
 
   constructor(
     shared: Shared,
@@ -150,6 +160,22 @@ export class WorkerInstance implements ModelInstance {
     this.#gpu = gpu;
     this.#cudaDriver = cudaDriver;
     this.#caller = caller;
+    this.#ledger = new SequenceLedger(
+      model.name,
+      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
+    );
+  }
+
+  sequenceError(sequence: SequenceRequest): InferenceError | undefined {
+    return this.#ledger.check(sequence);
+  }
+
+  dropSequences(ids: readonly SequenceId[]): void {
+    this.#ledger.drop(ids);
+    const life = this.#life;
+    if (life !== undefined && !life.ended && !life.retiring) {
+      life.worker.postMessage({ type: "drop-sequences", ids } satisfies ToWorker);
+    }
   }
 
   get alive(): boolean {
@@ -363,6 +389,10 @@ export class WorkerInstance implements ModelInstance {
     }
     const message = `${this.#label} crashed: ${reason}`;
     this.#shared.logger.error(message);
+    // The Worker took its sequences' states with it.
+    if (life === this.#life) {
+      this.#ledger.lose(`instance ${this.index} (${this.device}) crashed: ${reason}`);
+    }
     this.#end(life, life === this.#life, InferenceError.unavailable(message));
   }
 
@@ -378,6 +408,7 @@ export class WorkerInstance implements ModelInstance {
     this.#life = undefined;
     this.#alive = false;
     this.#shared.logger.error(`${this.#label} ${reason}: restarting it`);
+    this.#ledger.lose(`instance ${this.index} (${this.device}) ${reason}`);
     for (const batch of life.batches) batch.queue.fail(error);
     // Not terminate(): only an exit the Worker carries out itself shows when its thread ends
     // (Deno's terminate() does not interrupt synchronous code either).
@@ -449,12 +480,21 @@ export class WorkerInstance implements ModelInstance {
         },
         { once: true },
       );
+      const sequence = request.sequence;
       return {
         data,
         parameters: request.parameters,
         requestedOutputNames: request.requestedOutputNames,
         cancelled: request.signal.aborted,
         ...(request.parent === undefined ? {} : { parent: request.parent }),
+        ...(sequence === undefined ? {} : {
+          sequence: {
+            id: sequence.id,
+            start: sequence.start,
+            end: sequence.end,
+            ready: sequence.ready,
+          },
+        }),
       };
     });
     const { stats } = this.#shared;
@@ -480,6 +520,8 @@ export class WorkerInstance implements ModelInstance {
     };
     this.#batches.set(id, batch);
     life.batches.add(batch);
+    this.#ledger.ran(requests);
+    void batch.settled.promise.then(() => this.#ledger.ended(requests));
     worker.postMessage(
       {
         type: "batch",

@@ -30,6 +30,7 @@ import { rememberInput, WorkerCaller } from "./worker_calls.ts";
 import { ModelMetrics } from "../callable/metrics.ts";
 import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 import type { OpenTelemetryExport } from "../telemetry/otel.ts";
+import { SequenceStates } from "./sequence_states.ts";
 
 let callable: InferCallable | undefined;
 let context: InstanceContext | undefined;
@@ -55,6 +56,8 @@ async function startTelemetry(config: OpenTelemetryTraceConfig | undefined): Pro
   otel = new module.OpenTelemetryExport(config);
   underSpan = module.withTraceparent;
 }
+/** The states of the sequences this instance runs (a model with sequence batching). */
+const sequences = new SequenceStates();
 
 function post(message: FromWorker, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -129,6 +132,9 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest<AnyT
       requestedOutputNames: entry.requestedOutputNames,
       signal: controllers[index]!.signal,
       ...(entry.parent === undefined ? {} : { parent: entry.parent }),
+      ...(entry.sequence === undefined
+        ? {}
+        : { sequence: { ...entry.sequence, state: undefined } }),
     };
   });
 }
@@ -166,11 +172,12 @@ async function runBatch(
   credit: number,
 ): Promise<void> {
   let calls: ReturnType<typeof batchCalls> | undefined;
+  let requests: ReturnType<typeof toRequests> = [];
   try {
     if (callable === undefined || context === undefined) {
       throw new Error("The instance received a batch before it was loaded");
     }
-    const requests = toRequests(id, wire);
+    requests = sequences.attach(toRequests(id, wire));
     calls = batchCalls(context, requests, caller.forBatch(id));
     if (decoupled) {
       credits.set(id, { left: credit });
@@ -194,6 +201,7 @@ async function runBatch(
     await calls?.settle();
     post({ type: "failed", id, error: toWireError(error) });
   } finally {
+    sequences.finish(requests);
     running.delete(id);
     stopped.delete(id);
     credits.delete(id);
@@ -228,6 +236,9 @@ self.onmessage = (event: MessageEvent<ToWorker>): void => {
       stopped.add(message.id);
       for (const controller of running.get(message.id)!) controller.abort();
       credits.get(message.id)?.wake?.();
+      break;
+    case "drop-sequences":
+      sequences.drop(message.ids);
       break;
     case "exit":
       // The callable's last spans are exported before the thread ends.

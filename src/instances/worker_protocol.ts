@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { CallParent, ParameterValue } from "../callable/types.ts";
+import type { CallParent, ParameterValue, SequenceRequest } from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
 import type { GpuDevice } from "../gpu/devices.ts";
 import type { WireCounts, WireError, WireTensor } from "../isolate/codec.ts";
 import type { ModelInfo } from "../config/model_info.ts";
@@ -51,6 +52,8 @@ export interface WireRequest {
   readonly requestedOutputNames: readonly string[];
   /** Whether the request was cancelled before the batch was sent. */
   readonly cancelled: boolean;
+  /** Its sequence (a model with sequence batching); its state lives in the Worker. */
+  readonly sequence?: SequenceRequest & { readonly ready: boolean };
   /** Who made the request, when another model called (see `InferRequest.parent`). */
   readonly parent?: CallParent;
 }
@@ -122,6 +125,8 @@ export type ToWorker =
   | { readonly type: "cancel"; readonly id: number; readonly request: number }
   /** Ends a decoupled batch after its current step (the consumer stopped reading). */
   | { readonly type: "stop"; readonly id: number }
+  /** Drops the states of sequences that timed out. */
+  | { readonly type: "drop-sequences"; readonly ids: readonly SequenceId[] }
   /** Closes the Worker at its next turn of the event loop. */
   | { readonly type: "exit" }
   /** A call's outputs. */

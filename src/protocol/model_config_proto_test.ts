@@ -58,7 +58,11 @@ Deno.test("A normalised Triton config survives JSON → protobuf → JSON", () =
 
 Deno.test("modelConfigToMessage drops fields the schema does not model", () => {
   assert.deepEqual(
-    modelConfigToMessage({ name: "m", sequence_batching: {}, input: [{ name: "a", extra: 1 }] }),
+    modelConfigToMessage({
+      name: "m",
+      model_repository_agents: {},
+      input: [{ name: "a", extra: 1 }],
+    }),
     { name: "m", input: [{ name: "a" }] },
   );
 });

@@ -5,9 +5,10 @@
  *
  * - `priority` and `timeout` (microseconds) are non-negative integers and set the request's
  *   fields; they are not passed to the model.
- * - `sequence_id` (a non-negative integer or a string), `sequence_start` and `sequence_end`
- *   (booleans) are checked and dropped: Triton ignores them for models without sequence
- *   batching, which every DenoTriton model is.
+ * - `sequence_id` (an unsigned 64-bit integer or a string), `sequence_start` and `sequence_end`
+ *   (booleans) become the request's `sequence` ({@linkcode SequenceRequest}); they are not passed
+ *   to the model as parameters. Engines apply them to models with sequence batching and ignore
+ *   them for the others, as Triton does.
  * - HTTP only: `binary_data_output` (a boolean) chooses the default output format. gRPC only:
  *   `triton_enable_empty_final_response` (a boolean) asks for a flags-only final response on
  *   the stream. On the other wire each is what Triton makes of it there: a custom parameter,
@@ -24,7 +25,8 @@
  */
 
 import { isNonNegativeInteger } from "../json_values.ts";
-import type { ParameterValue } from "../callable/types.ts";
+import type { ParameterValue, SequenceRequest } from "../callable/types.ts";
+import type { SequenceId } from "../config/sequence_batching.ts";
 import { InferenceError, TritonBadParameterError } from "../errors.ts";
 import { EMPTY_FINAL_PARAMETER } from "./constants.ts";
 import { BINARY_DATA_OUTPUT } from "./binary_data.ts";
@@ -62,6 +64,11 @@ export interface RequestParameters {
   readonly binaryDataOutput: boolean;
   /** gRPC's `triton_enable_empty_final_response` (`false` when absent, and on HTTP). */
   readonly enableEmptyFinalResponse: boolean;
+  /**
+   * `sequence_id`, `sequence_start` and `sequence_end`, when any was given (an absent ID is `0n`,
+   * none, as in Triton).
+   */
+  readonly sequence?: SequenceRequest;
 }
 
 /** One parameter as its wire carries it. */
@@ -72,6 +79,8 @@ interface WireParameter {
   readonly integer: boolean;
   /** The value as messages show it. */
   readonly shown: string;
+  /** An integral value exactly, beyond 2^53 too (correlation IDs are 64-bit). */
+  readonly exact?: bigint;
 }
 
 function showJson(value: unknown): string {
@@ -89,16 +98,20 @@ function jsonParameter(value: unknown): WireParameter {
     value: typeof value === "bigint" ? Number(value) : value,
     integer,
     shown: showJson(value),
+    ...(integer ? { exact: BigInt(value as number | bigint) } : {}),
   };
 }
 
 function grpcParameter(parameter: InferParameter): WireParameter {
   const choice = inferParameterChoice(parameter);
   const value = inferParameterValue(parameter);
+  const integer = choice === "int64_param" || choice === "uint64_param";
+  const digits = integer ? String(parameter[choice]) : "";
   return {
     value,
-    integer: choice === "int64_param" || choice === "uint64_param",
+    integer,
     shown: choice === undefined ? "no value" : `${choice} ${JSON.stringify(value)}`,
+    ...(integer && /^-?[0-9]+$/.test(digits) ? { exact: BigInt(digits) } : {}),
   };
 }
 
@@ -116,6 +129,16 @@ function nonNegativeInteger(name: string, parameter: WireParameter): number {
   throw invalid(name, "a non-negative integer", parameter);
 }
 
+const MAX_UINT64 = 2n ** 64n - 1n;
+
+/** `sequence_id`: an unsigned 64-bit integer or a string (Triton's two kinds of correlation ID). */
+function sequenceId(parameter: WireParameter): SequenceId {
+  const { value, exact } = parameter;
+  if (typeof value === "string") return value;
+  if (exact !== undefined && exact >= 0n && exact <= MAX_UINT64) return exact;
+  throw invalid("sequence_id", "an unsigned 64-bit integer or a string", parameter);
+}
+
 function boolean(name: string, parameter: WireParameter): boolean {
   if (typeof parameter.value === "boolean") return parameter.value;
   throw invalid(name, "a boolean", parameter);
@@ -131,18 +154,21 @@ function decode(
   let timeoutMicroseconds: number | undefined;
   let binaryDataOutput = false;
   let enableEmptyFinalResponse = false;
+  let sequence: { id: SequenceId; start: boolean; end: boolean } | undefined;
   for (const [name, parameter] of entries) {
     if (name === "priority") {
       priority = nonNegativeInteger(name, parameter);
     } else if (name === "timeout") {
       timeoutMicroseconds = nonNegativeInteger(name, parameter);
     } else if (name === "sequence_id") {
-      const { value } = parameter;
-      const valid = typeof value === "string" ||
-        (parameter.integer && typeof value === "number" && value >= 0);
-      if (!valid) throw invalid(name, "a non-negative integer or a string", parameter);
-    } else if (name === "sequence_start" || name === "sequence_end") {
-      boolean(name, parameter);
+      sequence ??= { id: 0n, start: false, end: false };
+      sequence.id = sequenceId(parameter);
+    } else if (name === "sequence_start") {
+      sequence ??= { id: 0n, start: false, end: false };
+      sequence.start = boolean(name, parameter);
+    } else if (name === "sequence_end") {
+      sequence ??= { id: 0n, start: false, end: false };
+      sequence.end = boolean(name, parameter);
     } else if (name === BINARY_DATA_OUTPUT && protocol === "http") {
       binaryDataOutput = boolean(name, parameter);
     } else if (name === EMPTY_FINAL_PARAMETER && protocol === "grpc") {
@@ -166,6 +192,7 @@ function decode(
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),
     binaryDataOutput,
     enableEmptyFinalResponse,
+    ...(sequence === undefined ? {} : { sequence }),
   };
 }
 
@@ -184,10 +211,11 @@ function decode(
  * import assert from "node:assert/strict";
  *
  * const decoded = httpRequestParameters(
- *   { priority: 1, sequence_id: 7, mode: "fast", "x-user": "body" },
+ *   { priority: 1, sequence_id: 7, sequence_start: true, mode: "fast", "x-user": "body" },
  *   { headers: new Headers({ "X-User": "alice" }), headerForwardPattern: /^x-/i },
  * );
  * assert.equal(decoded.priority, 1);
+ * assert.deepEqual(decoded.sequence, { id: 7n, start: true, end: false });
  * assert.deepEqual(decoded.parameters, { mode: "fast", "x-user": "alice" });
  * assert.throws(() => httpRequestParameters({ priority: -1 }), {
  *   message: "Invalid request parameter 'priority': expected a non-negative integer, got -1",

@@ -54,7 +54,7 @@ Deno.test("Both wires set priority and timeout as fields, not parameters", () =>
   }
 });
 
-Deno.test("Both wires check sequence parameters and drop them", () => {
+Deno.test("Both wires decode the sequence parameters into the request's sequence", () => {
   const http = httpRequestParameters({
     sequence_id: 7,
     sequence_start: true,
@@ -67,13 +67,47 @@ Deno.test("Both wires check sequence parameters and drop them", () => {
   });
   assert.deepEqual(http.parameters, {});
   assert.deepEqual(rpc.parameters, {});
+  assert.deepEqual(http.sequence, { id: 7n, start: true, end: false });
+  assert.deepEqual(rpc.sequence, { id: "corr-1", start: true, end: false });
+  // Correlation IDs are 64-bit: the largest survives both wires exactly.
+  assert.deepEqual(httpRequestParameters({ sequence_id: 18446744073709551615n }).sequence, {
+    id: 18446744073709551615n,
+    start: false,
+    end: false,
+  });
+  assert.deepEqual(
+    grpcRequestParameters({
+      sequence_id: { uint64_param: "18446744073709551615", parameter_choice: "uint64_param" },
+      sequence_end: grpc.bool(true),
+    }).sequence,
+    { id: 18446744073709551615n, start: false, end: true },
+  );
+  // Flags without an ID name no sequence (0n, none), as in Triton: engines refuse it.
+  assert.deepEqual(httpRequestParameters({ sequence_start: true }).sequence, {
+    id: 0n,
+    start: true,
+    end: false,
+  });
+  assert.equal(httpRequestParameters({ k: 1 }).sequence, undefined);
   refuses(
     () => httpRequestParameters({ sequence_id: true }),
-    "Invalid request parameter 'sequence_id': expected a non-negative integer or a string, got true",
+    "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got true",
+  );
+  refuses(
+    () => httpRequestParameters({ sequence_id: 18446744073709551616n }),
+    "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got 18446744073709551616",
+  );
+  refuses(
+    () => httpRequestParameters({ sequence_id: 1.5 }),
+    "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got 1.5",
+  );
+  refuses(
+    () => grpcRequestParameters({ sequence_id: grpc.int(-3) }),
+    "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got int64_param -3",
   );
   refuses(
     () => grpcRequestParameters({ sequence_id: grpc.bool(true) }),
-    "Invalid request parameter 'sequence_id': expected a non-negative integer or a string, got bool_param true",
+    "Invalid request parameter 'sequence_id': expected an unsigned 64-bit integer or a string, got bool_param true",
   );
   refuses(
     () => httpRequestParameters({ sequence_end: "yes" }),

@@ -41,7 +41,9 @@ import { type BuiltinEngineOptions, builtinSettings } from "./options.ts";
 import { type ModelEntry, ModelRegistry } from "./registry.ts";
 import { type ValidatedRequest, validateInferenceRequest } from "./request_validation.ts";
 import { cacheKey, ResponseCache } from "./response_cache.ts";
-import { isDown, ModelScheduler, type SchedulerSink } from "./scheduler.ts";
+import { isDown, ModelScheduler, type Scheduler, type SchedulerSink } from "./scheduler.ts";
+import { SequenceBatcher } from "./sequence_batcher.ts";
+import { checkSequenceRequest } from "../sequences.ts";
 import { checkEnsemble, EnsembleScheduler } from "./ensemble.ts";
 import { engineCaller, refuseDeadlock, refuseDecoupledSteps } from "../calls.ts";
 import type { ModelCaller } from "../../callable/types.ts";
@@ -237,16 +239,20 @@ export class BuiltinEngine implements Engine {
       this.#registry.forget(entry);
       throw stopping();
     }
-    entry.scheduler = model.ensemble === undefined
-      ? new ModelScheduler(model, entry.instances, entry.stats, {
-        onUnrecoverable: (error) => this.#unrecoverable(error),
-      })
-      : new EnsembleScheduler({
+    const onUnrecoverable = (error: Error): void => this.#unrecoverable(error);
+    entry.scheduler = model.ensemble !== undefined
+      ? new EnsembleScheduler({
         definition: model,
         stats: entry.stats,
         infer: (request) => this.infer(request),
         batches: (step) =>
           (this.#stepModel(step.model, step.version)?.config.maxBatchSize ?? 0) > 0,
+      })
+      : model.config.sequenceBatching === undefined
+      ? new ModelScheduler(model, entry.instances, entry.stats, { onUnrecoverable })
+      : new SequenceBatcher(model, entry.instances, entry.stats, {
+        onUnrecoverable,
+        warn: (message) => this.#logger?.warn(message),
       });
     this.#entries.set(entry.handle, entry);
     entry.state = "READY";
@@ -307,9 +313,7 @@ export class BuiltinEngine implements Engine {
     this.#logger?.info(`Successfully unloaded '${name}' version ${version}`);
   }
 
-  async #drainWithin(
-    schedulers: readonly (ModelScheduler | EnsembleScheduler)[],
-  ): Promise<void> {
+  async #drainWithin(schedulers: readonly (Scheduler | EnsembleScheduler)[]): Promise<void> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<void>((resolve) =>
       timer = setTimeout(resolve, this.#exitTimeoutMs)
@@ -465,8 +469,26 @@ export class BuiltinEngine implements Engine {
     return entry;
   }
 
-  /** Validates a request against its model, counting a failure in its statistics. */
+  /**
+   * Validates a request against its model, counting a failure in its statistics; then, with
+   * sequence batching, its sequence, by the rules both engines share. Like the core's sequence
+   * batcher, which refuses such requests before it queues them, those failures are not counted.
+   */
   #validate(entry: ModelEntry, request: InferenceRequest, arrival: number): ValidatedRequest {
+    const validated = this.#validateInputs(entry, request, arrival);
+    if (entry.definition.config.sequenceBatching !== undefined) {
+      // The core's own check, in its words, comes first there.
+      if (validated.batchSize > 1) {
+        throw InferenceError.invalidArg(
+          `inference request to model '${request.modelName}' must specify batch-size 1 due to requirements of sequence batcher`,
+        );
+      }
+      checkSequenceRequest(entry.definition, request);
+    }
+    return validated;
+  }
+
+  #validateInputs(entry: ModelEntry, request: InferenceRequest, arrival: number): ValidatedRequest {
     try {
       return validateInferenceRequest(entry.definition, request);
     } catch (error) {

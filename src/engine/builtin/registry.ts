@@ -13,7 +13,7 @@ import type { ModelDefinition, ModelHandle, RepositoryIndexEntry } from "../engi
 import { modelHandle } from "../model_handle.ts";
 import { lookupVersion } from "../model_lookup.ts";
 import type { EnsembleScheduler } from "./ensemble.ts";
-import type { ModelScheduler } from "./scheduler.ts";
+import type { Scheduler } from "./scheduler.ts";
 import { ModelStatsRecorder } from "./statistics.ts";
 
 /** Triton's states of a model version. */
@@ -32,7 +32,7 @@ export interface ModelEntry {
   /** Its started instances. */
   instances: ModelInstance[];
   /** Its scheduler, while it is ready or unloading (an ensemble's runs its steps). */
-  scheduler: ModelScheduler | EnsembleScheduler | undefined;
+  scheduler: Scheduler | EnsembleScheduler | undefined;
   /** Its statistics. */
   readonly stats: ModelStatsRecorder;
 }

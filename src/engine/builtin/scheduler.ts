@@ -11,7 +11,12 @@
  * @module
  */
 
-import type { AnyTensors, InferRequest, InferResult } from "../../callable/types.ts";
+import type {
+  AnyTensors,
+  InferRequest,
+  InferResult,
+  SequenceRequest,
+} from "../../callable/types.ts";
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
 import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
@@ -64,6 +69,41 @@ export interface ScheduledRequest {
   readonly sink: SchedulerSink;
   /** The request's trace, when it is traced. */
   readonly trace?: RequestTrace | undefined;
+  /** Its sequence (a model with sequence batching: the sequence batcher reads it). */
+  readonly sequence?: SequenceRequest;
+  /**
+   * When it started waiting, if before it reached this scheduler (the sequence batcher's slot
+   * queues): its queue time counts from there.
+   */
+  readonly queuedSince?: number;
+  /**
+   * A padding request of the direct sequence batcher: it runs in the batch, but is no request of
+   * a client, so it counts in no request statistic (Triton's null requests).
+   */
+  readonly padding?: boolean;
+}
+
+/** What the engine queues a model's requests on: {@linkcode ModelScheduler}, or the sequence batcher. */
+export interface Scheduler {
+  /** Requests waiting. */
+  readonly queued: number;
+  /**
+   * Queues a request.
+   *
+   * @param item The request and where its outcome goes.
+   * @throws {InferenceError} When the request cannot be queued.
+   */
+  submit(item: ScheduledRequest): void;
+  /** Refuses new requests from now on. */
+  close(): void;
+  /** Resolves once no request is queued or running. */
+  drain(): Promise<void>;
+  /**
+   * Fails every queued and running request with `error` and stops timers.
+   *
+   * @param error What the requests fail with.
+   */
+  abort(error: InferenceError): void;
 }
 
 /** Options of {@linkcode ModelScheduler}. */
@@ -137,6 +177,13 @@ export function isDown(instance: ModelInstance): boolean {
   return instance.down ?? !instance.alive;
 }
 
+/** The requests of clients in a batch, by their batch sizes (padding is none). */
+function inferencesOf(batch: readonly Entry[]): number {
+  let count = 0;
+  for (const entry of batch) if (!entry.item.padding) count += entry.item.batchSize;
+  return count;
+}
+
 function remove<T>(list: T[], value: T): boolean {
   const index = list.indexOf(value);
   if (index < 0) return false;
@@ -175,7 +222,7 @@ function remove<T>(list: T[], value: T): boolean {
  * assert.deepEqual(Object.keys(result as object), ["y"]);
  * ```
  */
-export class ModelScheduler {
+export class ModelScheduler implements Scheduler {
   #model: ModelInfo;
   #instances: readonly ModelInstance[];
   #stats: ModelStatsRecorder;
@@ -283,7 +330,7 @@ export class ModelScheduler {
     const entry: Entry = {
       item,
       level: levelNumber,
-      enqueued: performance.now(),
+      enqueued: item.queuedSince ?? performance.now(),
       delayed: false,
       state: "queued",
       dispatched: 0,
@@ -338,7 +385,7 @@ export class ModelScheduler {
       if (entry.state === "queued") this.#dequeue(entry);
       entry.item.controller.abort(error);
       this.#finish(entry, false, () => entry.item.sink.error(error));
-      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+      this.#recordFailure(entry);
     }
     // Held (ordered) results of finished requests still go out, in order.
     for (const entry of this.#order.splice(0)) entry.held?.();
@@ -352,9 +399,15 @@ export class ModelScheduler {
     );
     for (const entry of [...this.#queuedInOrder()]) {
       this.#dequeue(entry);
-      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+      this.#recordFailure(entry);
       this.#finish(entry, false, () => entry.item.sink.error(error));
     }
+  }
+
+  /** Counts a failed request (padding is no request of a client). */
+  #recordFailure(entry: Entry): void {
+    if (entry.item.padding) return;
+    this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
   }
 
   #cancelled(): InferenceError {
@@ -366,7 +419,7 @@ export class ModelScheduler {
       this.#dequeue(entry);
       const error = this.#cancelled();
       entry.item.controller.abort(error);
-      this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+      this.#recordFailure(entry);
       this.#finish(entry, false, () => entry.item.sink.error(error));
       this.#schedulePump();
     } else if (entry.state === "running") {
@@ -385,7 +438,7 @@ export class ModelScheduler {
       return;
     }
     this.#dequeue(entry);
-    this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+    this.#recordFailure(entry);
     const error = InferenceError.unavailable("Request timeout expired");
     this.#finish(entry, false, () => entry.item.sink.error(error));
     this.#schedulePump();
@@ -548,8 +601,19 @@ export class ModelScheduler {
     }
   }
 
-  async #run(instance: ModelInstance, batch: Entry[]): Promise<void> {
+  async #run(instance: ModelInstance, given: Entry[]): Promise<void> {
     const started = performance.now();
+    // A request of a sequence whose state the instance no longer holds (its Worker crashed)
+    // fails alone, as on the core.
+    const batch = given.filter((entry) => {
+      const sequence = entry.item.request.sequence;
+      const refused = sequence?.ready ? instance.sequenceError?.(sequence) : undefined;
+      if (refused === undefined) return true;
+      this.#recordFailure(entry);
+      this.#finish(entry, true, () => entry.item.sink.error(refused));
+      return false;
+    });
+    if (batch.length === 0) return;
     const requests = batch.map((entry) => entry.item.request);
     const batchSize = batch.reduce((sum, entry) => sum + entry.item.batchSize, 0);
     const traces = tracesOf(batch);
@@ -589,12 +653,12 @@ export class ModelScheduler {
         computeInfer: nsBetween(inferStart, inferEnd),
         computeOutput: 0,
       };
-      this.#stats.recordExecution(batchSize, timings);
+      this.#stats.recordExecution(batchSize, timings, inferencesOf(batch));
       batch.forEach((entry, index) => {
         if (entry.state === "done") return;
         if (entry.item.signal?.aborted) {
           const error = this.#cancelled();
-          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#recordFailure(entry);
           this.#finish(entry, true, () => entry.item.sink.error(error));
           return;
         }
@@ -604,15 +668,17 @@ export class ModelScheduler {
           result = settleDeviceOutputs(results[index]!, entry.item.outputBuffers);
         } catch (error) {
           const failure = toInferenceError(error);
-          this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+          this.#recordFailure(entry);
           this.#finish(entry, true, () => entry.item.sink.error(failure));
           return;
         }
-        this.#stats.recordSuccess({
-          total: nsBetween(entry.item.arrival, performance.now()),
-          queue: nsBetween(entry.enqueued, entry.dispatched),
-          ...timings,
-        });
+        if (!entry.item.padding) {
+          this.#stats.recordSuccess({
+            total: nsBetween(entry.item.arrival, performance.now()),
+            queue: nsBetween(entry.enqueued, entry.dispatched),
+            ...timings,
+          });
+        }
         this.#finish(entry, true, () => entry.item.sink.result(result));
       });
     } catch (error) {
@@ -620,7 +686,7 @@ export class ModelScheduler {
       if (traces !== undefined) { for (const trace of traces) trace.activity("COMPUTE_END"); }
       for (const entry of batch) {
         if (entry.state === "done") continue;
-        this.#stats.recordFailure(nsBetween(entry.item.arrival, performance.now()));
+        this.#recordFailure(entry);
         this.#finish(entry, true, () => entry.item.sink.error(failure));
       }
       if (isUnrecoverable(error)) this.#options.onUnrecoverable?.(error);
@@ -664,14 +730,16 @@ export class ModelScheduler {
     }
     const end = performance.now();
     const timings = { computeInput: 0, computeInfer: nsBetween(started, end), computeOutput: 0 };
-    this.#stats.recordExecution(batchSize, timings);
+    this.#stats.recordExecution(batchSize, timings, inferencesOf(batch));
     for (const entry of batch) {
       if (entry.state === "done") continue;
-      this.#stats.recordSuccess({
-        total: nsBetween(entry.item.arrival, end),
-        queue: nsBetween(entry.enqueued, entry.dispatched),
-        ...timings,
-      });
+      if (!entry.item.padding) {
+        this.#stats.recordSuccess({
+          total: nsBetween(entry.item.arrival, end),
+          queue: nsBetween(entry.enqueued, entry.dispatched),
+          ...timings,
+        });
+      }
       this.#finish(entry, false, () => entry.item.sink.end());
     }
   }

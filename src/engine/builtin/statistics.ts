@@ -132,13 +132,16 @@ export class ModelStatsRecorder {
    *
    * @param batchSize Sum of the batch sizes of its requests.
    * @param timings Its compute timings in nanoseconds.
+   * @param inferences The part of `batchSize` that clients sent: Triton's `inference_count` leaves
+   *   out the padding of the direct sequence batcher, which `batch_stats` counts.
    */
   recordExecution(
     batchSize: number,
     timings: Pick<RequestTimings, "computeInput" | "computeInfer" | "computeOutput">,
+    inferences: number = batchSize,
   ): void {
     this.#executionCount += 1;
-    this.#inferenceCount += batchSize;
+    this.#inferenceCount += inferences;
     let entry = this.#batches.get(batchSize);
     if (entry === undefined) {
       entry = { compute_input: duration(), compute_infer: duration(), compute_output: duration() };

@@ -54,6 +54,7 @@ export function submit(
     ...(request.timeoutMicroseconds === undefined
       ? {}
       : { timeoutMicroseconds: request.timeoutMicroseconds }),
+    ...(request.sequence === undefined ? {} : { sequence: request.sequence }),
     ...(request.signal === undefined ? {} : { signal: request.signal }),
   });
   return controller;

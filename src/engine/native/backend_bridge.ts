@@ -26,6 +26,7 @@ import type {
   InferRequest,
   InferResult,
   ParameterValue,
+  Sequence,
 } from "../../callable/types.ts";
 import {
   type ErrorCode,
@@ -69,15 +70,26 @@ import type { ModelInfo } from "../../config/model_info.ts";
 import type { Context } from "@opentelemetry/api";
 import type { RequestTrace } from "../../telemetry/request_trace.ts";
 import { runInContext } from "../../telemetry/otel.ts";
+import type { SequenceId } from "../../config/sequence_batching.ts";
 
 interface DescribedRequest {
   id: string;
   cancelled: boolean;
   traceId: bigint;
+  /** `TRITONSERVER_RequestFlag`s: SEQUENCE_START 1, SEQUENCE_END 2. */
+  flags: number;
+  /** The correlation ID; `0n` when the request has none (the direct strategy's padding). */
+  correlationId: SequenceId;
   parameters: Record<string, ParameterValue>;
   inputs: DescribedTensor[];
   outputs: string[];
 }
+
+// How a batch description carries a correlation ID, and the request flags (`ffi/dt_abi.h`).
+const CORRID_UINT = 1;
+const CORRID_STRING = 2;
+const SEQUENCE_START = 1;
+const SEQUENCE_END = 2;
 
 // Reused by every consumer loop: a batch is read synchronously, in one go.
 let scratch = new Uint8Array(16384);
@@ -98,6 +110,13 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
       const id = reader.string();
       const cancelled = reader.u32() !== 0;
       const traceId = reader.u64();
+      const flags = reader.u32();
+      const kind = reader.u32();
+      const correlationId = kind === CORRID_UINT
+        ? reader.u64()
+        : kind === CORRID_STRING
+        ? reader.string()
+        : 0n;
       const parameters = readParameters(reader);
       const inputs: DescribedTensor[] = [];
       const inputCount = reader.u32();
@@ -105,7 +124,7 @@ function readBatch(bridge: BridgeLibrary, channel: bigint, slot: number): Descri
       const outputs: string[] = [];
       const outputCount = reader.u32();
       for (let i = 0; i < outputCount; i++) outputs.push(reader.string());
-      requests.push({ id, cancelled, traceId, parameters, inputs, outputs });
+      requests.push({ id, cancelled, traceId, flags, correlationId, parameters, inputs, outputs });
     }
     return requests;
   } catch (error) {
@@ -322,10 +341,11 @@ function sendError(
 }
 
 // `dt_output`'s flags: offer the result's memory as the output's buffer; the result is device
-// memory. Its answers: the allocator took the result; the caller copies (a GPU buffer or a device
+// memory; the tensor is the request's next implicit state. Its answers: the allocator took the result; the caller copies (a GPU buffer or a device
 // result); its failure after the allocator took the result (the response still holds it).
 const OUTPUT_LEND = 1;
 const OUTPUT_DEVICE = 2;
+const OUTPUT_STATE = 4;
 const OUTPUT_LENT = 1;
 const OUTPUT_CALLER_COPIES = 2;
 const OUTPUT_FAILED_LENT = -98;
@@ -358,7 +378,47 @@ function copyIntoBuffer(options: ConsumeOptions, result: Tensor, bytes: Uint8Arr
   }
 }
 
-/** Writes one request's outputs into the response buffers and sends the response. */
+/**
+ * Writes the request's next implicit state (a state output of a model with sequence batching)
+ * into the core's own memory; returns false after answering the request with the failure.
+ */
+function writeState(
+  options: ConsumeOptions,
+  nameOf: (name: string) => Uint8Array,
+  index: number,
+  name: string,
+  array: NDArray,
+): boolean {
+  const { bridge, channel, slot } = options;
+  const bytes = toRawBytes(array);
+  const dims = array.shape.length;
+  if (dims > shapeScratch.length) shapeScratch = new BigInt64Array(dims);
+  for (let d = 0; d < dims; d++) shapeScratch[d] = BigInt(array.shape[d]!);
+  const status = bridge.dt_output(
+    channel,
+    slot,
+    index,
+    nameOf(name),
+    tritonDataType(array.dtype),
+    shapeScratch,
+    dims,
+    bytes,
+    BigInt(bytes.byteLength),
+    OUTPUT_STATE,
+    0n,
+    -1,
+    bufferSlot,
+  );
+  if (status < 0) {
+    const message = readCString(bridge.dt_slot_error(channel, slot));
+    const code = status >= -7 ? errorCodeName(-status) : "INTERNAL";
+    sendError(options, index, code, message);
+    return false;
+  }
+  return true;
+}
+
+/** Writes one request's outputs (and implicit states) and sends the response. */
 function sendResult(
   options: ConsumeOptions,
   nameOf: (name: string) => Uint8Array,
@@ -368,6 +428,20 @@ function sendResult(
   final: boolean,
 ): void {
   const { bridge, channel, slot } = options;
+  for (const state of options.model.config.sequenceBatching?.states ?? []) {
+    const array: Tensor | undefined = result[state.outputName];
+    if (array === undefined) continue;
+    if (isDeviceTensor(array)) {
+      sendError(
+        options,
+        index,
+        "INVALID_ARG",
+        `Cannot write state '${state.outputName}': an implicit state must be in host memory`,
+      );
+      return;
+    }
+    if (!writeState(options, nameOf, index, state.outputName, array)) return;
+  }
   for (const name of requested) {
     const array: Tensor | undefined = result[name];
     if (array === undefined) continue;
@@ -417,6 +491,30 @@ function sendResult(
   checkSent(options, bridge.dt_send(channel, slot, index, final ? 1 : 0, -1, null), index);
 }
 
+/** The sequence of a request of a model with sequence batching, as the core handed it over. */
+function sequenceOfRequest(entry: DescribedRequest): Sequence {
+  const id = entry.correlationId;
+  return {
+    id,
+    start: (entry.flags & SEQUENCE_START) !== 0,
+    end: (entry.flags & SEQUENCE_END) !== 0,
+    // Every request the core accepts for such a model has an ID; only its padding has none.
+    ready: id !== 0n && id !== "",
+    state: undefined,
+  };
+}
+
+/**
+ * The byte size of a string CORRID control: Triton 2.51 gives it 4 + 128 bytes whatever the ID's
+ * length (the rest is not written), so only the element itself is read.
+ */
+function stringControlSize(address: bigint, size: number): number {
+  if (size < 4) return size;
+  // Little-endian, as the host is.
+  const length = new Deno.UnsafePointerView(Deno.UnsafePointer.create(address)!).getUint32(0);
+  return Math.min(size, 4 + length);
+}
+
 async function runBatch(
   options: ConsumeOptions,
   nameOf: (name: string) => Uint8Array,
@@ -434,8 +532,20 @@ async function runBatch(
     : undefined;
   // Every view of the core's memory, to revoke if the server gives up on the batch.
   const views: Uint8Array[] = [];
+  const sequencing = model.config.sequenceBatching;
+  const stringId = sequencing?.correlationId?.dtype === "bytes"
+    ? sequencing.correlationId.name
+    : undefined;
   described.forEach((entry, index) => {
     try {
+      let sequence: Sequence | undefined;
+      if (sequencing !== undefined) {
+        sequence = sequenceOfRequest(entry);
+        // A sequence this instance lost (its Worker crashed) or let go (idle timeout) fails
+        // alone, with the reason; the core still routes it here.
+        const refused = sequence.ready ? instance.sequenceError?.(sequence) : undefined;
+        if (refused !== undefined) throw refused;
+      }
       const data: AnyTensors = {};
       const locations: Record<string, NativeTensorLocation> = {};
       for (const input of entry.inputs) {
@@ -453,11 +563,19 @@ async function runBatch(
           });
           continue;
         }
-        const view = viewAt(input.address, input.size);
+        if (input.name === stringId && sequence?.ready === false) {
+          // Padding: the core writes no ID into a string control then (its bytes are unset).
+          data[input.name] = { dtype: "bytes", shape: input.shape, data: [new Uint8Array(0)] };
+          continue;
+        }
+        const size = input.name === stringId
+          ? stringControlSize(input.address, input.size)
+          : input.size;
+        const view = viewAt(input.address, size);
         views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
         if (native !== undefined) {
-          locations[input.name] = { address: input.address, byteLength: input.size };
+          locations[input.name] = { address: input.address, byteLength: size };
         }
       }
       // The core counts the inputs of a model with optional ones, but not which came.
@@ -489,6 +607,7 @@ async function runBatch(
         requestedOutputNames: entry.outputs,
         signal: controller.signal,
         ...(parent === undefined ? {} : { parent }),
+        ...(sequence === undefined ? {} : { sequence }),
       });
       native?.push(locations);
       controllers.push(controller);

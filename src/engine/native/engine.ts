@@ -46,6 +46,7 @@ import {
   refuseDecoupledSteps,
 } from "../calls.ts";
 import type { CallParent } from "../../callable/types.ts";
+import { checkSequenceRequest } from "../sequences.ts";
 import { CompletionPump } from "./events.ts";
 import { type NativeLibraries, openNative } from "../../native/ffi.ts";
 import { findTritonInstall, setupCommand } from "../../setup/install.ts";
@@ -358,7 +359,7 @@ export class NativeEngine implements Engine {
       this.#models.delete(name);
       this.#loaded.delete(loaded.handle);
       this.#unloaded.set(name, loaded.definition.version);
-      await disposeInstances(context, name, loaded.instances);
+      await disposeInstances(context, name, loaded.instances, loaded.sequences);
       this.#options.logger?.info(
         `Successfully unloaded '${name}' version ${loaded.definition.version}`,
       );
@@ -507,6 +508,19 @@ export class NativeEngine implements Engine {
   }
 
   /**
+   * For a model with sequence batching: checks the request's sequence (the rules the built-in
+   * engine applies too, which the core does not all apply itself) and restarts its idle clock,
+   * or stops it at the sequence's end. The core schedules the sequence.
+   */
+  #sequence(loaded: LoadedModel, request: InferenceRequest): void {
+    const clock = loaded.sequences;
+    if (clock === undefined) return;
+    const sequence = checkSequenceRequest(loaded.definition, request);
+    if (sequence.end) clock.end(sequence.id);
+    else clock.touch(sequence.id);
+  }
+
+  /**
    * Runs one request of a coupled model through the core.
    *
    * @param request The request.
@@ -524,6 +538,7 @@ export class NativeEngine implements Engine {
           `Cannot infer with model '${request.modelName}': infer doesn't support models with decoupled transaction policy`,
         );
       }
+      this.#sequence(loaded, request);
       const sent = this.#withParent(request, loaded);
       const trace = this.#traced(request, loaded);
       if (loaded.definition.ensemble === undefined || request.signal === undefined) {
@@ -578,6 +593,7 @@ export class NativeEngine implements Engine {
         `Cannot stream with model '${request.modelName}': streaming needs a model with decoupled transaction policy`,
       );
     }
+    this.#sequence(loaded, request);
     const libraries = this.#libraries!;
     const controller = new AbortController();
     const signal = request.signal === undefined

@@ -28,6 +28,7 @@ import type { NativeLibraries } from "../../native/ffi.ts";
 import { BACKEND_NAME } from "../../setup/install.ts";
 import { CHANNEL_PARAMETER, repositoryIndex } from "./queries.ts";
 import type { ResponseStream } from "./response_stream.ts";
+import { SequenceClock } from "../sequences.ts";
 import { check, cString } from "./status.ts";
 import type { RequestTrace } from "../../telemetry/request_trace.ts";
 import type { MetricsBackend } from "../../callable/metrics.ts";
@@ -49,6 +50,41 @@ export interface LoadedModel {
   readonly consumers: Promise<void>;
   /** Output names in declared order (responses list them so). */
   readonly order: readonly string[];
+  /**
+   * For a model with sequence batching, its sequences' idle clocks: the core ends an idle
+   * sequence by its own clock without telling the backend, so the engine keeps one beside it
+   * and drops the state of a sequence the core ended (see {@linkcode sequenceClockOf}).
+   */
+  readonly sequences?: SequenceClock;
+}
+
+/**
+ * How much later than the core the engine lets a sequence's state go: the core's clock starts
+ * when the request reaches its scheduler, a little after the engine's, and its reaper may wake a
+ * little late. A state is never dropped while the core still runs its sequence.
+ */
+const IDLE_GRACE_MS = 50;
+
+/**
+ * The idle clocks of a model's sequences, which drop a sequence's state on every instance (only
+ * the one that ran it holds it) once the core has ended it.
+ *
+ * @param model The model.
+ * @param instances Its instances.
+ * @returns The clocks, or `undefined` for a model without sequence batching.
+ */
+export function sequenceClockOf(
+  model: ModelDefinition,
+  instances: readonly ModelInstance[],
+): SequenceClock | undefined {
+  const sequencing = model.config.sequenceBatching;
+  if (sequencing === undefined) return undefined;
+  return new SequenceClock(
+    sequencing.maxSequenceIdleMicroseconds / 1000 + IDLE_GRACE_MS,
+    (ids) => {
+      for (const instance of instances) instance.dropSequences?.(ids);
+    },
+  );
 }
 
 /** What loading needs from the engine. */
@@ -86,17 +122,20 @@ export interface LoaderContext {
 }
 
 /**
- * Stops instances, logging (not throwing) a failure to stop one.
+ * Stops instances, logging (not throwing) a failure to stop one, and the model's sequence clocks.
  *
  * @param context The engine's context (for its logger).
  * @param name The model's name, for the log.
  * @param instances The instances.
+ * @param sequences The model's sequence clocks, if it has them.
  */
 export async function disposeInstances(
   context: LoaderContext,
   name: string,
   instances: readonly ModelInstance[],
+  sequences?: SequenceClock,
 ): Promise<void> {
+  sequences?.close();
   await Promise.all(instances.map(async (instance) => {
     try {
       await instance[Symbol.asyncDispose]();
@@ -244,6 +283,7 @@ export async function loadModel(
     await disposeInstances(context, model.name, instances);
     throw error;
   }
+  const sequences = sequenceClockOf(model, instances);
   return {
     definition: model,
     handle: modelHandle(model),
@@ -251,6 +291,7 @@ export async function loadModel(
     instances,
     consumers,
     order: model.outputs.map((output) => output.name),
+    ...(sequences === undefined ? {} : { sequences }),
   };
 }
 
@@ -325,7 +366,12 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
 export async function retire(context: LoaderContext, replaced: LoadedModel): Promise<void> {
   await untilFinalized(replaced.channel, replaced.instances.length, replaced.consumers);
   context.libraries.bridge.dt_channel_close(replaced.channel);
-  await disposeInstances(context, replaced.definition.name, replaced.instances);
+  await disposeInstances(
+    context,
+    replaced.definition.name,
+    replaced.instances,
+    replaced.sequences,
+  );
 }
 
 /** How long an unload waits for the core to report the model unloaded, in milliseconds. */

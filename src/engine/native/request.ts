@@ -253,6 +253,12 @@ const PARAMETER_STRING = 0;
 const PARAMETER_INT = 1;
 const PARAMETER_BOOL = 2;
 const PARAMETER_DOUBLE = 3;
+// The request flags and the correlation ID's kinds `dt_infer` reads.
+const SEQUENCE_START = 1;
+const SEQUENCE_END = 2;
+const CORRID_NONE = 0;
+const CORRID_UINT = 1;
+const CORRID_STRING = 2;
 
 /**
  * The table of caller-owned output buffers the bridge's allocator hands out (`bound_output` in
@@ -292,12 +298,13 @@ function boundOutputs(request: InferenceRequest): Uint8Array | undefined {
 }
 
 /**
- * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the inputs
- * (name, datatype, shape, data address and size, memory type and device), the requested
- * outputs, the typed parameters and the address of the bound-output table (0: none). Each host
- * input's bytes are pushed onto `keep`, and the addresses of those lent to the core (see `lend`)
- * onto `lentAt`; a device tensor (a client's CUDA region, which the front end holds) goes to the
- * core as GPU memory on its device.
+ * Writes the description `dt_infer` reads: model, version, id, priority, timeout, the sequence
+ * (flags, then the correlation ID's kind and value), the inputs (name, datatype, shape, data
+ * address and size, memory type and device), the requested outputs, the typed parameters and
+ * the address of the bound-output table (0: none). Each host input's bytes are pushed onto
+ * `keep`, and the addresses of those lent to the core (see `lend`) onto `lentAt`; a device
+ * tensor (a client's CUDA region, which the front end holds) goes to the core as GPU memory on
+ * its device.
  */
 function packRequest(
   request: InferenceRequest,
@@ -316,6 +323,18 @@ function packRequest(
       ? request.timeoutMicroseconds
       : 0,
   );
+  // The sequence, as Triton's front ends set it: the flags and the correlation ID (0 or "": none).
+  const sequence = request.sequence;
+  packer.u32((sequence?.start ? SEQUENCE_START : 0) | (sequence?.end ? SEQUENCE_END : 0));
+  if (typeof sequence?.id === "string" && sequence.id !== "") {
+    packer.u32(CORRID_STRING);
+    packer.string(sequence.id);
+  } else if (typeof sequence?.id === "bigint" && sequence.id !== 0n) {
+    packer.u32(CORRID_UINT);
+    packer.i64(BigInt.asIntN(64, sequence.id));
+  } else {
+    packer.u32(CORRID_NONE);
+  }
   const outputs = request.outputs ?? [];
   const parameters = Object.entries(request.parameters);
   packer.u32(request.inputs.size);

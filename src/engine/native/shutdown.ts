@@ -74,7 +74,9 @@ export async function releaseServer(
   abandon.abort();
   for (const model of models) bridge.dt_channel_close(model.channel);
   const disposed = Promise.all(
-    models.map((model) => disposeInstances(context, model.definition.name, model.instances)),
+    models.map((model) =>
+      disposeInstances(context, model.definition.name, model.instances, model.sequences)
+    ),
   );
   let clean = await within(Promise.all(models.map((model) => model.consumers)), STUCK_GRACE_MS);
   await disposed;

@@ -116,7 +116,7 @@ export function toInferenceRequest(
 ): GrpcInferRequest {
   const modelName = message.model_name ?? "";
   const modelVersion = parseModelVersion(message.model_version);
-  const { parameters, priority, timeoutMicroseconds, enableEmptyFinalResponse } =
+  const { parameters, priority, timeoutMicroseconds, enableEmptyFinalResponse, sequence } =
     grpcRequestParameters(message.parameters, context);
 
   const inputsMessage = message.inputs ?? [];
@@ -143,6 +143,7 @@ export function toInferenceRequest(
       priority,
       timeoutMicroseconds,
       enableEmptyFinalResponse,
+      sequence,
     });
   } catch (error) {
     sharedMemory.release();
@@ -156,6 +157,7 @@ interface DecodedHead {
   priority: number | undefined;
   timeoutMicroseconds: number | undefined;
   enableEmptyFinalResponse: boolean;
+  sequence: InferenceRequest["sequence"];
 }
 
 function decodeTensors(
@@ -167,8 +169,14 @@ function decodeTensors(
   modelName: string,
   head: DecodedHead,
 ): GrpcInferRequest {
-  const { modelVersion, parameters, priority, timeoutMicroseconds, enableEmptyFinalResponse } =
-    head;
+  const {
+    modelVersion,
+    parameters,
+    priority,
+    timeoutMicroseconds,
+    enableEmptyFinalResponse,
+    sequence,
+  } = head;
   const inputsMessage = message.inputs ?? [];
   const inputs = new Map<string, Tensor>();
   let rawIndex = 0;
@@ -229,6 +237,7 @@ function decodeTensors(
     parameters,
     ...(priority !== undefined ? { priority } : {}),
     ...(timeoutMicroseconds !== undefined ? { timeoutMicroseconds } : {}),
+    ...(sequence !== undefined ? { sequence } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
     ...traceContextField(context.headers),
   };

@@ -3,7 +3,7 @@ import { ndarray } from "../../tensor/ndarray.ts";
 import { toInferenceRequest, toInferResponseMessage } from "./infer_messages.ts";
 import type { NDArray } from "../../tensor/ndarray.ts";
 
-Deno.test("toInferenceRequest maps parameters, headers, version and signal", () => {
+Deno.test("toInferenceRequest maps parameters, headers, version, sequence and signal", () => {
   const controller = new AbortController();
   const { request, enableEmptyFinalResponse } = toInferenceRequest({
     model_name: "m",
@@ -12,6 +12,7 @@ Deno.test("toInferenceRequest maps parameters, headers, version and signal", () 
     parameters: {
       priority: { uint64_param: "2", parameter_choice: "uint64_param" },
       timeout: { int64_param: "100", parameter_choice: "int64_param" },
+      sequence_id: { uint64_param: "9007199254740993", parameter_choice: "uint64_param" },
       sequence_start: { bool_param: true, parameter_choice: "bool_param" },
       triton_enable_empty_final_response: { bool_param: true, parameter_choice: "bool_param" },
       custom: { string_param: "v", parameter_choice: "string_param" },
@@ -33,6 +34,8 @@ Deno.test("toInferenceRequest maps parameters, headers, version and signal", () 
     parameters: { custom: "v", "x-h": "1" },
     priority: 2,
     timeoutMicroseconds: 100,
+    // The sequence parameters become the request's sequence, the ID exactly (2^53 + 1).
+    sequence: { id: 9007199254740993n, start: true, end: false },
     signal: controller.signal,
   });
 });

@@ -363,6 +363,7 @@ function inferenceRequest(
     ...(params.timeoutMicroseconds !== undefined
       ? { timeoutMicroseconds: params.timeoutMicroseconds }
       : {}),
+    ...(params.sequence !== undefined ? { sequence: params.sequence } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
     ...traceContextField(options.headers),
   };

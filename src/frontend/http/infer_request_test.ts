@@ -238,8 +238,10 @@ Deno.test("decodeInferRequest() forwards headers after the body's parameters, wh
     headers: new Headers({ "X-User": "header", "triton_x": "1", priority: "9" }),
     headerForwardPattern: /^(x-|triton_|priority)/i,
   });
-  // Sequence fields are checked and dropped; headers are strings and never set the priority.
+  // Sequence fields become the request's sequence, not parameters; headers are strings and never
+  // set the priority.
   assert.deepEqual(request.parameters, { "x-user": "header", k: 1, priority: "9", triton_x: "1" });
+  assert.deepEqual(request.sequence, { id: 7n, start: true, end: false });
   assert.equal(request.priority, undefined);
 });
 

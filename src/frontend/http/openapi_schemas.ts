@@ -123,7 +123,7 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   Parameters: {
     type: "object",
     description:
-      "Request parameters: `priority`, `timeout` (µs), `binary_data_output`, or any other, which reaches the model.",
+      "Request parameters: `priority`, `timeout` (µs), `binary_data_output`, `sequence_id` (an unsigned 64-bit integer or a string), `sequence_start` and `sequence_end` (a model with sequence batching), or any other, which reaches the model.",
     additionalProperties: PARAMETER_VALUE,
   },
   ServerMetadata: {

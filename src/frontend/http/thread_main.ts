@@ -196,7 +196,9 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
     } catch {
       return forward(request, read.body, context.signal);
     }
-    if (shared !== undefined) {
+    // A model with sequence batching is served through the main isolate, whose engine keeps its
+    // sequences' idle clocks and checks their correlation IDs.
+    if (shared !== undefined && !(await checkedModel(model)).sequenceBatching) {
       const { response, batching } = await inferShared(shared, model, decoded);
       return await inferReply(request, decoded, response, batching);
     }

@@ -11,7 +11,7 @@
 import type { CorsSettings } from "./cors.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { InferenceRequest, InferenceResponse, SharedEngineData } from "../../engine/engine.ts";
-import type { ParameterValue } from "../../callable/types.ts";
+import type { ParameterValue, SequenceRequest } from "../../callable/types.ts";
 import type { LogLevel, LogSettings, LogSettingsChange } from "../../log.ts";
 import {
   fromWireTensor,
@@ -55,6 +55,11 @@ export interface CheckedModel {
   readonly outputs: readonly string[];
   /** Whether the model batches. */
   readonly batching: boolean;
+  /**
+   * Whether the model has sequence batching: its requests go through the main isolate, whose
+   * engine keeps the sequences' clocks and checks their correlation IDs.
+   */
+  readonly sequenceBatching: boolean;
 }
 
 /** An inference request on the wire, without its model (named beside it) and signal. */
@@ -65,6 +70,8 @@ export interface WireInferRequest {
   readonly parameters: Readonly<Record<string, ParameterValue>>;
   readonly priority?: number;
   readonly timeoutMicroseconds?: number;
+  /** Its sequence (`sequence_id`, `sequence_start`, `sequence_end`). */
+  readonly sequence?: SequenceRequest;
 }
 
 /** An inference response on the wire. */

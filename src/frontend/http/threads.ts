@@ -224,6 +224,7 @@ export class HttpThreads {
         model: {
           outputs: handle.outputs.map((output) => output.name),
           batching: handle.maxBatchSize > 0,
+          sequenceBatching: handle.sequenceBatching,
         },
       });
     } catch (error) {
