@@ -10,6 +10,7 @@
  */
 
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import { ensemble, ensembleStep, workers } from "../mod.ts";
 import { ENGINES, PEERS_REQUIRED, startServer, watchdog } from "./_helpers.ts";
 import {
@@ -378,11 +379,10 @@ for (const engine of ENGINES) {
     });
 
     await t.step("the ensemble's statistics count its requests", async () => {
-      const body = await (await fetch(`${url}/v2/models/Chain/stats`)).json();
-      const stats = body.model_stats[0];
-      // As the core counts an ensemble: two chained requests, the failing one a failure.
-      assert.deepEqual(
-        {
+      const counts = async (): Promise<Record<string, unknown>> => {
+        const body = await (await fetch(`${url}/v2/models/Chain/stats`)).json();
+        const stats = body.model_stats[0];
+        return {
           inference: stats.inference_count,
           execution: stats.execution_count,
           success: stats.inference_stats.success.count,
@@ -390,9 +390,22 @@ for (const engine of ENGINES) {
           batches: stats.batch_stats.map((
             batch: { batch_size: number; compute_infer: { count: number } },
           ) => [batch.batch_size, batch.compute_infer.count]),
-        },
-        { inference: 2, execution: 2, success: 2, fail: 1, batches: [[1, 2]] },
-      );
+        };
+      };
+      // As the core counts an ensemble: two chained requests, the failing one a failure. The
+      // core may update them a moment after it answered (a run once saw them late): read them
+      // until they match, for up to 5 s, then compare.
+      const expected = { inference: 2, execution: 2, success: 2, fail: 1, batches: [[1, 2]] };
+      let seenCounts = await counts();
+      for (
+        let waited = 0;
+        waited < 5_000 && !isDeepStrictEqual(seenCounts, expected);
+        waited += 50
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        seenCounts = await counts();
+      }
+      assert.deepEqual(seenCounts, expected);
     });
 
     await t.step({
