@@ -69,10 +69,7 @@ class MainThreadInstance implements ModelInstance {
     this.#callable = callable;
     this.#model = model;
     this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
-    this.#ledger = new SequenceLedger(
-      model.name,
-      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
-    );
+    this.#ledger = SequenceLedger.of(model);
   }
 
   sequenceError(sequence: SequenceRequest): InferenceError | undefined {

@@ -147,10 +147,7 @@ export class WorkerInstance implements ModelInstance {
     this.device = device;
     this.#gpu = gpu;
     this.#cudaDriver = cudaDriver;
-    this.#ledger = new SequenceLedger(
-      model.name,
-      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
-    );
+    this.#ledger = SequenceLedger.of(model);
   }
 
   sequenceError(sequence: SequenceRequest): InferenceError | undefined {
