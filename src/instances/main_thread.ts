@@ -73,10 +73,7 @@ class MainThreadInstance implements ModelInstance {
     this.#model = model;
     this.#context = { model, instanceIndex: index, device, metrics: new ModelMetrics(metrics) };
     this.#caller = caller;
-    this.#ledger = new SequenceLedger(
-      model.name,
-      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
-    );
+    this.#ledger = SequenceLedger.of(model);
   }
 
   sequenceError(sequence: SequenceRequest): InferenceError | undefined {

@@ -11,6 +11,7 @@
 
 import type { Sequence, SequenceRequest } from "../callable/types.ts";
 import type { SequenceId } from "../config/sequence_batching.ts";
+import type { ModelInfo } from "../config/model_info.ts";
 import { InferenceError } from "../errors.ts";
 
 /** What the states read of a request: its sequence (any request type has it). */
@@ -165,6 +166,19 @@ export class SequenceLedger {
   constructor(model: string, idleMicroseconds: number) {
     this.#model = model;
     this.#idleMicroseconds = idleMicroseconds;
+  }
+
+  /**
+   * Creates an empty ledger for a bound model (its name and idle timeout).
+   *
+   * @param model The model.
+   * @returns The ledger.
+   */
+  static of(model: ModelInfo): SequenceLedger {
+    return new SequenceLedger(
+      model.name,
+      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
+    );
   }
 
   /**

@@ -160,10 +160,7 @@ export class WorkerInstance implements ModelInstance {
     this.#gpu = gpu;
     this.#cudaDriver = cudaDriver;
     this.#caller = caller;
-    this.#ledger = new SequenceLedger(
-      model.name,
-      model.config.sequenceBatching?.maxSequenceIdleMicroseconds ?? 0,
-    );
+    this.#ledger = SequenceLedger.of(model);
   }
 
   sequenceError(sequence: SequenceRequest): InferenceError | undefined {
