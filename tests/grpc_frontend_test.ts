@@ -212,7 +212,7 @@ for (const engine of ENGINES) {
 }
 
 for (const engine of ENGINES) {
-  Deno.test(`Unsupported RPCs answer UNIMPLEMENTED with a clear message [${engine}]`, async () => {
+  Deno.test(`Unsupported RPCs answer UNIMPLEMENTED with a clear message, and the supported ones answer [${engine}]`, async () => {
     await using server = await startTestServer(engine);
     using client = new TestGrpcClient(server.frontend.port);
     await rejectsWith(
@@ -237,10 +237,20 @@ for (const engine of ENGINES) {
       grpc.status.NOT_FOUND,
       "Unable to find cuda shared memory region: 'r'",
     );
-    await rejectsWith(
-      client.raw("TraceSetting", new Uint8Array()),
-      grpc.status.UNIMPLEMENTED,
-      /Trace settings/,
+    // TraceSetting is supported (tests/trace_test.ts): an empty request reads the global settings.
+    assert.deepEqual(
+      await client.call("TraceSetting", codecs.TraceSetting, codecs.TraceSetting, { settings: {} }),
+      {
+        settings: {
+          trace_level: { value: ["OFF"] },
+          trace_rate: { value: ["1000"] },
+          trace_count: { value: ["-1"] },
+          log_frequency: { value: ["0"] },
+          trace_file: { value: [""] },
+          trace_mode: { value: ["triton"] },
+        },
+        model_name: "",
+      },
     );
     // LogSettings is supported (tests/logging_test.ts); a malformed request is refused.
     await rejectsWith(
