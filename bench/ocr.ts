@@ -9,6 +9,7 @@
  * @module
  */
 
+import { closedLoopRate } from "./closed_loop.ts";
 import * as ort from "onnxruntime-node";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray, Triton } from "../mod.ts";
@@ -61,15 +62,10 @@ async function direct(loops: number, threads: number): Promise<number> {
     for (const pipeline of pipelines) {
       for (const image of IMAGES) await pipeline.recognize(image);
     }
-    let next = 0;
-    const start = performance.now();
-    await Promise.all(pipelines.map(async (pipeline) => {
-      for (let index = next++; index < REQUESTS; index = next++) {
-        const lines = await pipeline.recognize(IMAGES[index % IMAGES.length]!);
-        check(index, lines.map((line) => line.text));
-      }
-    }));
-    return REQUESTS / ((performance.now() - start) / 1000);
+    return await closedLoopRate(pipelines, REQUESTS, async (pipeline, index) => {
+      const lines = await pipeline.recognize(IMAGES[index % IMAGES.length]!);
+      check(index, lines.map((line) => line.text));
+    });
   } finally {
     await Promise.all(pipelines.map((pipeline) => pipeline.release()));
   }
@@ -129,12 +125,7 @@ async function served(engine: EngineKind, instances: number): Promise<number> {
     };
     // Warm every instance.
     await Promise.all(clients.map((client, i) => once(client, i)));
-    let next = 0;
-    const start = performance.now();
-    await Promise.all(clients.map(async (client) => {
-      for (let index = next++; index < REQUESTS; index = next++) await once(client, index);
-    }));
-    return REQUESTS / ((performance.now() - start) / 1000);
+    return await closedLoopRate(clients, REQUESTS, once);
   } finally {
     await Promise.all(clients.map((client) => client.close()));
   }

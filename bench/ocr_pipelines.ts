@@ -10,6 +10,7 @@
  * @module
  */
 
+import { closedLoopRate } from "./closed_loop.ts";
 import * as ort from "onnxruntime-node";
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray, Triton } from "../mod.ts";
@@ -68,12 +69,7 @@ async function measure(url: string, form: string): Promise<number> {
       check(form, index, (out.texts!.data as Uint8Array[]).map((bytes) => decoder.decode(bytes)));
     };
     await Promise.all(clients.map((client, i) => once(client, i)));
-    let next = 0;
-    const start = performance.now();
-    await Promise.all(clients.map(async (client) => {
-      for (let index = next++; index < REQUESTS; index = next++) await once(client, index);
-    }));
-    return REQUESTS / ((performance.now() - start) / 1000);
+    return await closedLoopRate(clients, REQUESTS, once);
   } finally {
     await Promise.all(clients.map((client) => client.close()));
   }
