@@ -11,43 +11,14 @@
 
 import { closedLoopRate } from "./closed_loop.ts";
 import * as ort from "onnxruntime-node";
-import { ModelClient } from "../src/client/mod.ts";
-import { ndarray, Triton } from "../mod.ts";
+import { Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { bindOcr, OCR_MODEL } from "../examples/ocr/model.ts";
 import { MODEL_FILES, OcrPipeline } from "../examples/ocr/pipeline.ts";
-import { renderText } from "../examples/ocr/render.ts";
+import { check, CONCURRENCY, engines, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
 import { option } from "./args.ts";
 
-const TEXTS = [
-  ["Hello DenoTriton", "Serving 42 models"],
-  ["Invoice No. 2026-117", "Total: 349.90 EUR"],
-  ["The quick brown fox", "jumps over the lazy dog"],
-  ["KServe v2 protocol", "HTTP and gRPC"],
-];
-const IMAGES = TEXTS.map((lines) => renderText(lines));
-const REQUESTS = 32;
-const CONCURRENCY = 4;
 const ROUNDS = 3;
-const decoder = new TextDecoder();
-
-function check(index: number, texts: readonly string[]): void {
-  const expected = TEXTS[index % TEXTS.length]!;
-  if (texts.join("\n") !== expected.join("\n")) {
-    throw new Error(`Image ${index % TEXTS.length} read as ${JSON.stringify(texts)}`);
-  }
-}
-
-async function engines(): Promise<EngineKind[]> {
-  const found: EngineKind[] = ["builtin"];
-  try {
-    const install = await import("../src/setup/install.ts");
-    if ((await install.findTritonInstall()) !== undefined) found.push("triton");
-  } catch {
-    // Without the core only the built-in engine runs.
-  }
-  return found;
-}
 
 /**
  * The pipeline called directly in this process: `loops` concurrent loops, each with its own
@@ -64,7 +35,7 @@ async function direct(loops: number, threads: number): Promise<number> {
     }
     return await closedLoopRate(pipelines, REQUESTS, async (pipeline, index) => {
       const lines = await pipeline.recognize(IMAGES[index % IMAGES.length]!);
-      check(index, lines.map((line) => line.text));
+      check("direct", index, lines.map((line) => line.text));
     });
   } finally {
     await Promise.all(pipelines.map((pipeline) => pipeline.release()));
@@ -113,22 +84,7 @@ async function served(engine: EngineKind, instances: number): Promise<number> {
   });
   await bindOcr(triton, { instances });
   await triton.run();
-  const clients = Array.from(
-    { length: CONCURRENCY },
-    () => new ModelClient(triton.urls.http!, OCR_MODEL, { initTimeoutS: 60 }),
-  );
-  try {
-    const once = async (client: ModelClient, index: number): Promise<void> => {
-      const image = IMAGES[index % IMAGES.length]!;
-      const out = await client.inferSample({ image: ndarray([image], [1]) });
-      check(index, (out.texts!.data as Uint8Array[]).map((bytes) => decoder.decode(bytes)));
-    };
-    // Warm every instance.
-    await Promise.all(clients.map((client, i) => once(client, i)));
-    return await closedLoopRate(clients, REQUESTS, once);
-  } finally {
-    await Promise.all(clients.map((client) => client.close()));
-  }
+  return await servedRate(triton.urls.http!, OCR_MODEL);
 }
 
 const lines: string[] = [];

@@ -10,11 +10,8 @@
  * @module
  */
 
-import { closedLoopRate } from "./closed_loop.ts";
 import * as ort from "onnxruntime-node";
-import { ModelClient } from "../src/client/mod.ts";
-import { ndarray, Triton } from "../mod.ts";
-import type { EngineKind } from "../src/engine/engine.ts";
+import { Triton } from "../mod.ts";
 import {
   bindOcr,
   bindOcrPipelines,
@@ -22,58 +19,11 @@ import {
   OCR_MODEL,
   OCR_PIPELINE,
 } from "../examples/ocr/model.ts";
-import { renderText } from "../examples/ocr/render.ts";
+import { CONCURRENCY, engines, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
 import { option } from "./args.ts";
 
-const TEXTS = [
-  ["Hello DenoTriton", "Serving 42 models"],
-  ["Invoice No. 2026-117", "Total: 349.90 EUR"],
-  ["The quick brown fox", "jumps over the lazy dog"],
-  ["KServe v2 protocol", "HTTP and gRPC"],
-];
-const IMAGES = TEXTS.map((lines) => renderText(lines));
-const REQUESTS = 32;
-const CONCURRENCY = 4;
 const ROUNDS = Number(option("rounds") ?? 3);
 const FORMS = [OCR_MODEL, OCR_PIPELINE, OCR_ENSEMBLE] as const;
-const decoder = new TextDecoder();
-
-function check(form: string, index: number, texts: readonly string[]): void {
-  const expected = TEXTS[index % TEXTS.length]!;
-  if (texts.join("\n") !== expected.join("\n")) {
-    throw new Error(`${form}: image ${index % TEXTS.length} read as ${JSON.stringify(texts)}`);
-  }
-}
-
-async function engines(): Promise<EngineKind[]> {
-  const found: EngineKind[] = ["builtin"];
-  try {
-    const install = await import("../src/setup/install.ts");
-    if ((await install.findTritonInstall()) !== undefined) found.push("triton");
-  } catch {
-    // Without the core only the built-in engine runs.
-  }
-  return found;
-}
-
-/** Images/s of one form: `CONCURRENCY` binary-HTTP clients in this process. */
-async function measure(url: string, form: string): Promise<number> {
-  const clients = Array.from(
-    { length: CONCURRENCY },
-    () => new ModelClient(url, form, { initTimeoutS: 60, inferenceTimeoutS: 120 }),
-  );
-  try {
-    const once = async (client: ModelClient, index: number): Promise<void> => {
-      const image = IMAGES[index % IMAGES.length]!;
-      const out = await client.inferSample({ image: ndarray([image], [1]) });
-      check(form, index, (out.texts!.data as Uint8Array[]).map((bytes) => decoder.decode(bytes)));
-    };
-    await Promise.all(clients.map((client, i) => once(client, i)));
-    return await closedLoopRate(clients, REQUESTS, once);
-  } finally {
-    await Promise.all(clients.map((client) => client.close()));
-  }
-}
 
 const lines: string[] = [];
 const log = (line: string): void => {
@@ -106,7 +56,7 @@ for (const engine of kinds) {
   for (let round = 0; round < ROUNDS; round++) {
     for (const form of FORMS) {
       const key = `${engine}/${form}`;
-      best.set(key, Math.max(best.get(key) ?? 0, await measure(triton.urls.http!, form)));
+      best.set(key, Math.max(best.get(key) ?? 0, await servedRate(triton.urls.http!, form)));
     }
   }
 }
