@@ -131,20 +131,22 @@ export function addDocRoutes(
   router.add(
     "GET",
     "/v2/openapi.json",
-    "metadata",
-    () =>
-      Promise.resolve(jsonResponse(openApiDocument({
-        tables: options.tables,
-        models: servedModels(options.engine, options.repository),
-        restricted: options.restricted,
-      }))),
     {
-      operationId: "openApiDocument",
-      summary: "This API's OpenAPI 3.1 document, with a path for each model served",
-      responses: {
-        200: {
-          description: "The document",
-          content: jsonContent({ type: "object", required: ["openapi", "info", "paths"] }),
+      group: "metadata",
+      handler: () =>
+        Promise.resolve(jsonResponse(openApiDocument({
+          tables: options.tables,
+          models: servedModels(options.engine, options.repository),
+          restricted: options.restricted,
+        }))),
+      doc: {
+        operationId: "openApiDocument",
+        summary: "This API's OpenAPI 3.1 document, with a path for each model served",
+        responses: {
+          200: {
+            description: "The document",
+            content: jsonContent({ type: "object", required: ["openapi", "info", "paths"] }),
+          },
         },
       },
     },
@@ -156,32 +158,44 @@ export function addDocRoutes(
     .add(
       "GET",
       "/docs",
-      undefined,
-      () => Promise.resolve(new Response(PAGE, { headers: PAGE_HEADERS })),
       {
-        ...assetDoc("docsPage", "This page: Swagger UI over /v2/openapi.json", "text/html"),
-        description: "Turned off by `httpDocs: false`.",
+        group: undefined,
+        handler: () => Promise.resolve(new Response(PAGE, { headers: PAGE_HEADERS })),
+        doc: {
+          ...assetDoc("docsPage", "This page: Swagger UI over /v2/openapi.json", "text/html"),
+          description: "Turned off by `httpDocs: false`.",
+        },
       },
     )
     .add(
       "GET",
       "/docs/swagger-ui.css",
-      undefined,
-      async () => asset((await swaggerUi()).SWAGGER_UI_CSS, css),
-      assetDoc("docsStyle", "Swagger UI's style sheet", css),
+      {
+        group: undefined,
+        handler: async () => asset((await swaggerUi()).SWAGGER_UI_CSS, css),
+        doc: assetDoc("docsStyle", "Swagger UI's style sheet", css),
+      },
     )
     .add(
       "GET",
       "/docs/swagger-ui-bundle.js",
-      undefined,
-      async () => asset((await swaggerUi()).SWAGGER_UI_BUNDLE, js),
-      assetDoc("docsBundle", "Swagger UI's script", js),
+      {
+        group: undefined,
+        handler: async () => asset((await swaggerUi()).SWAGGER_UI_BUNDLE, js),
+        doc: assetDoc("docsBundle", "Swagger UI's script", js),
+      },
     )
     .add(
       "GET",
       "/docs/docs.js",
-      undefined,
-      () => Promise.resolve(asset(SCRIPT, js)),
-      assetDoc("docsScript", "The script that starts Swagger UI on this server's document", js),
+      {
+        group: undefined,
+        handler: () => Promise.resolve(asset(SCRIPT, js)),
+        doc: assetDoc(
+          "docsScript",
+          "The script that starts Swagger UI on this server's document",
+          js,
+        ),
+      },
     );
 }

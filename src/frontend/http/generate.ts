@@ -281,37 +281,46 @@ export interface GenerateSettings {
   readonly headerForwardPattern: RegExp | undefined;
 }
 
+/** Options of {@linkcode handleGenerate}: the front end's settings, and which endpoint. */
+export interface GenerateOptions extends GenerateSettings {
+  /**
+   * Whether to answer Server-Sent Events (`generate_stream`) rather than one JSON body.
+   *
+   * @default {false}
+   */
+  readonly streaming?: boolean;
+}
+
 /**
  * Handles `POST .../generate` (`streaming` false) and `POST .../generate_stream` (true).
  *
  * @param engine The engine.
- * @param settings Body limit and header forwarding.
  * @param context The request, path parameters and disconnect signal.
- * @param streaming Whether to answer Server-Sent Events.
+ * @param options Body limit, header forwarding, and whether to answer Server-Sent Events.
  * @returns The response.
  * @throws {InferenceError} Before the first response (the front end answers a JSON error).
  */
 export async function handleGenerate(
   engine: Engine,
-  settings: GenerateSettings,
   context: GenerateContext,
-  streaming: boolean,
+  options: GenerateOptions,
 ): Promise<Response> {
+  const streaming = options.streaming ?? false;
   const modelName = context.params["model"]!;
   const modelVersion = context.params["version"] === undefined
     ? undefined
     : Number(context.params["version"]);
   // The request's one lookup: decoding reads the handle, and the engine takes it as it is.
   const model = engine.model(modelName, modelVersion);
-  const body = await readRequestBody(context.request, settings.maxRequestBytes);
+  const body = await readRequestBody(context.request, options.maxRequestBytes);
   // Aborted when the SSE body is cancelled (the client went away after the headers were sent).
   const gone = new AbortController();
   const request = decodeGenerateRequest(body, model.metadata, {
     ...(modelVersion === undefined ? {} : { modelVersion }),
     headers: context.request.headers,
-    ...(settings.headerForwardPattern === undefined
+    ...(options.headerForwardPattern === undefined
       ? {}
-      : { headerForwardPattern: settings.headerForwardPattern }),
+      : { headerForwardPattern: options.headerForwardPattern }),
     signal: AbortSignal.any([context.signal, gone.signal]),
   });
   const iterator = responsesOf(engine, request, model);

@@ -68,14 +68,25 @@ function formatClassValue(value: number | bigint, integral: boolean): string {
   return value.toFixed(6);
 }
 
+/** Options of {@linkcode classify}. */
+export interface ClassifyOptions {
+  /** N: how many of the largest values each row gives. */
+  readonly count: number;
+  /**
+   * Whether axis 0 is the batch (each batch row is then classified on its own).
+   *
+   * @default {false}
+   */
+  readonly batching?: boolean;
+}
+
 /**
  * Top-N classification of an output, as Triton computes it: per batch row (for batching models)
  * the N largest values, each `"<value>:<index>"`.
  *
  * @param name The output name, for messages.
  * @param array The output tensor.
- * @param count N.
- * @param batching Whether axis 0 is the batch.
+ * @param options N, and whether axis 0 is the batch.
  * @returns A BYTES tensor of shape `[batch, min(N, row size)]` (or `[min(N, size)]`).
  * @throws {InferenceError} (INVALID_ARG) For BOOL, BYTES, FP16 and BF16 outputs.
  *
@@ -84,7 +95,11 @@ function formatClassValue(value: number | bigint, integral: boolean): string {
  * import { classify } from "./infer_response.ts";
  * import assert from "node:assert/strict";
  *
- * const out = classify("p", { dtype: "float32", shape: [1, 3], data: new Float32Array([0.25, 0.5, 0.125]) }, 2, true);
+ * const out = classify(
+ *   "p",
+ *   { dtype: "float32", shape: [1, 3], data: new Float32Array([0.25, 0.5, 0.125]) },
+ *   { count: 2, batching: true },
+ * );
  * assert.deepEqual(out.shape, [1, 2]);
  * assert.deepEqual(out.data.map((b) => new TextDecoder().decode(b)), ["0.500000:1", "0.250000:0"]);
  * ```
@@ -92,9 +107,10 @@ function formatClassValue(value: number | bigint, integral: boolean): string {
 export function classify(
   name: string,
   array: NDArray,
-  count: number,
-  batching: boolean,
+  options: ClassifyOptions,
 ): BytesNDArray {
+  const { count } = options;
+  const batching = options.batching ?? false;
   const dtype = array.dtype;
   if (dtype === "bytes" || dtype === "bool" || dtype === "float16" || dtype === "bfloat16") {
     throw InferenceError.invalidArg(
@@ -218,7 +234,10 @@ export function encodeInferResponse(
     }
     const value = hostTensor(tensor, `output '${name}'`);
     const array = format !== undefined && format.classification > 0
-      ? classify(name, value, format.classification, options.batching ?? false)
+      ? classify(name, value, {
+        count: format.classification,
+        batching: options.batching ?? false,
+      })
       : value;
     const entry: Record<string, unknown> = {
       name,

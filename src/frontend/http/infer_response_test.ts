@@ -101,7 +101,7 @@ Deno.test("classify() returns Triton's top-N strings per batch row", () => {
     shape: [2, 3],
     data: new Float32Array([0.1, 0.7, 0.2, 3, 1, 2]),
   };
-  const batched = classify("p", probs, 2, true);
+  const batched = classify("p", probs, { count: 2, batching: true });
   assert.deepEqual(batched.shape, [2, 2]);
   assert.deepEqual(batched.data.map((b) => decoder.decode(b)), [
     "0.700000:1",
@@ -112,8 +112,7 @@ Deno.test("classify() returns Triton's top-N strings per batch row", () => {
   const flat = classify(
     "p",
     { dtype: "int32", shape: [3], data: new Int32Array([5, 9, -1]) },
-    5,
-    false,
+    { count: 5, batching: false },
   );
   assert.deepEqual(flat.shape, [3]);
   assert.deepEqual(flat.data.map((b) => decoder.decode(b)), ["9:1", "5:0", "-1:2"]);
@@ -130,7 +129,11 @@ Deno.test("classify() returns Triton's top-N strings per batch row", () => {
     /"name":"p","datatype":"BYTES","shape":\[2,1\],"data":\["0.700000:1","3.000000:0"\]/,
   );
   assert.throws(
-    () => classify("t", { dtype: "bytes", shape: [1], data: [new Uint8Array()] }, 1, false),
+    () =>
+      classify("t", { dtype: "bytes", shape: [1], data: [new Uint8Array()] }, {
+        count: 1,
+        batching: false,
+      }),
     /unsupported type 'BYTES'/,
   );
 });

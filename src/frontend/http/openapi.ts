@@ -123,8 +123,12 @@ interface Described {
  * import assert from "node:assert/strict";
  *
  * const router = new Router<string>()
- *   .add("GET", "/a", "health", "a", { operationId: "a", summary: "A", responses: {} })
- *   .add("GET", /^\/b$/, "health", "b");
+ *   .add("GET", "/a", {
+ *     group: "health",
+ *     handler: "a",
+ *     doc: { operationId: "a", summary: "A", responses: {} },
+ *   })
+ *   .add("GET", /^\/b$/, { group: "health", handler: "b" });
  * const { described, undescribed } = describedRoutes([router]);
  * assert.equal(described.length, 1);
  * assert.equal(undescribed[0]?.pattern.source, "^\\/b$");

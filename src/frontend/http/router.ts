@@ -40,6 +40,19 @@ export interface Route<H> {
   readonly doc: RouteDoc | undefined;
 }
 
+/** What {@linkcode Router.add} serves at a method and path. */
+export interface RouteSpec<H> {
+  /**
+   * The endpoint group, for access control; `undefined` for a route no access check applies to.
+   * Required, so that no route loses its access check by an omission.
+   */
+  readonly group: EndpointGroup | undefined;
+  /** What runs it. */
+  readonly handler: H;
+  /** Its description for the OpenAPI document (only a template's path can be described). */
+  readonly doc?: RouteDoc;
+}
+
 /** What answers the requests under a path prefix that no route serves. */
 export interface Fallback<H> {
   /** The path prefix, e.g. `/v1/`. */
@@ -89,7 +102,7 @@ export type RouteMatch<H> =
  * import assert from "node:assert/strict";
  *
  * const router = new Router<string>();
- * router.add("GET", /^\/v2\/models\/(?<model>[^/]+)$/, "metadata", "meta");
+ * router.add("GET", /^\/v2\/models\/(?<model>[^/]+)$/, { group: "metadata", handler: "meta" });
  * const found = router.match("GET", "/v2/models/m%20x");
  * assert.equal(found.kind, "found");
  * if (found.kind === "found") assert.equal(found.params.model, "m x");
@@ -113,20 +126,12 @@ export class Router<H> {
    * @param method The method.
    * @param path A path template (`/v2/models/{model}[/versions/{version}]`), or an anchored
    *   pattern (`^...$`) with named groups.
-   * @param group The endpoint group; `undefined` for a route no access check applies to.
-   * @param handler The handler.
-   * @param doc Its description for the OpenAPI document (only a template's path can be
-   *   described).
+   * @param spec The endpoint group, the handler and the route's description.
    * @returns This router.
    * @throws {Error} For a description of a route given as a pattern, or a bad template.
    */
-  add(
-    method: Method,
-    path: string | RegExp,
-    group: EndpointGroup | undefined,
-    handler: H,
-    doc?: RouteDoc,
-  ): this {
+  add(method: Method, path: string | RegExp, spec: RouteSpec<H>): this {
+    const { group, handler, doc } = spec;
     const template = typeof path === "string" ? path : undefined;
     if (doc !== undefined && template === undefined) {
       throw new Error(`Cannot describe the route ${method} ${path}: give its path as a template`);
@@ -153,7 +158,7 @@ export class Router<H> {
    * import assert from "node:assert/strict";
    *
    * const router = new Router<string>()
-   *   .add("GET", "/v1/models", "openai", "models")
+   *   .add("GET", "/v1/models", { group: "openai", handler: "models" })
    *   .fallback("/v1/", "openai", "no such route");
    * assert.equal(router.match("GET", "/v1/models").kind, "found");
    * const other = router.match("DELETE", "/v1/models");

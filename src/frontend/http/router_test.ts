@@ -77,10 +77,10 @@ Deno.test("buildRoutes() gives not-found and method-not-allowed", () => {
 });
 
 Deno.test("Router.match() answers a repeated path the same and sees routes added later", () => {
-  const local = new Router<string>().add("GET", /^\/a$/, "health", "first");
+  const local = new Router<string>().add("GET", /^\/a$/, { group: "health", handler: "first" });
   const once = local.match("GET", "/b");
   assert.equal(once.kind, "not-found");
-  local.add("GET", /^\/b$/, "health", "second");
+  local.add("GET", /^\/b$/, { group: "health", handler: "second" });
   const found = local.match("GET", "/b");
   assert.equal(found.kind === "found" && found.route.handler, "second");
   assert.equal(local.match("GET", "/b"), found);

@@ -182,21 +182,35 @@ export function inferDecodeOptions(
   };
 }
 
+/** Options of {@linkcode inferReply}. */
+export interface InferReplyOptions {
+  /**
+   * The request's `accept-encoding` header: the reply is compressed when it allows and it pays.
+   *
+   * @default {null}
+   */
+  readonly acceptEncoding?: string | null;
+  /**
+   * Whether the model batches (its outputs then carry the batch dimension).
+   *
+   * @default {false}
+   */
+  readonly batching?: boolean;
+}
+
 /**
  * Encodes an engine's answer to a decoded inference request and sends it: binary or JSON
  * outputs as the request asked, compressed when the client accepts it and it pays.
  *
- * @param request The HTTP request (its `accept-encoding`).
  * @param decoded The decoded request.
  * @param result The engine's response.
- * @param batching Whether the model batches (its outputs then carry the batch dimension).
+ * @param options The client's accepted encodings and whether the model batches.
  * @returns The HTTP response.
  */
 export async function inferReply(
-  request: Request,
   decoded: HttpInferRequest,
   result: InferenceResponse,
-  batching: boolean,
+  options: InferReplyOptions = {},
 ): Promise<Response> {
   let encoded: ReturnType<typeof encodeInferResponse>;
   try {
@@ -204,7 +218,7 @@ export async function inferReply(
     encoded = encodeInferResponse(result, {
       outputFormats: decoded.outputFormats,
       defaultBinary: decoded.defaultBinary,
-      batching,
+      batching: options.batching ?? false,
       sharedMemoryOutputs: decoded.sharedMemory.outputs,
     });
   } finally {
@@ -213,7 +227,7 @@ export async function inferReply(
   }
   const reply = await compressResponseBody(
     encoded.body,
-    responseEncoding(request.headers.get("accept-encoding")),
+    responseEncoding(options.acceptEncoding ?? null),
   );
   return bytesResponse(
     reply.body,
@@ -241,7 +255,10 @@ async function infer(
     decoded.sharedMemory.release();
     throw error;
   }
-  return await inferReply(context.request, decoded, result, model.maxBatchSize > 0);
+  return await inferReply(decoded, result, {
+    acceptEncoding: context.request.headers.get("accept-encoding"),
+    batching: model.maxBatchSize > 0,
+  });
 }
 
 async function repositoryAction(
@@ -496,190 +513,233 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
     .add(
       "GET",
       "/v2/health/live",
-      "health",
-      () => Promise.resolve(empty(engine.isLive() ? 200 : 400)),
       {
-        operationId: "serverLive",
-        summary: "Whether the server is live",
-        responses: { 200: { description: "Live" }, 400: { description: "Not live" } },
+        group: "health",
+        handler: () => Promise.resolve(empty(engine.isLive() ? 200 : 400)),
+        doc: {
+          operationId: "serverLive",
+          summary: "Whether the server is live",
+          responses: { 200: { description: "Live" }, 400: { description: "Not live" } },
+        },
       },
     )
     .add(
       "GET",
       "/v2/health/ready",
-      "health",
-      () => Promise.resolve(empty(engine.isReady() ? 200 : 400)),
       {
-        operationId: "serverReady",
-        summary: "Whether the server is ready",
-        description: "With `strictReadiness` (the default), only when every model is ready too.",
-        responses: { 200: { description: "Ready" }, 400: { description: "Not ready" } },
+        group: "health",
+        handler: () => Promise.resolve(empty(engine.isReady() ? 200 : 400)),
+        doc: {
+          operationId: "serverReady",
+          summary: "Whether the server is ready",
+          description: "With `strictReadiness` (the default), only when every model is ready too.",
+          responses: { 200: { description: "Ready" }, 400: { description: "Not ready" } },
+        },
       },
     )
     .add(
       "GET",
       "/v2",
-      "metadata",
-      () =>
-        Promise.resolve(
-          jsonResponse(withSharedMemoryExtension(engine.serverMetadata(), settings.sharedMemory)),
-        ),
       {
-        operationId: "serverMetadata",
-        summary: "The server's name, version and protocol extensions",
-        responses: {
-          200: { description: "The metadata", content: jsonContent(schemaRef("ServerMetadata")) },
+        group: "metadata",
+        handler: () =>
+          Promise.resolve(
+            jsonResponse(withSharedMemoryExtension(engine.serverMetadata(), settings.sharedMemory)),
+          ),
+        doc: {
+          operationId: "serverMetadata",
+          summary: "The server's name, version and protocol extensions",
+          responses: {
+            200: { description: "The metadata", content: jsonContent(schemaRef("ServerMetadata")) },
+          },
         },
       },
     )
     .add(
       "GET",
       "/v2/models/stats",
-      "statistics",
-      () => Promise.resolve(jsonResponse(engine.modelStatistics())),
       {
-        operationId: "modelsStatistics",
-        summary: "Statistics of every model",
-        responses: {
-          200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
+        group: "statistics",
+        handler: () => Promise.resolve(jsonResponse(engine.modelStatistics())),
+        doc: {
+          operationId: "modelsStatistics",
+          summary: "Statistics of every model",
+          responses: {
+            200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
+          },
         },
       },
     )
     .add(
       "GET",
       model,
-      "metadata",
-      ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelMetadata(params["model"]!, versionOf(params)))),
       {
-        operationId: "modelMetadata",
-        summary: "A model's inputs and outputs",
-        responses: {
-          200: { description: "The metadata", content: jsonContent(schemaRef("ModelMetadata")) },
-          ...errorResponses(MODEL_ERRORS),
+        group: "metadata",
+        handler: ({ params }) =>
+          Promise.resolve(jsonResponse(engine.modelMetadata(params["model"]!, versionOf(params)))),
+        doc: {
+          operationId: "modelMetadata",
+          summary: "A model's inputs and outputs",
+          responses: {
+            200: { description: "The metadata", content: jsonContent(schemaRef("ModelMetadata")) },
+            ...errorResponses(MODEL_ERRORS),
+          },
         },
       },
     )
     .add(
       "GET",
       `${model}/ready`,
-      "health",
-      ({ params }) =>
-        Promise.resolve(
-          engine.modelReady(params["model"]!, versionOf(params))
-            ? empty(200)
-            : errorResponse(400, "Model version not ready"),
-        ),
       {
-        operationId: "modelReady",
-        summary: "Whether a model is ready",
-        responses: {
-          200: { description: "Ready" },
-          ...errorResponses({ 400: "Not ready, or unknown" }),
+        group: "health",
+        handler: ({ params }) =>
+          Promise.resolve(
+            engine.modelReady(params["model"]!, versionOf(params))
+              ? empty(200)
+              : errorResponse(400, "Model version not ready"),
+          ),
+        doc: {
+          operationId: "modelReady",
+          summary: "Whether a model is ready",
+          responses: {
+            200: { description: "Ready" },
+            ...errorResponses({ 400: "Not ready, or unknown" }),
+          },
         },
       },
     )
     .add(
       "GET",
       `${model}/config`,
-      "model-config",
-      ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelConfig(params["model"]!, versionOf(params)))),
       {
-        operationId: "modelConfig",
-        summary: "A model's configuration, in Triton's model-config JSON",
-        responses: {
-          200: { description: "The configuration", content: jsonContent(schemaRef("ModelConfig")) },
-          ...errorResponses(MODEL_ERRORS),
+        group: "model-config",
+        handler: ({ params }) =>
+          Promise.resolve(jsonResponse(engine.modelConfig(params["model"]!, versionOf(params)))),
+        doc: {
+          operationId: "modelConfig",
+          summary: "A model's configuration, in Triton's model-config JSON",
+          responses: {
+            200: {
+              description: "The configuration",
+              content: jsonContent(schemaRef("ModelConfig")),
+            },
+            ...errorResponses(MODEL_ERRORS),
+          },
         },
       },
     )
     .add(
       "POST",
       `${model}/infer`,
-      "inference",
-      (context) => infer(engine, settings, context),
-      INFER_DOC,
+      {
+        group: "inference",
+        handler: (context) => infer(engine, settings, context),
+        doc: INFER_DOC,
+      },
     )
     .add(
       "POST",
       `${model}/generate`,
-      "inference",
-      (context) => handleGenerate(engine, settings, context, false),
-      GENERATE_DOC,
+      {
+        group: "inference",
+        handler: (context) => handleGenerate(engine, context, settings),
+        doc: GENERATE_DOC,
+      },
     )
     .add(
       "POST",
       `${model}/generate_stream`,
-      "inference",
-      (context) => handleGenerate(engine, settings, context, true),
-      GENERATE_STREAM_DOC,
+      {
+        group: "inference",
+        handler: (context) => handleGenerate(engine, context, { ...settings, streaming: true }),
+        doc: GENERATE_STREAM_DOC,
+      },
     )
     .add(
       "GET",
       `${model}/stats`,
-      "statistics",
-      ({ params }) =>
-        Promise.resolve(jsonResponse(engine.modelStatistics(params["model"]!, versionOf(params)))),
       {
-        operationId: "modelStatistics",
-        summary: "A model's statistics",
-        responses: {
-          200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
-          ...errorResponses({
-            ...MODEL_ERRORS,
-            400: "The model or version is not available (Triton's answer for statistics)",
-          }),
+        group: "statistics",
+        handler: ({ params }) =>
+          Promise.resolve(
+            jsonResponse(engine.modelStatistics(params["model"]!, versionOf(params))),
+          ),
+        doc: {
+          operationId: "modelStatistics",
+          summary: "A model's statistics",
+          responses: {
+            200: { description: "Statistics", content: jsonContent(schemaRef("ModelStatistics")) },
+            ...errorResponses({
+              ...MODEL_ERRORS,
+              400: "The model or version is not available (Triton's answer for statistics)",
+            }),
+          },
         },
       },
     )
     .add(
       "GET",
       `${model}/trace/setting`,
-      "trace",
-      (context) => traceSetting(settings, engine, context),
-      traceDoc(
-        "modelTraceSettings",
-        "A model's trace settings (its own, else the global ones)",
-        false,
-        true,
-      ),
+      {
+        group: "trace",
+        handler: (context) => traceSetting(settings, engine, context),
+        doc: traceDoc(
+          "modelTraceSettings",
+          "A model's trace settings (its own, else the global ones)",
+          false,
+          true,
+        ),
+      },
     )
     .add(
       "POST",
       `${model}/trace/setting`,
-      "trace",
-      (context) => traceSetting(settings, engine, context),
-      traceDoc("updateModelTraceSettings", "Change a model's trace settings", true, true),
+      {
+        group: "trace",
+        handler: (context) => traceSetting(settings, engine, context),
+        doc: traceDoc("updateModelTraceSettings", "Change a model's trace settings", true, true),
+      },
     )
     .add(
       "GET",
       "/v2/trace/setting",
-      "trace",
-      (context) => traceSetting(settings, engine, context),
-      traceDoc("traceSettings", "The global trace settings"),
+      {
+        group: "trace",
+        handler: (context) => traceSetting(settings, engine, context),
+        doc: traceDoc("traceSettings", "The global trace settings"),
+      },
     )
     .add(
       "POST",
       "/v2/trace/setting",
-      "trace",
-      (context) => traceSetting(settings, engine, context),
-      traceDoc("updateTraceSettings", "Change the trace settings", true),
+      {
+        group: "trace",
+        handler: (context) => traceSetting(settings, engine, context),
+        doc: traceDoc("updateTraceSettings", "Change the trace settings", true),
+      },
     )
-    .add("GET", "/v2/logging", "logging", (context) => logging(settings, context), {
-      operationId: "logSettings",
-      summary: "The log settings",
-      responses: {
-        200: { description: "The settings", content: jsonContent(schemaRef("LogSettings")) },
+    .add("GET", "/v2/logging", {
+      group: "logging",
+      handler: (context) => logging(settings, context),
+      doc: {
+        operationId: "logSettings",
+        summary: "The log settings",
+        responses: {
+          200: { description: "The settings", content: jsonContent(schemaRef("LogSettings")) },
+        },
       },
     })
-    .add("POST", "/v2/logging", "logging", (context) => logging(settings, context), {
-      operationId: "updateLogSettings",
-      summary: "Change the log settings",
-      requestBody: { content: jsonContent(schemaRef("LogSettingsRequest")) },
-      responses: {
-        200: { description: "The settings now", content: jsonContent(schemaRef("LogSettings")) },
-        ...errorResponses({ ...BODY_ERRORS, 501: "The request changes `log_file`" }),
+    .add("POST", "/v2/logging", {
+      group: "logging",
+      handler: (context) => logging(settings, context),
+      doc: {
+        operationId: "updateLogSettings",
+        summary: "Change the log settings",
+        requestBody: { content: jsonContent(schemaRef("LogSettingsRequest")) },
+        responses: {
+          200: { description: "The settings now", content: jsonContent(schemaRef("LogSettings")) },
+          ...errorResponses({ ...BODY_ERRORS, 501: "The request changes `log_file`" }),
+        },
       },
     });
 
@@ -703,30 +763,30 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
   router.add(
     "POST",
     "/v2/repository/index",
-    "model-repository",
-    index,
-    indexDoc("repositoryIndex"),
+    { group: "model-repository", handler: index, doc: indexDoc("repositoryIndex") },
   );
   for (const action of ["load", "unload"] as const) {
     router.add(
       "POST",
       `/v2/repository/models/{model}/${action}`,
-      "model-repository",
-      (context) => repositoryAction(repository, settings, context, action),
       {
-        operationId: `repositoryModel${action === "load" ? "Load" : "Unload"}`,
-        summary: action === "load"
-          ? "Load a bound model that was unloaded"
-          : "Unload a model; it stays bound, so a load serves it again",
-        requestBody: { content: jsonContent(schemaRef("RepositoryLoadRequest")) },
-        responses: {
-          200: { description: action === "load" ? "Loaded" : "Unloaded" },
-          ...errorResponses({
-            ...BODY_ERRORS,
-            404: "No model of that name is bound",
-            501: "A load with a new configuration or files, or an unsupported Content-Encoding",
-            503: "The server is not running",
-          }),
+        group: "model-repository",
+        handler: (context) => repositoryAction(repository, settings, context, action),
+        doc: {
+          operationId: `repositoryModel${action === "load" ? "Load" : "Unload"}`,
+          summary: action === "load"
+            ? "Load a bound model that was unloaded"
+            : "Unload a model; it stays bound, so a load serves it again",
+          requestBody: { content: jsonContent(schemaRef("RepositoryLoadRequest")) },
+          responses: {
+            200: { description: action === "load" ? "Loaded" : "Unloaded" },
+            ...errorResponses({
+              ...BODY_ERRORS,
+              404: "No model of that name is bound",
+              501: "A load with a new configuration or files, or an unsupported Content-Encoding",
+              503: "The server is not running",
+            }),
+          },
         },
       },
     );
@@ -735,22 +795,22 @@ export function buildRoutes(engine: Engine, settings: RouteSettings): Router<Rou
   router.add(
     "POST",
     "/v2/repository/{repo}/index",
-    "model-repository",
-    index,
-    indexDoc("namedRepositoryIndex"),
+    { group: "model-repository", handler: index, doc: indexDoc("namedRepositoryIndex") },
   );
   for (const action of ["load", "unload"] as const) {
     router.add(
       "POST",
       `/v2/repository/{repo}/models/{model}/${action}`,
-      "model-repository",
-      () => {
-        throw InferenceError.unsupported("'repository_name' specification is not supported");
-      },
       {
-        operationId: `namedRepositoryModel${action === "load" ? "Load" : "Unload"}`,
-        summary: `Not supported: ${action} in a named repository`,
-        responses: errorResponses({ 501: "Always: the server has one repository" }),
+        group: "model-repository",
+        handler: () => {
+          throw InferenceError.unsupported("'repository_name' specification is not supported");
+        },
+        doc: {
+          operationId: `namedRepositoryModel${action === "load" ? "Load" : "Unload"}`,
+          summary: `Not supported: ${action} in a named repository`,
+          responses: errorResponses({ 501: "Always: the server has one repository" }),
+        },
       },
     );
   }

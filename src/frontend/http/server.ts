@@ -379,13 +379,12 @@ export class HttpFrontend implements AsyncDisposable {
   #stopping: Promise<void> | undefined;
 
   private constructor(
-    hostname: string,
-    port: number,
     listener: Deno.HttpServer<Deno.NetAddr> | HttpThreads,
+    address: { readonly hostname: string; readonly port: number },
     logger: Logger,
   ) {
-    this.#hostname = hostname;
-    this.#port = port;
+    this.#hostname = address.hostname;
+    this.#port = address.port;
     this.#listener = listener;
     this.#logger = logger;
   }
@@ -445,7 +444,7 @@ export class HttpFrontend implements AsyncDisposable {
         handler,
         logger,
       });
-      return new HttpFrontend(hostname, listeners.port, listeners, logger);
+      return new HttpFrontend(listeners, { hostname, port: listeners.port }, logger);
     }
     let server: Deno.HttpServer<Deno.NetAddr>;
     try {
@@ -453,7 +452,7 @@ export class HttpFrontend implements AsyncDisposable {
     } catch (error) {
       throw socketUnavailable(hostname, port, error);
     }
-    return new HttpFrontend(server.addr.hostname, server.addr.port, server, logger);
+    return new HttpFrontend(server, server.addr, logger);
   }
 
   /** The bound port. */

@@ -137,69 +137,80 @@ function add(router: Router<RouteHandler>, kind: Kind, routes: KindRoutes): void
     .add(
       "GET",
       `${prefix}/status`,
-      "shared-memory",
-      () => Promise.resolve(jsonResponse(routes.status())),
-      statusDoc(
-        kind,
-        `${kind}SharedMemoryStatus`,
-        `Every registered ${title} shared-memory region`,
-      ),
+      {
+        group: "shared-memory",
+        handler: () => Promise.resolve(jsonResponse(routes.status())),
+        doc: statusDoc(
+          kind,
+          `${kind}SharedMemoryStatus`,
+          `Every registered ${title} shared-memory region`,
+        ),
+      },
     )
     .add(
       "GET",
       `${prefix}/region/{region}/status`,
-      "shared-memory",
-      ({ params }) => Promise.resolve(jsonResponse(routes.status(params["region"]!))),
-      statusDoc(kind, `${kind}SharedMemoryRegionStatus`, `One ${title} shared-memory region`, {
-        404:
-          `No ${title} region of that name is registered (or the name is a region of the other kind)`,
-      }),
+      {
+        group: "shared-memory",
+        handler: ({ params }) => Promise.resolve(jsonResponse(routes.status(params["region"]!))),
+        doc: statusDoc(
+          kind,
+          `${kind}SharedMemoryRegionStatus`,
+          `One ${title} shared-memory region`,
+          {
+            404:
+              `No ${title} region of that name is registered (or the name is a region of the other kind)`,
+          },
+        ),
+      },
     )
     .add(
       "POST",
       `${prefix}/region/{region}/register`,
-      "shared-memory",
-      routes.register,
-      routes.registerDoc,
+      { group: "shared-memory", handler: routes.register, doc: routes.registerDoc },
     )
     .add(
       "POST",
       `${prefix}/unregister`,
-      "shared-memory",
-      () => {
-        routes.unregister();
-        return Promise.resolve(empty());
-      },
       {
-        operationId: `${kind}SharedMemoryUnregisterAll`,
-        summary: `Unregister every ${title} shared-memory region`,
-        responses: {
-          200: { description: "Unregistered" },
-          ...(kind === "cuda"
-            ? errorResponses({ 500: "The CUDA driver refused to close a region's mapping" })
-            : {}),
+        group: "shared-memory",
+        handler: () => {
+          routes.unregister();
+          return Promise.resolve(empty());
+        },
+        doc: {
+          operationId: `${kind}SharedMemoryUnregisterAll`,
+          summary: `Unregister every ${title} shared-memory region`,
+          responses: {
+            200: { description: "Unregistered" },
+            ...(kind === "cuda"
+              ? errorResponses({ 500: "The CUDA driver refused to close a region's mapping" })
+              : {}),
+          },
         },
       },
     )
     .add(
       "POST",
       `${prefix}/region/{region}/unregister`,
-      "shared-memory",
-      ({ params }) => {
-        routes.unregister(params["region"]!);
-        return Promise.resolve(empty());
-      },
       {
-        operationId: `${kind}SharedMemoryUnregister`,
-        summary: `Unregister one ${title} shared-memory region`,
-        responses: {
-          200: {
-            description:
-              "Unregistered (also when no region of this kind had that name); a region a request still uses is unmapped once that request is answered",
+        group: "shared-memory",
+        handler: ({ params }) => {
+          routes.unregister(params["region"]!);
+          return Promise.resolve(empty());
+        },
+        doc: {
+          operationId: `${kind}SharedMemoryUnregister`,
+          summary: `Unregister one ${title} shared-memory region`,
+          responses: {
+            200: {
+              description:
+                "Unregistered (also when no region of this kind had that name); a region a request still uses is unmapped once that request is answered",
+            },
+            ...(kind === "cuda"
+              ? errorResponses({ 500: "The CUDA driver refused to close the region's mapping" })
+              : {}),
           },
-          ...(kind === "cuda"
-            ? errorResponses({ 500: "The CUDA driver refused to close the region's mapping" })
-            : {}),
         },
       },
     );

@@ -200,7 +200,10 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
     // sequences' idle clocks and checks their correlation IDs.
     if (shared !== undefined && !(await checkedModel(model)).sequenceBatching) {
       const { response, batching } = await inferShared(shared, model, decoded);
-      return await inferReply(request, decoded, response, batching);
+      return await inferReply(decoded, response, {
+        acceptEncoding: request.headers.get("accept-encoding"),
+        batching,
+      });
     }
     const transfer: Transferable[] = [];
     const wire = toWireInferRequest(decoded.request, transfer);
@@ -209,7 +212,10 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
       transfer,
       context.signal,
     );
-    return await inferReply(request, decoded, response, batching);
+    return await inferReply(decoded, response, {
+      acceptEncoding: request.headers.get("accept-encoding"),
+      batching,
+    });
   };
 }
 
@@ -245,8 +251,7 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
   const router = new Router<RouteHandler>().add(
     "POST",
     `${MODEL_PATH}/infer`,
-    "inference",
-    inferRoute(routeSettings),
+    { group: "inference", handler: inferRoute(routeSettings) },
   );
   const handler = handlerOver(router, {
     logger,

@@ -437,7 +437,11 @@ export function addOpenAIRoutes(
     }
   };
   for (const route of OPENAI_ROUTES) {
-    router.add(route.method, route.path, "openai", answering(route.handler), route.doc);
+    router.add(route.method, route.path, {
+      group: "openai",
+      handler: answering(route.handler),
+      doc: route.doc,
+    });
   }
   router.fallback("/v1/", "openai", answering((_, __, context) => unknownPath(router, context)));
 }
