@@ -118,8 +118,7 @@ export function fromModelInferResponse(message: ModelInferResponse): TransportIn
     } else {
       try {
         outputs[output.name] = tensorFromContents(
-          dtype,
-          shape,
+          { dtype, shape },
           output.contents ?? {},
           `output '${output.name}'`,
         );

@@ -138,7 +138,7 @@ export function decodeHttpInferResponse(
 ): TransportInferResponse {
   let reader: BinaryDataReader;
   try {
-    reader = new BinaryDataReader(body, headerLength, "response");
+    reader = new BinaryDataReader(body, headerLength, { message: "response" });
   } catch (error) {
     throw invalid((error as Error).message, error);
   }
@@ -171,7 +171,7 @@ export function decodeHttpInferResponse(
     let size: number | undefined;
     try {
       size = binaryDataSize(parameters, what);
-      if (size !== undefined) outputs[name] = reader.tensor(what, dtype, shape, size);
+      if (size !== undefined) outputs[name] = reader.tensor(what, { dtype, shape, size });
     } catch (error) {
       // The extension's rules answer in the front end's words; the client's error says whose.
       throw invalid((error as Error).message, error);

@@ -122,7 +122,9 @@ export class SharedMemoryBinding {
    */
   input(name: string, dtype: DType, shape: readonly number[], ref: SharedMemoryRef): Tensor {
     const view = this.#acquire(ref);
-    if (view.kind === "system") return tensorFromRaw(dtype, shape, view.bytes, `input '${name}'`);
+    if (view.kind === "system") {
+      return tensorFromRaw({ dtype, shape }, view.bytes, `input '${name}'`);
+    }
     if (dtype === "bytes") {
       throw InferenceError.invalidArg(
         `Invalid data for input '${name}': a BYTES tensor cannot be in CUDA shared memory on this server`,

@@ -16,6 +16,7 @@ import { InferenceError } from "../errors.ts";
 import { deserializeBytes } from "../tensor/bytes_codec.ts";
 import { type DType, elementSize } from "../tensor/dtype.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
+import type { WireTensorSpec } from "./tensor_contents.ts";
 
 /** The header giving the JSON's length, lower-case as `Headers` reads it. */
 export const HEADER_LENGTH_HEADER = "inference-header-content-length";
@@ -103,6 +104,20 @@ export function binaryDataSize(
 /** Which message a body is: a request carries inputs, a response outputs. */
 export type BinaryDataMessage = "request" | "response";
 
+/** What a {@linkcode BinaryDataReader}'s body is, for its errors. */
+export interface BinaryDataReaderOptions {
+  /** Whether the body is a request's or a response's. */
+  readonly message: BinaryDataMessage;
+  /** The model's name; errors name no model without it. */
+  readonly model?: string;
+}
+
+/** A binary tensor's description in the JSON header, which {@linkcode BinaryDataReader.tensor} reads. */
+export interface BinaryTensorHeader extends WireTensorSpec {
+  /** Its `binary_data_size`. */
+  readonly size: number;
+}
+
 /**
  * Reads the tensors after a body's JSON, each in turn, with the rules of the extension.
  *
@@ -112,11 +127,14 @@ export type BinaryDataMessage = "request" | "response";
  * import assert from "node:assert/strict";
  *
  * const body = new Uint8Array([...new TextEncoder().encode("{}"), 1, 0, 2, 0, 7]);
- * const reader = new BinaryDataReader(body, 2, "request", "m");
+ * const reader = new BinaryDataReader(body, 2, { message: "request", model: "m" });
  * assert.equal(new TextDecoder().decode(reader.json), "{}");
- * const a = reader.tensor("input 'a'", "int16", [2], 4);
+ * const a = reader.tensor("input 'a'", { dtype: "int16", shape: [2], size: 4 });
  * assert.deepEqual([...(a.data as Int16Array)], [1, 2]);
- * assert.throws(() => reader.tensor("input 'b'", "uint8", [2], 2), /only 1 remain/);
+ * assert.throws(
+ *   () => reader.tensor("input 'b'", { dtype: "uint8", shape: [2], size: 2 }),
+ *   /only 1 remain/,
+ * );
  * assert.throws(() => reader.end(), /1 bytes after the last input/);
  * ```
  */
@@ -131,16 +149,15 @@ export class BinaryDataReader {
    * @param body The whole (decompressed) body.
    * @param headerLength The JSON's length (`Inference-Header-Content-Length`); `undefined` when
    *   the body is all JSON.
-   * @param message Whether the body is a request's or a response's, for errors.
-   * @param model The model's name, for errors.
+   * @param options Whether the body is a request's or a response's, and the model's name, for
+   *   errors.
    * @throws {InferenceError} (INVALID_ARG) When `headerLength` is not an integer within the
    *   body.
    */
   constructor(
     body: Uint8Array,
     headerLength: number | undefined,
-    message: BinaryDataMessage,
-    model?: string,
+    options: BinaryDataReaderOptions,
   ) {
     if (
       headerLength !== undefined &&
@@ -150,8 +167,8 @@ export class BinaryDataReader {
     }
     this.#body = body;
     this.#headerLength = headerLength;
-    this.#message = message;
-    this.#model = model;
+    this.#message = options.message;
+    this.#model = options.model;
     this.#offset = headerLength ?? body.byteLength;
   }
 
@@ -165,14 +182,13 @@ export class BinaryDataReader {
    * BYTES elements are split at their lengths.
    *
    * @param what Names the tensor in errors, e.g. `input 'x'`.
-   * @param dtype Its element type.
-   * @param shape Its dimensions.
-   * @param size Its `binary_data_size`.
+   * @param header Its element type, dimensions and `binary_data_size`.
    * @returns The tensor.
    * @throws {InferenceError} (INVALID_ARG) When the body has no binary part, fewer bytes remain,
    *   or the bytes do not fit the shape.
    */
-  tensor(what: string, dtype: DType, shape: readonly number[], size: number): NDArray {
+  tensor(what: string, header: BinaryTensorHeader): NDArray {
+    const { dtype, shape, size } = header;
     if (this.#headerLength === undefined) {
       throw InferenceError.invalidArg(
         `${what[0]!.toUpperCase()}${

@@ -61,11 +61,11 @@ Deno.test("a body the writer lays out reads back, tensor by tensor, in order", (
   assert.equal(byteLength, json.byteLength + 16);
   const body = new Uint8Array([...json, ...tensors.flatMap((t) => [...t])]);
 
-  const reader = new BinaryDataReader(body, json.byteLength, "response");
+  const reader = new BinaryDataReader(body, json.byteLength, { message: "response" });
   assert.deepEqual(reader.json, json);
-  const a = reader.tensor("output 'a'", "int16", [3], 6);
+  const a = reader.tensor("output 'a'", { dtype: "int16", shape: [3], size: 6 });
   assert.deepEqual([...(a.data as Int16Array)], [1, -2, 3]);
-  const b = reader.tensor("output 'b'", "bytes", [2], 10);
+  const b = reader.tensor("output 'b'", { dtype: "bytes", shape: [2], size: 10 });
   assert.deepEqual((b.data as Uint8Array[]).map((e) => new TextDecoder().decode(e)), ["hi", ""]);
   reader.end();
 });
@@ -81,34 +81,37 @@ Deno.test("BinaryDataReader refuses what does not follow the rules, naming the t
   const json = text.encode("{}");
   const body = new Uint8Array([...json, 1, 2, 3, 4, 5]);
   refuses(
-    () => new BinaryDataReader(body, 8, "response"),
+    () => new BinaryDataReader(body, 8, { message: "response" }),
     /^Invalid 'Inference-Header-Content-Length' header: expected an integer within \[0, 7\] \(the body size\), got '8'$/,
   );
   refuses(
     () =>
-      new BinaryDataReader(body, undefined, "request", "m").tensor("input 'x'", "uint8", [1], 1),
+      new BinaryDataReader(body, undefined, { message: "request", model: "m" }).tensor(
+        "input 'x'",
+        { dtype: "uint8", shape: [1], size: 1 },
+      ),
     /^Input 'x' has binary data but the request has no 'Inference-Header-Content-Length' header$/,
   );
-  const reader = new BinaryDataReader(body, 2, "request", "m");
+  const reader = new BinaryDataReader(body, 2, { message: "request", model: "m" });
   refuses(
-    () => reader.tensor("input 'x'", "int32", [2], 8),
+    () => reader.tensor("input 'x'", { dtype: "int32", shape: [2], size: 8 }),
     /^Unexpected size for input 'x': expecting 8 bytes but only 5 remain in the request body for model 'm'$/,
   );
   refuses(
-    () => reader.tensor("input 'x'", "int32", [2], 4),
+    () => reader.tensor("input 'x'", { dtype: "int32", shape: [2], size: 4 }),
     /^Unexpected size for input 'x': shape \[2\] of int32 needs 8 bytes, 'binary_data_size' is 4$/,
   );
   // A BYTES element claiming more than is there (the 4 bytes above were taken).
   refuses(
-    () => reader.tensor("input 's'", "bytes", [1], 1),
+    () => reader.tensor("input 's'", { dtype: "bytes", shape: [1], size: 1 }),
     /^Invalid binary data of input 's': /,
   );
   refuses(
-    () => new BinaryDataReader(body, 2, "request", "m").end(),
+    () => new BinaryDataReader(body, 2, { message: "request", model: "m" }).end(),
     /^Unexpected additional input data for model 'm': 5 bytes after the last input$/,
   );
   refuses(
-    () => new BinaryDataReader(body, 2, "response").end(),
+    () => new BinaryDataReader(body, 2, { message: "response" }).end(),
     /^Unexpected additional output data: 5 bytes after the last output$/,
   );
 });

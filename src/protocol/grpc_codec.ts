@@ -512,7 +512,7 @@ function writeLayout(out: Uint8Array, at: number, layout: RawLayout): number {
   out.set(layout.head, at);
   at += layout.head.byteLength;
   for (const bytes of layout.raw) {
-    at = writeLengthPrefix(out, at, layout.field, bytes.byteLength);
+    at = writeLengthPrefix(out, at, { field: layout.field, length: bytes.byteLength });
     out.set(bytes, at);
     at += bytes.byteLength;
   }
@@ -572,7 +572,10 @@ function streamResponseCodec(): MessageCodec<ModelStreamInferResponse> {
         headroom + outer.byteLength + lengthPrefixSize(2, nested.size) + nested.size,
       );
       out.set(outer, headroom);
-      const at = writeLengthPrefix(out, headroom + outer.byteLength, 2, nested.size);
+      const at = writeLengthPrefix(out, headroom + outer.byteLength, {
+        field: 2,
+        length: nested.size,
+      });
       writeLayout(out, at, nested);
       return out;
     },

@@ -10,6 +10,7 @@
 import { InferenceError } from "../errors.ts";
 import { arrayConstructorOf, type DType, kserveName } from "../tensor/dtype.ts";
 import type { NDArray, NumericNDArray } from "../tensor/ndarray.ts";
+import type { WireTensorSpec } from "./tensor_contents.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -150,8 +151,7 @@ function describe(value: unknown): string {
  * Decodes the JSON `data` of a request input.
  *
  * @param name The input name, for messages.
- * @param dtype The input dtype.
- * @param shape The input shape.
+ * @param spec The input's dtype and shape.
  * @param data The `data` field: nested or flat arrays (or a single scalar for a scalar shape).
  * @returns The tensor.
  * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, wrong element types, out-of-range values
@@ -164,19 +164,18 @@ function describe(value: unknown): string {
  * import { jsonToNDArray } from "./json_tensor.ts";
  * import assert from "node:assert/strict";
  *
- * const a = jsonToNDArray("a", "int32", [2, 2], [[1, 2], [3, 4]]);
+ * const a = jsonToNDArray("a", { dtype: "int32", shape: [2, 2] }, [[1, 2], [3, 4]]);
  * assert.deepEqual([...(a.data as Int32Array)], [1, 2, 3, 4]);
- * const s = jsonToNDArray("s", "bytes", [1], ["a\u0000b"]);
+ * const s = jsonToNDArray("s", { dtype: "bytes", shape: [1] }, ["a\u0000b"]);
  * assert.deepEqual([...(s.data[0] as Uint8Array)], [97, 0, 98]);
- * assert.throws(() => jsonToNDArray("h", "float16", [1], [1]), /FP16 data via JSON/);
+ * assert.throws(
+ *   () => jsonToNDArray("h", { dtype: "float16", shape: [1] }, [1]),
+ *   /FP16 data via JSON/,
+ * );
  * ```
  */
-export function jsonToNDArray(
-  name: string,
-  dtype: DType,
-  shape: readonly number[],
-  data: unknown,
-): NDArray {
+export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown): NDArray {
+  const { dtype, shape } = spec;
   if (dtype === "float16" || dtype === "bfloat16") {
     throw InferenceError.invalidArg(
       `Receiving ${

@@ -31,24 +31,28 @@ Deno.test("jsonToNDArray() decodes every JSON dtype, nested or flat", () => {
     ["float64", [1e300, 2], [1e300, 2]],
   ];
   for (const [dtype, data, expected] of cases) {
-    const array = jsonToNDArray("x", dtype as "int8", [2], data);
+    const array = jsonToNDArray("x", { dtype: dtype as "int8", shape: [2] }, data);
     assert.equal(array.dtype, dtype);
     assert.deepEqual(Array.from(array.data as Int8Array), expected, dtype);
   }
-  const big = jsonToNDArray("x", "int64", [1, 3], [[9223372036854775807n, -5, 2 ** 53]]);
+  const big = jsonToNDArray("x", { dtype: "int64", shape: [1, 3] }, [[
+    9223372036854775807n,
+    -5,
+    2 ** 53,
+  ]]);
   assert.deepEqual(Array.from(big.data as BigInt64Array), [9223372036854775807n, -5n, 2n ** 53n]);
-  const ubig = jsonToNDArray("x", "uint64", [1], [18446744073709551615n]);
+  const ubig = jsonToNDArray("x", { dtype: "uint64", shape: [1] }, [18446744073709551615n]);
   assert.deepEqual(Array.from(ubig.data as BigUint64Array), [18446744073709551615n]);
-  const flags = jsonToNDArray("x", "bool", [3], [true, false, true]);
+  const flags = jsonToNDArray("x", { dtype: "bool", shape: [3] }, [true, false, true]);
   assert.deepEqual(Array.from(flags.data as Uint8Array), [1, 0, 1]);
-  const text = jsonToNDArray("x", "bytes", [2], ["héllo", "a\u0000b"]);
+  const text = jsonToNDArray("x", { dtype: "bytes", shape: [2] }, ["héllo", "a\u0000b"]);
   assert.deepEqual((text.data as Uint8Array[]).map((b) => Array.from(b)), [
     [104, 195, 169, 108, 108, 111],
     [97, 0, 98],
   ]);
-  const scalar = jsonToNDArray("x", "float32", [], 3);
+  const scalar = jsonToNDArray("x", { dtype: "float32", shape: [] }, 3);
   assert.deepEqual(Array.from(scalar.data as Float32Array), [3]);
-  const empty = jsonToNDArray("x", "float32", [0, 4], []);
+  const empty = jsonToNDArray("x", { dtype: "float32", shape: [0, 4] }, []);
   assert.equal(empty.data.length, 0);
 });
 
@@ -70,7 +74,7 @@ Deno.test("jsonToNDArray() names the input and the problem", () => {
   ];
   for (const [dtype, shape, data, message] of bad) {
     assert.throws(
-      () => jsonToNDArray("x", dtype as "int8", shape, data),
+      () => jsonToNDArray("x", { dtype: dtype as "int8", shape }, data),
       (error: Error & { code?: string }) => {
         assert.equal(error.code, "INVALID_ARG");
         assert.match(error.message, message);
@@ -118,7 +122,7 @@ Deno.test("ndarrayToJson() gives literal JSON for every dtype", () => {
 Deno.test("jsonToNDArray() refuses FP32 and FP64 values that do not fit, naming the input", () => {
   // JSON.parse reads 1e400 as Infinity; a Float32Array stores 1e39 as Infinity.
   assert.throws(
-    () => jsonToNDArray("w", "float32", [2], JSON.parse("[1, 1e400]")),
+    () => jsonToNDArray("w", { dtype: "float32", shape: [2] }, JSON.parse("[1, 1e400]")),
     {
       name: "InferenceError",
       message:
@@ -126,23 +130,28 @@ Deno.test("jsonToNDArray() refuses FP32 and FP64 values that do not fit, naming 
     },
   );
   assert.throws(
-    () => jsonToNDArray("w", "float32", [1], [1e39]),
+    () => jsonToNDArray("w", { dtype: "float32", shape: [1] }, [1e39]),
     /element 0 is 1e\+39, expected a finite number within FP32 range/,
   );
   assert.throws(
-    () => jsonToNDArray("d", "float64", [1], JSON.parse("[-1e400]")),
+    () => jsonToNDArray("d", { dtype: "float64", shape: [1] }, JSON.parse("[-1e400]")),
     {
       message:
         "Unable to parse 'data' of input 'd': element 0 is -Infinity, expected a finite number for FP64",
     },
   );
   // The largest FP32 and values that round to it still fit; FP64 takes 1e300.
-  const edge = jsonToNDArray("w", "float32", [2], [3.4028234663852886e38, -3.40282356e38]);
+  const edge = jsonToNDArray("w", { dtype: "float32", shape: [2] }, [
+    3.4028234663852886e38,
+    -3.40282356e38,
+  ]);
   assert.deepEqual([...(edge.data as Float32Array)], [
     3.4028234663852886e38,
     -3.4028234663852886e38,
   ]);
-  assert.deepEqual([...(jsonToNDArray("d", "float64", [1], [1e300]).data as Float64Array)], [
+  assert.deepEqual([
+    ...(jsonToNDArray("d", { dtype: "float64", shape: [1] }, [1e300]).data as Float64Array),
+  ], [
     1e300,
   ]);
 });
@@ -150,14 +159,17 @@ Deno.test("jsonToNDArray() refuses FP32 and FP64 values that do not fit, naming 
 Deno.test("jsonToNDArray() refuses data nested 100k levels deep with a clear error", () => {
   let deep: unknown = 1;
   for (let i = 0; i < 100_000; i++) deep = [deep];
-  assert.throws(() => jsonToNDArray("x", "int32", [1], deep), {
+  assert.throws(() => jsonToNDArray("x", { dtype: "int32", shape: [1] }, deep), {
     name: "InferenceError",
     message: "Unable to parse 'data' of input 'x': arrays are nested more than 64 levels deep",
   });
   // Nesting up to the limit (or the shape's rank) is fine, as in Triton.
   let ok: unknown = 7;
   for (let i = 0; i < 64; i++) ok = [ok];
-  assert.deepEqual([...(jsonToNDArray("x", "int32", [1], ok).data as Int32Array)], [7]);
+  assert.deepEqual(
+    [...(jsonToNDArray("x", { dtype: "int32", shape: [1] }, ok).data as Int32Array)],
+    [7],
+  );
 });
 
 Deno.test("parseJsonBytes() refuses text that is not UTF-8 and names the byte", () => {

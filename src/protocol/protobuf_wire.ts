@@ -84,13 +84,20 @@ export function lengthPrefixSize(field: number, length: number): number {
   return varintSize(field * 8 + LENGTH_DELIMITED) + varintSize(length);
 }
 
+/** A length-delimited field's prefix: which field, and how long its payload is. */
+export interface LengthPrefix {
+  /** The field number. */
+  readonly field: number;
+  /** The payload's length. */
+  readonly length: number;
+}
+
 /**
  * Writes a length-delimited field's tag and length.
  *
  * @param out The buffer.
  * @param at Where to write.
- * @param field The field number.
- * @param length The payload's length.
+ * @param prefix The field number and the payload's length.
  * @returns The offset after them, where the payload goes.
  *
  * @example Field 6, 300 bytes
@@ -99,17 +106,12 @@ export function lengthPrefixSize(field: number, length: number): number {
  * import assert from "node:assert/strict";
  *
  * const out = new Uint8Array(3);
- * assert.equal(writeLengthPrefix(out, 0, 6, 300), 3);
+ * assert.equal(writeLengthPrefix(out, 0, { field: 6, length: 300 }), 3);
  * assert.deepEqual([...out], [0x32, 0xac, 0x02]);
  * ```
  */
-export function writeLengthPrefix(
-  out: Uint8Array,
-  at: number,
-  field: number,
-  length: number,
-): number {
-  for (let value of [field * 8 + LENGTH_DELIMITED, length]) {
+export function writeLengthPrefix(out: Uint8Array, at: number, prefix: LengthPrefix): number {
+  for (let value of [prefix.field * 8 + LENGTH_DELIMITED, prefix.length]) {
     while (value >= 0x80) {
       out[at++] = (value % 0x80) | 0x80;
       value = Math.floor(value / 0x80);

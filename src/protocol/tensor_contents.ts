@@ -81,11 +81,18 @@ function withContext<T>(what: string, run: () => T): T {
   }
 }
 
+/** A tensor's element type and dimensions, as a message's tensor header gives them. */
+export interface WireTensorSpec {
+  /** Element type. */
+  readonly dtype: DType;
+  /** Dimensions. */
+  readonly shape: readonly number[];
+}
+
 /**
  * Builds a tensor from raw little-endian contents (BYTES elements length-prefixed).
  *
- * @param dtype Element type.
- * @param shape Dimensions.
+ * @param spec Element type and dimensions.
  * @param raw The raw bytes; numeric data is viewed in place when aligned.
  * @param what Names the tensor in errors.
  * @returns The tensor.
@@ -96,17 +103,12 @@ function withContext<T>(what: string, run: () => T): T {
  * import { tensorFromRaw } from "./tensor_contents.ts";
  * import assert from "node:assert/strict";
  *
- * const t = tensorFromRaw("int16", [2], new Uint8Array([1, 0, 0, 1]), "input 'x'");
+ * const t = tensorFromRaw({ dtype: "int16", shape: [2] }, new Uint8Array([1, 0, 0, 1]), "input 'x'");
  * assert.deepEqual([...(t.data as Int16Array)], [1, 256]);
  * ```
  */
-export function tensorFromRaw(
-  dtype: DType,
-  shape: readonly number[],
-  raw: Uint8Array,
-  what: string,
-): NDArray {
-  return withContext(what, () => fromRawBytes(dtype, shape, raw));
+export function tensorFromRaw(spec: WireTensorSpec, raw: Uint8Array, what: string): NDArray {
+  return withContext(what, () => fromRawBytes(spec.dtype, spec.shape, raw));
 }
 
 function expectCount(length: number, count: number, field: string, what: string): void {
@@ -124,8 +126,7 @@ function listLength(list: readonly unknown[] | undefined): number {
 /**
  * Builds a tensor from typed `InferTensorContents` (FP16 and BF16 have no typed form).
  *
- * @param dtype Element type.
- * @param shape Dimensions.
+ * @param spec Element type and dimensions.
  * @param contents The typed lists; only the one matching `dtype` may be filled.
  * @param what Names the tensor in errors.
  * @returns The tensor.
@@ -137,16 +138,16 @@ function listLength(list: readonly unknown[] | undefined): number {
  * import { tensorFromContents } from "./tensor_contents.ts";
  * import assert from "node:assert/strict";
  *
- * const t = tensorFromContents("int32", [2], { int_contents: [7, -1] }, "input 'x'");
+ * const t = tensorFromContents({ dtype: "int32", shape: [2] }, { int_contents: [7, -1] }, "input 'x'");
  * assert.deepEqual([...(t.data as Int32Array)], [7, -1]);
  * ```
  */
 export function tensorFromContents(
-  dtype: DType,
-  shape: readonly number[],
+  spec: WireTensorSpec,
   contents: InferTensorContents,
   what: string,
 ): NDArray {
+  const { dtype, shape } = spec;
   const count = shapeSize(shape);
   const field = contentsField(dtype);
   if (field === undefined) {

@@ -207,9 +207,9 @@ function decodeTensors(
           `Invalid data for ${what}: contents must be empty when raw_input_contents is used`,
         );
       }
-      inputs.set(input.name, tensorFromRaw(dtype, shape, rawData, what));
+      inputs.set(input.name, tensorFromRaw({ dtype, shape }, rawData, what));
     } else {
-      inputs.set(input.name, tensorFromContents(dtype, shape, contents ?? {}, what));
+      inputs.set(input.name, tensorFromContents({ dtype, shape }, contents ?? {}, what));
     }
   });
 

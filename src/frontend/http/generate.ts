@@ -164,7 +164,7 @@ export function decodeGenerateRequest(
         `The schema can not convert input '${key}' to tensor with proper shape`,
       );
     }
-    inputs.set(key, jsonToNDArray(key, dtype, shape, elements));
+    inputs.set(key, jsonToNDArray(key, { dtype, shape }, elements));
   };
   // The two reserved keys (GENERATE_RESERVED_KEYS) are never inputs.
   for (const [key, value] of Object.entries(json)) {

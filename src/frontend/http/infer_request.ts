@@ -227,7 +227,10 @@ export function decodeInferRequest(
   headerLength: number | undefined,
   options: DecodeInferOptions,
 ): HttpInferRequest {
-  const reader = new BinaryDataReader(body, headerLength, "request", options.modelName);
+  const reader = new BinaryDataReader(body, headerLength, {
+    message: "request",
+    model: options.modelName,
+  });
   let parsed: unknown;
   try {
     parsed = parseJsonBytes(reader.json);
@@ -323,11 +326,14 @@ function decodeBody(
       );
     }
     if (hasData) {
-      inputs.set(name, jsonToNDArray(name, dtype, shape, input["data"]));
+      inputs.set(name, jsonToNDArray(name, { dtype, shape }, input["data"]));
       return;
     }
     const what = `input '${name}'`;
-    inputs.set(name, reader.tensor(what, dtype, shape, binaryDataSize(parameters, what)!));
+    inputs.set(
+      name,
+      reader.tensor(what, { dtype, shape, size: binaryDataSize(parameters, what)! }),
+    );
   });
   reader.end();
   const { names, formats } = readOutputs(parsed["outputs"], sharedMemory);
