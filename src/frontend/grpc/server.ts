@@ -194,20 +194,20 @@ export class GrpcFrontend implements AsyncDisposable {
   #tls: boolean;
   #stopping: Promise<void> | undefined;
 
-  private constructor(
-    server: Http2Server,
-    port: number,
-    host: string,
-    shutdownTimeoutMs: number,
-    logger: Logger,
-    tls: boolean,
-  ) {
-    this.#server = server;
-    this.#port = port;
-    this.#host = host;
-    this.#shutdownTimeoutMs = shutdownTimeoutMs;
-    this.#logger = logger;
-    this.#tls = tls;
+  private constructor(parts: {
+    readonly server: Http2Server;
+    readonly port: number;
+    readonly host: string;
+    readonly shutdownTimeoutMs: number;
+    readonly logger: Logger;
+    readonly tls: boolean;
+  }) {
+    this.#server = parts.server;
+    this.#port = parts.port;
+    this.#host = parts.host;
+    this.#shutdownTimeoutMs = parts.shutdownTimeoutMs;
+    this.#logger = parts.logger;
+    this.#tls = parts.tls;
   }
 
   /**
@@ -279,14 +279,14 @@ export class GrpcFrontend implements AsyncDisposable {
     const host = address === "0.0.0.0" || address === "::" || address === "[::]"
       ? "127.0.0.1"
       : address;
-    return new GrpcFrontend(
+    return new GrpcFrontend({
       server,
-      server.port,
+      port: server.port,
       host,
-      options.shutdownTimeoutMs ?? 5000,
+      shutdownTimeoutMs: options.shutdownTimeoutMs ?? 5000,
       logger,
-      options.tls !== undefined,
-    );
+      tls: options.tls !== undefined,
+    });
   }
 
   /** The port the server listens on. */

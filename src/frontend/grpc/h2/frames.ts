@@ -61,24 +61,37 @@ export const MAX_WINDOW = 0x7fffffff;
 /** The client's connection preface (RFC 9113 §3.4). */
 export const PREFACE: Uint8Array = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
+/** A frame header's fields (RFC 9113 §4.1), but the reserved bit. */
+export interface FrameHeader {
+  /** The payload's length. */
+  readonly length: number;
+  /** The frame type ({@linkcode FrameType}). */
+  readonly type: number;
+  /** The flags ({@linkcode Flag}). */
+  readonly flags: number;
+  /** The stream identifier (0: the connection). */
+  readonly stream: number;
+}
+
 /**
  * Writes a frame header.
  *
  * @param target Where to write.
  * @param at The offset of the header in `target`.
- * @param length The payload's length.
- * @param type The frame type.
- * @param flags The flags.
- * @param stream The stream identifier (0: the connection).
+ * @param header The payload's length, the frame type, the flags and the stream identifier.
+ *
+ * @example A DATA frame's header that ends stream 1
+ * ```ts
+ * import { Flag, FRAME_HEADER_BYTES, FrameType, writeFrameHeader } from "./frames.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const header = new Uint8Array(FRAME_HEADER_BYTES);
+ * writeFrameHeader(header, 0, { length: 300, type: FrameType.DATA, flags: Flag.END_STREAM, stream: 1 });
+ * assert.deepEqual([...header], [0, 1, 44, 0, 1, 0, 0, 0, 1]);
+ * ```
  */
-export function writeFrameHeader(
-  target: Uint8Array,
-  at: number,
-  length: number,
-  type: number,
-  flags: number,
-  stream: number,
-): void {
+export function writeFrameHeader(target: Uint8Array, at: number, header: FrameHeader): void {
+  const { length, type, flags, stream } = header;
   target[at] = length >>> 16;
   target[at + 1] = (length >>> 8) & 0xff;
   target[at + 2] = length & 0xff;
@@ -90,9 +103,8 @@ export function writeFrameHeader(
 /**
  * A whole frame in a new buffer.
  *
- * @param type The frame type.
- * @param flags The flags.
- * @param stream The stream identifier.
+ * @param header The frame type, the flags and the stream identifier (the length is the
+ *   payload's).
  * @param payload The payload.
  * @returns The frame.
  *
@@ -101,18 +113,21 @@ export function writeFrameHeader(
  * import { Flag, frame, FrameType } from "./frames.ts";
  * import assert from "node:assert/strict";
  *
- * const ack = frame(FrameType.PING, Flag.ACK, 0, new Uint8Array(8));
+ * const ack = frame({ type: FrameType.PING, flags: Flag.ACK, stream: 0 }, new Uint8Array(8));
  * assert.deepEqual([...ack.subarray(0, 9)], [0, 0, 8, 6, 1, 0, 0, 0, 0]);
  * ```
  */
 export function frame(
-  type: number,
-  flags: number,
-  stream: number,
+  header: Omit<FrameHeader, "length">,
   payload: Uint8Array = new Uint8Array(0),
 ): Uint8Array {
   const bytes = new Uint8Array(FRAME_HEADER_BYTES + payload.length);
-  writeFrameHeader(bytes, 0, payload.length, type, flags, stream);
+  writeFrameHeader(bytes, 0, {
+    length: payload.length,
+    type: header.type,
+    flags: header.flags,
+    stream: header.stream,
+  });
   bytes.set(payload, FRAME_HEADER_BYTES);
   return bytes;
 }

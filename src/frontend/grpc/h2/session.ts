@@ -142,7 +142,7 @@ type Closed = typeof Closed[keyof typeof Closed];
 function uint32Frame(type: number, stream: number, value: number): Uint8Array {
   const payload = new Uint8Array(4);
   writeUint32(payload, 0, value);
-  return frame(type, 0, stream, payload);
+  return frame({ type, flags: 0, stream }, payload);
 }
 
 /**
@@ -239,7 +239,7 @@ export class Http2ServerSession {
       settings[i * 6 + 1] = key & 0xff;
       writeUint32(settings, i * 6 + 2, value);
     });
-    this.#enqueue(frame(FrameType.SETTINGS, 0, 0, settings));
+    this.#enqueue(frame({ type: FrameType.SETTINGS, flags: 0, stream: 0 }, settings));
     if (this.#connectionWindow > this.#receiveWindow) {
       this.#enqueue(
         uint32Frame(FrameType.WINDOW_UPDATE, 0, this.#connectionWindow - this.#receiveWindow),
@@ -255,7 +255,7 @@ export class Http2ServerSession {
   #scheduleKeepalive(): void {
     if (this.#keepaliveTimeMs === undefined || this.#ended) return;
     this.#keepalive = setTimeout(() => {
-      this.#enqueue(frame(FrameType.PING, 0, 0, KEEPALIVE_PAYLOAD));
+      this.#enqueue(frame({ type: FrameType.PING, flags: 0, stream: 0 }, KEEPALIVE_PAYLOAD));
       // Answered: the PING ACK schedules the next one; unanswered, the connection ends.
       this.#keepalive = setTimeout(() => this.#end(), this.#keepaliveTimeoutMs);
     }, this.#keepaliveTimeMs);
@@ -302,7 +302,9 @@ export class Http2ServerSession {
       const last = offset + length === block.length;
       const flags = (last ? Flag.END_HEADERS : 0) |
         (endStream && type === FrameType.HEADERS ? Flag.END_STREAM : 0);
-      this.#enqueue(frame(type, flags, stream.id, block.subarray(offset, offset + length)));
+      this.#enqueue(
+        frame({ type, flags, stream: stream.id }, block.subarray(offset, offset + length)),
+      );
       offset += length;
       type = FrameType.CONTINUATION;
     } while (offset < block.length);
@@ -374,10 +376,12 @@ export class Http2ServerSession {
         writeFrameHeader(
           header,
           0,
-          length,
-          FrameType.DATA,
-          endStream ? Flag.END_STREAM : 0,
-          stream.id,
+          {
+            length,
+            type: FrameType.DATA,
+            flags: endStream ? Flag.END_STREAM : 0,
+            stream: stream.id,
+          },
         );
         this.#enqueue(header);
         this.#enqueue(
@@ -394,7 +398,7 @@ export class Http2ServerSession {
         if (stream.trailers.length > 0) {
           this.#sendHeaders(stream, stream.trailers, true);
         } else {
-          this.#enqueue(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+          this.#enqueue(frame({ type: FrameType.DATA, flags: Flag.END_STREAM, stream: stream.id }));
           this.#closeLocal(stream);
         }
       }
@@ -628,7 +632,7 @@ export class Http2ServerSession {
           throw new ConnectionError(ErrorCode.FRAME_SIZE_ERROR, "PING is not 8 bytes");
         }
         if ((flags & Flag.ACK) === 0) {
-          this.#reply(frame(FrameType.PING, Flag.ACK, 0, payload));
+          this.#reply(frame({ type: FrameType.PING, flags: Flag.ACK, stream: 0 }, payload));
         } else if (payload.every((byte, i) => byte === KEEPALIVE_PAYLOAD[i])) {
           clearTimeout(this.#keepalive);
           this.#scheduleKeepalive();
@@ -730,14 +734,12 @@ export class Http2ServerSession {
     if (endStream && check.contentLength > 0) {
       return this.#streamError(id, ErrorCode.PROTOCOL_ERROR, "no body after content-length");
     }
-    const stream = new Stream(
-      id,
-      fields,
-      this.#owner,
-      this.#peerInitialWindow,
-      this.#streamWindow,
-      check.contentLength,
-    );
+    const stream = new Stream(id, this.#owner, {
+      headers: fields,
+      sendWindow: this.#peerInitialWindow,
+      receiveWindow: this.#streamWindow,
+      contentLength: check.contentLength,
+    });
     stream.remoteClosed = endStream;
     this.#streams.set(id, stream);
     if (tooLarge) {
@@ -827,7 +829,7 @@ export class Http2ServerSession {
       }
       // HEADER_TABLE_SIZE needs nothing: the encoder keeps no table.
     }
-    this.#reply(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    this.#reply(frame({ type: FrameType.SETTINGS, flags: Flag.ACK, stream: 0 }));
     this.#flush();
   }
 
@@ -934,6 +936,6 @@ export class Http2ServerSession {
     writeUint32(payload, 0, this.#lastStreamId);
     writeUint32(payload, 4, code);
     payload.set(debug, 8);
-    return frame(FrameType.GOAWAY, 0, 0, payload);
+    return frame({ type: FrameType.GOAWAY, flags: 0, stream: 0 }, payload);
   }
 }

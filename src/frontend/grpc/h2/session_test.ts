@@ -183,7 +183,7 @@ Deno.test("HTTP/2 session: a header block larger than the read buffer is read wh
 
 /** A frame as bytes. */
 function rawFrame(type: number, flags: number, stream: number, payload: number[] = []): number[] {
-  return [...frame(type, flags, stream, Uint8Array.from(payload))];
+  return [...frame({ type, flags, stream }, Uint8Array.from(payload))];
 }
 
 /** A TCP connection to the server, for raw frames. */

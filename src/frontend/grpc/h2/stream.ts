@@ -79,6 +79,18 @@ export interface StreamOwner {
   flush(): void;
 }
 
+/** What a {@linkcode Stream} starts with, from the request's HEADERS and both sides' settings. */
+export interface StreamInit {
+  /** The request's fields. */
+  readonly headers: readonly HeaderField[];
+  /** The peer's initial stream window. */
+  readonly sendWindow: number;
+  /** This side's initial stream window. */
+  readonly receiveWindow: number;
+  /** The `content-length` the request announced, or -1. */
+  readonly contentLength: number;
+}
+
 /** One open stream's state, kept by the session. */
 export class Stream implements Http2ServerStream {
   /** See {@linkcode Http2ServerStream.ondata}. */
@@ -111,26 +123,23 @@ export class Stream implements Http2ServerStream {
   /** Body bytes received (padding aside), held against `contentLength`. */
   received = 0;
 
+  /** The request's fields. */
+  readonly headers: readonly HeaderField[];
+  /** The `content-length` the request announced, or -1. */
+  readonly contentLength: number;
+
   /**
    * Makes the state of a stream the client opened.
    *
    * @param id The stream identifier.
-   * @param headers The request's fields.
    * @param session The session that owns the stream.
-   * @param sendWindow The peer's initial stream window.
-   * @param receiveWindow This side's initial stream window.
-   * @param contentLength The `content-length` the request announced, or -1.
+   * @param init The request's fields, the two initial stream windows and the announced length.
    */
-  constructor(
-    readonly id: number,
-    readonly headers: readonly HeaderField[],
-    readonly session: StreamOwner,
-    sendWindow: number,
-    receiveWindow: number,
-    readonly contentLength: number,
-  ) {
-    this.sendWindow = sendWindow;
-    this.receiveWindow = receiveWindow;
+  constructor(readonly id: number, readonly session: StreamOwner, init: StreamInit) {
+    this.headers = init.headers;
+    this.sendWindow = init.sendWindow;
+    this.receiveWindow = init.receiveWindow;
+    this.contentLength = init.contentLength;
   }
 
   respond(fields: readonly HeaderField[], endStream = false): void {
