@@ -217,11 +217,12 @@ function eventsOf(answer: Answer, event: GenerationEvent, delivery: Delivery): u
       ...(usage ? [chatChunk(head, { kind: "usage", usage: event.usage }, usage)] : []),
     ];
   }
-  const chunkUsage = usage ? null : undefined;
-  if (event.kind === "text") return [textCompletion(head, event.text, null, chunkUsage)];
+  // With include_usage every chunk has "usage": null, and the last one the counts.
+  const chunkUsage = usage ? { usage: null } : {};
+  if (event.kind === "text") return [textCompletion(head, event.text, chunkUsage)];
   return [
-    textCompletion(head, "", event.finishReason, chunkUsage),
-    ...(usage ? [textCompletion(head, "", null, event.usage, false)] : []),
+    textCompletion(head, "", { finishReason: event.finishReason, ...chunkUsage }),
+    ...(usage ? [textCompletion(head, "", { usage: event.usage, choices: false })] : []),
   ];
 }
 
@@ -255,8 +256,14 @@ async function answerGeneration(
       else {
         return json(
           answer.kind === "chat"
-            ? chatCompletion(answer.head, content, event.finishReason, event.usage)
-            : textCompletion(answer.head, content, event.finishReason, event.usage),
+            ? chatCompletion(answer.head, content, {
+              finishReason: event.finishReason,
+              usage: event.usage,
+            })
+            : textCompletion(answer.head, content, {
+              finishReason: event.finishReason,
+              usage: event.usage,
+            }),
         );
       }
     }
@@ -370,7 +377,10 @@ async function embeddings(
     }
     for (const count of counts.data as Int32Array) tokens += count;
   }
-  return json(embeddingList(request.model, vectors, request.encodingFormat, tokens));
+  return json(embeddingList(request.model, vectors, {
+    encodingFormat: request.encodingFormat,
+    promptTokens: tokens,
+  }));
 }
 
 /**

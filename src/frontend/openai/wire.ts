@@ -635,21 +635,49 @@ export function answerHead(prefix: "chatcmpl" | "cmpl", model: string): AnswerHe
   return { id: `${prefix}-${id}`, created: Math.floor(Date.now() / 1000), model };
 }
 
+/** How a whole answer ended: why, and the tokens it took. */
+export interface AnswerEnd {
+  /** Why it ended. */
+  readonly finishReason: FinishReason;
+  /** Token counts. */
+  readonly usage: Usage;
+}
+
 /**
  * The `chat.completion` object.
  *
  * @param head Id, time, model.
  * @param content The answer.
- * @param finishReason Why it ended.
- * @param usage Token counts.
+ * @param end Why it ended, and the token counts.
  * @returns The object.
+ *
+ * @example A whole answer
+ * ```ts
+ * import { chatCompletion } from "./wire.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const usage = { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 };
+ * const answer = chatCompletion({ id: "chatcmpl-1", created: 1, model: "m" }, "Hi", {
+ *   finishReason: "stop",
+ *   usage,
+ * });
+ * assert.deepEqual(answer, {
+ *   id: "chatcmpl-1",
+ *   object: "chat.completion",
+ *   created: 1,
+ *   model: "m",
+ *   choices: [{
+ *     index: 0,
+ *     message: { role: "assistant", content: "Hi", refusal: null },
+ *     logprobs: null,
+ *     finish_reason: "stop",
+ *   }],
+ *   usage,
+ * });
+ * ```
  */
-export function chatCompletion(
-  head: AnswerHead,
-  content: string,
-  finishReason: FinishReason,
-  usage: Usage,
-): unknown {
+export function chatCompletion(head: AnswerHead, content: string, end: AnswerEnd): unknown {
+  const { finishReason, usage } = end;
   return {
     id: head.id,
     object: "chat.completion",
@@ -718,6 +746,27 @@ export function chatChunk(head: AnswerHead, part: ChatChunkPart, includeUsage: b
   };
 }
 
+/** Options of {@linkcode textCompletion}. */
+export interface TextCompletionOptions {
+  /**
+   * Why it ended, or `null` while streaming.
+   *
+   * @default {null}
+   */
+  readonly finishReason?: FinishReason | null;
+  /**
+   * Token counts: whole answers always, chunks with `include_usage` (`null` but on the last);
+   * absent, the object has no `usage`.
+   */
+  readonly usage?: Usage | null;
+  /**
+   * Whether the object has its choice (the usage chunk has none).
+   *
+   * @default {true}
+   */
+  readonly choices?: boolean;
+}
+
 /**
  * The `text_completion` object, whole or as a chunk of a stream (the same object with the text
  * so far; the last chunk has the `finish_reason`, and with `include_usage` a last one, with no
@@ -725,10 +774,7 @@ export function chatChunk(head: AnswerHead, part: ChatChunkPart, includeUsage: b
  *
  * @param head Id, time, model.
  * @param text The text (of this chunk).
- * @param finishReason Why it ended, or `null` while streaming.
- * @param usage Token counts: whole answers always, chunks with `include_usage` (`null` but on
- *   the last).
- * @param choices Whether the object has its choice (the usage chunk has none).
+ * @param options Why it ended, the token counts, and whether the object has its choice.
  * @returns The object.
  *
  * @example A streamed piece of text
@@ -737,7 +783,7 @@ export function chatChunk(head: AnswerHead, part: ChatChunkPart, includeUsage: b
  * import assert from "node:assert/strict";
  *
  * assert.equal(
- *   JSON.stringify(textCompletion({ id: "cmpl-1", created: 1, model: "m" }, " upon", null)),
+ *   JSON.stringify(textCompletion({ id: "cmpl-1", created: 1, model: "m" }, " upon")),
  *   '{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"text":" upon","index":0,"logprobs":null,"finish_reason":null}]}',
  * );
  * ```
@@ -745,10 +791,9 @@ export function chatChunk(head: AnswerHead, part: ChatChunkPart, includeUsage: b
 export function textCompletion(
   head: AnswerHead,
   text: string,
-  finishReason: FinishReason | null,
-  usage?: Usage | null,
-  choices = true,
+  options: TextCompletionOptions = {},
 ): unknown {
+  const { finishReason = null, usage, choices = true } = options;
   return {
     id: head.id,
     object: "text_completion",
@@ -759,13 +804,24 @@ export function textCompletion(
   };
 }
 
+/** Options of {@linkcode embeddingList}. */
+export interface EmbeddingListOptions {
+  /**
+   * `float` (lists of numbers) or `base64` (little-endian float32).
+   *
+   * @default {"float"}
+   */
+  readonly encodingFormat?: "float" | "base64";
+  /** The texts' tokens. */
+  readonly promptTokens: number;
+}
+
 /**
  * The answer of `/v1/embeddings`.
  *
  * @param model The model named.
  * @param vectors One vector per text.
- * @param encodingFormat `float` (lists of numbers) or `base64` (little-endian float32).
- * @param promptTokens The texts' tokens.
+ * @param options The encoding of the vectors and the texts' tokens.
  * @returns The object.
  *
  * @example An embedding as base64
@@ -773,7 +829,10 @@ export function textCompletion(
  * import { embeddingList } from "./wire.ts";
  * import assert from "node:assert/strict";
  *
- * const list = embeddingList("e", [new Float32Array([1, 0.5])], "base64", 2) as {
+ * const list = embeddingList("e", [new Float32Array([1, 0.5])], {
+ *   encodingFormat: "base64",
+ *   promptTokens: 2,
+ * }) as {
  *   data: { embedding: string }[];
  * };
  * assert.equal(list.data[0]!.embedding, "AACAPwAAAD8=");
@@ -782,9 +841,9 @@ export function textCompletion(
 export function embeddingList(
   model: string,
   vectors: readonly Float32Array[],
-  encodingFormat: "float" | "base64",
-  promptTokens: number,
+  options: EmbeddingListOptions,
 ): unknown {
+  const { encodingFormat = "float", promptTokens } = options;
   return {
     object: "list",
     data: vectors.map((vector, index) => ({
