@@ -21,7 +21,7 @@
 import type { InferenceRequest, ServerMetadata } from "../engine/engine.ts";
 import { InferenceError } from "../errors.ts";
 import type { SharedMemoryRegistry, SharedRegionView } from "../shm/registry.ts";
-import { type DType, elementSize } from "../tensor/dtype.ts";
+import { elementSize } from "../tensor/dtype.ts";
 import { shapeSize, toRawBytes } from "../tensor/ndarray.ts";
 import {
   type DeviceBuffer,
@@ -31,7 +31,7 @@ import {
 } from "../tensor/device_tensor.ts";
 import { CudaMemory, deviceMemoryError } from "../native/cuda_memory.ts";
 import type { SharedMemoryRef } from "../protocol/shared_memory.ts";
-import { tensorFromRaw } from "../protocol/tensor_contents.ts";
+import { tensorFromRaw, type WireTensorSpec } from "../protocol/tensor_contents.ts";
 
 /**
  * The server metadata a front end answers: the engine's, plus `system_shared_memory` and
@@ -78,7 +78,8 @@ export function withSharedMemoryExtension(
  *
  * const binding = new SharedMemoryBinding(undefined);
  * assert.throws(
- *   () => binding.input("x", "float32", [1], { region: "r", byteSize: 4, offset: 0 }),
+ *   () =>
+ *     binding.input("x", { dtype: "float32", shape: [1] }, { region: "r", byteSize: 4, offset: 0 }),
  *   /System shared memory is not enabled/,
  * );
  * assert.equal(binding.outputs.size, 0);
@@ -113,17 +114,17 @@ export class SharedMemoryBinding {
    * bytes are aligned for the element type), or a device tensor over a CUDA region (no copy).
    *
    * @param name Input name.
-   * @param dtype Element type.
-   * @param shape Dimensions.
+   * @param spec Element type and dimensions.
    * @param ref Where its bytes lie.
    * @returns The tensor.
    * @throws {InferenceError} For an unknown region, bytes beyond it, a byte size that does not
    *   match the shape, or a BYTES tensor in a CUDA region.
    */
-  input(name: string, dtype: DType, shape: readonly number[], ref: SharedMemoryRef): Tensor {
+  input(name: string, spec: WireTensorSpec, ref: SharedMemoryRef): Tensor {
+    const { dtype, shape } = spec;
     const view = this.#acquire(ref);
     if (view.kind === "system") {
-      return tensorFromRaw({ dtype, shape }, view.bytes, `input '${name}'`);
+      return tensorFromRaw(spec, view.bytes, `input '${name}'`);
     }
     if (dtype === "bytes") {
       throw InferenceError.invalidArg(

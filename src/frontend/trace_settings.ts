@@ -36,13 +36,20 @@ export function httpTraceChange(body: Readonly<Record<string, unknown>>): TraceS
   return change;
 }
 
+/** Options of {@linkcode traceSettings}. */
+export interface TraceSettingsOptions {
+  /** The model whose settings to read or change; absent, the global settings. */
+  readonly model?: string | undefined;
+  /** The change to make first; absent, the settings are only read. */
+  readonly change?: TraceSettingsChange | undefined;
+}
+
 /**
  * Reads, and with a change first changes, the global or a model's trace settings.
  *
  * @param tracer The server's tracer; without one, settings are the defaults and cannot change.
  * @param engine The engine (a model named must be known to it).
- * @param model The model, or `undefined` for the global settings.
- * @param change The change, or `undefined` to read.
+ * @param options The model (absent: the global settings) and the change (absent: only read).
  * @returns The settings afterwards.
  * @throws {InferenceError} NOT_FOUND for an unknown model, INVALID_ARG for a bad setting,
  *   UNSUPPORTED for a change without a tracer.
@@ -50,9 +57,9 @@ export function httpTraceChange(body: Readonly<Record<string, unknown>>): TraceS
 export function traceSettings(
   tracer: Tracer | undefined,
   engine: Engine,
-  model: string | undefined,
-  change: TraceSettingsChange | undefined,
+  options: TraceSettingsOptions = {},
 ): TraceSettingsWire {
+  const { model, change } = options;
   if (model !== undefined) engine.model(model);
   if (tracer === undefined) {
     if (change !== undefined && Object.keys(change).length > 0) {

@@ -197,7 +197,7 @@ function decodeTensors(
           `unexpected 'content' provided when using shared memory for input tensor '${input.name}' for model '${modelName}'`,
         );
       }
-      inputs.set(input.name, sharedMemory.input(input.name, dtype, shape, shm));
+      inputs.set(input.name, sharedMemory.input(input.name, { dtype, shape }, shm));
       return;
     }
     const rawData = raw[rawIndex++];

@@ -186,7 +186,7 @@ function traceSetting({ engine, tracer }: ServiceContext, call: UnaryCall): Trac
     entries.map(([name, value]) => [name, (value.value ?? []).length === 0 ? null : value.value!]),
   );
   const model = request.model_name ? request.model_name : undefined;
-  const settings = traceSettings(tracer, engine, model, change);
+  const settings = traceSettings(tracer, engine, { model, change });
   return {
     settings: Object.fromEntries(
       Object.entries(settings).map(([name, value]) => [

@@ -315,7 +315,7 @@ function decodeBody(
           }'`,
         );
       }
-      inputs.set(name, sharedMemory.input(name, dtype, shape, shm));
+      inputs.set(name, sharedMemory.input(name, { dtype, shape }, shm));
       return;
     }
     if (hasData === hasBinary) {

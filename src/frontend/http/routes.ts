@@ -291,7 +291,7 @@ async function traceSetting(
   const change = context.request.method === "POST"
     ? httpTraceChange(await readJsonBody(context.request, settings) ?? {})
     : undefined;
-  return jsonResponse(traceSettings(settings.tracer, engine, model, change));
+  return jsonResponse(traceSettings(settings.tracer, engine, { model, change }));
 }
 
 async function logging(settings: RouteSettings, context: RouteContext): Promise<Response> {
