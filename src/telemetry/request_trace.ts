@@ -155,6 +155,40 @@ export interface TraceOutput {
   readonly otel?: OpenTelemetryExport;
 }
 
+/** What a {@linkcode RequestTrace} is of: the request, and where its spans go. */
+export interface RequestTraceInit {
+  /** The model. */
+  readonly model: string;
+  /** The model's version. */
+  readonly version: number;
+  /**
+   * The request's id.
+   *
+   * @default {""} none
+   */
+  readonly requestId?: string;
+  /**
+   * Where spans go (mode `opentelemetry`).
+   *
+   * @default {{}} records, not spans
+   */
+  readonly output?: TraceOutput;
+  /** The client's trace context, if it sent one. */
+  readonly parent?: Context | undefined;
+}
+
+/** A tensor as a trace records it (level `TENSORS`). */
+export interface TracedTensor {
+  /** The tensor's name. */
+  readonly name: string;
+  /** Its KServe datatype. */
+  readonly datatype: string;
+  /** Its shape. */
+  readonly shape: readonly (number | bigint)[];
+  /** Its bytes. */
+  readonly raw: Uint8Array;
+}
+
 /** One traced request. */
 export class RequestTrace {
   /** The trace id (the core's on the Triton engine, else the server's own count). */
@@ -185,21 +219,11 @@ export class RequestTrace {
    *
    * @param setting The setting that sampled it (and writes its records).
    * @param id Its trace id.
-   * @param model The model.
-   * @param version The model's version.
-   * @param requestId The request's id ("" for none).
-   * @param output Where spans go (mode `opentelemetry`).
-   * @param parent The client's trace context, if it sent one.
+   * @param init The model and version, the request's id, where spans go, and the client's
+   *   trace context.
    */
-  constructor(
-    setting: TraceSetting,
-    id: bigint,
-    model: string,
-    version: number,
-    requestId: string,
-    output: TraceOutput,
-    parent: Context | undefined,
-  ) {
+  constructor(setting: TraceSetting, id: bigint, init: RequestTraceInit) {
+    const { model, version, requestId = "", output = {}, parent } = init;
     this.#setting = setting;
     this.id = id;
     this.model = model;
@@ -233,19 +257,11 @@ export class RequestTrace {
    * Records a tensor (level `TENSORS`).
    *
    * @param activity Where it was seen.
-   * @param name The tensor's name.
-   * @param datatype Its KServe datatype.
-   * @param shape Its shape.
-   * @param raw Its bytes.
+   * @param tensor Its name, KServe datatype, shape and bytes.
    */
-  tensor(
-    activity: TensorActivity,
-    name: string,
-    datatype: string,
-    shape: readonly (number | bigint)[],
-    raw: Uint8Array,
-  ): void {
+  tensor(activity: TensorActivity, tensor: TracedTensor): void {
     if (!this.tensors || this.#ended) return;
+    const { name, datatype, shape, raw } = tensor;
     this.#tensorRecords.push(
       `{"id":${this.id},"activity":"${activity}","tensor":{"name":${JSON.stringify(name)},"data":${
         JSON.stringify(tensorValues(datatype, raw))

@@ -107,20 +107,18 @@ export class TraceSetting {
    *
    * @param values Its values.
    * @param specified The fields set on it.
-   * @param mode The server's trace mode.
-   * @param file The trace file of `values.file` (mode `triton`).
+   * @param output The server's trace mode, and the trace file of `values.file` (mode `triton`).
    */
   constructor(
     values: Values,
     specified: ReadonlySet<Field>,
-    mode: TraceMode,
-    file: TraceFile | undefined,
+    output: { readonly mode: TraceMode; readonly file?: TraceFile | undefined },
   ) {
     this.values = Object.freeze({ ...values });
     this.level = values.level;
     this.specified = specified;
-    this.#mode = mode;
-    this.#file = file;
+    this.#mode = output.mode;
+    this.#file = output.file;
     this.#count = values.count;
   }
 
@@ -208,7 +206,7 @@ export class TraceSettingsStore {
       logFrequency: config.logFrequency,
       file: config.file === "" ? "" : resolve(config.file),
     };
-    this.#default = new TraceSetting(values, new Set(), this.mode, undefined);
+    this.#default = new TraceSetting(values, new Set(), { mode: this.mode });
     this.#global = this.#make(values, new Set());
   }
 
@@ -313,7 +311,7 @@ export class TraceSettingsStore {
         this.#files.set(values.file, file);
       }
     }
-    return new TraceSetting(values, specified, this.mode, file);
+    return new TraceSetting(values, specified, { mode: this.mode, file });
   }
 }
 

@@ -77,15 +77,13 @@ export class Tracer {
     // rate (and its spans to the parent-based sampler, which drops them).
     if (!setting.sample(parent !== undefined && isSampled(parent))) return undefined;
     this.open();
-    return new RequestTrace(
-      setting,
-      id ?? this.#nextId++,
-      request.model,
-      request.version,
-      request.id ?? "",
-      this.#otel === undefined ? {} : { otel: this.#otel },
+    return new RequestTrace(setting, id ?? this.#nextId++, {
+      model: request.model,
+      version: request.version,
+      requestId: request.id ?? "",
+      output: this.#otel === undefined ? {} : { otel: this.#otel },
       parent,
-    );
+    });
   }
 
   /** Exports the spans ended so far (mode `opentelemetry`). */

@@ -34,7 +34,12 @@ export function traceTensors(
     // A tensor in GPU memory is copied to the host to be written, as Triton's tracer does at
     // level TENSORS (a level asked for to see the data).
     const array = isDeviceTensor(tensor) ? tensor.toHost() : tensor;
-    trace.tensor(activity, name, kserveDatatype(array.dtype), array.shape, toRawBytes(array));
+    trace.tensor(activity, {
+      name,
+      datatype: kserveDatatype(array.dtype),
+      shape: array.shape,
+      raw: toRawBytes(array),
+    });
   }
 }
 

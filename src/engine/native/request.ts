@@ -415,5 +415,5 @@ function readTracedTensor(trace: RequestTrace, address: bigint): void {
   } catch {
     return; // a datatype DenoTriton has no name for: not recorded
   }
-  trace.tensor(activity, name, datatypeName, shape, raw);
+  trace.tensor(activity, { name, datatype: datatypeName, shape, raw });
 }
