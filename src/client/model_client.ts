@@ -401,7 +401,8 @@ export class ModelClient implements AsyncDisposable {
     config: ClientModelConfig,
     addBatchAxis: boolean,
   ): { request: TransportInferRequest; headers: Record<string, string> } {
-    const request = buildRequest(inputs, options, config, {
+    const request = buildRequest(inputs, options, {
+      config,
       modelName: this.#modelName,
       modelVersion: this.#modelVersion,
       id: String(this.#nextId++),

@@ -86,6 +86,8 @@ function declaredSpec(spec: ClientTensorSpec, batching: boolean): GenerateTensor
 
 /** What {@linkcode buildRequest} needs besides the call's inputs and options. */
 export interface RequestContext {
+  /** The model's config (its inputs' order and its outputs). */
+  readonly config: ClientModelConfig;
   /** The model name. */
   readonly modelName: string;
   /** The model version, or `undefined` for the server's choice. */
@@ -103,8 +105,8 @@ export interface RequestContext {
  *
  * @param inputs Positional (declared input order) or named tensors.
  * @param options Parameters and outputs.
- * @param config The model config.
- * @param context Model, id, batch axis and the model's label.
+ * @param context The model's config, name and version, the id, the batch axis and the model's
+ *   label.
  * @returns The request.
  * @throws {ClientValueError} For inputs that are not NDArrays, too many positional inputs, or
  *   bad parameter values.
@@ -121,8 +123,13 @@ export interface RequestContext {
  *   input: [{ name: "x", data_type: "TYPE_FP32", dims: [2] }],
  *   output: [{ name: "y", data_type: "TYPE_FP32", dims: [2] }],
  * });
- * const request = buildRequest([ndarray(new Float32Array([1, 2]))], {}, config, {
- *   modelName: "m", modelVersion: undefined, id: "1", addBatchAxis: true, label: "model 'm'",
+ * const request = buildRequest([ndarray(new Float32Array([1, 2]))], {}, {
+ *   config,
+ *   modelName: "m",
+ *   modelVersion: undefined,
+ *   id: "1",
+ *   addBatchAxis: true,
+ *   label: "model 'm'",
  * });
  * assert.deepEqual(request.inputs[0]![1].shape, [1, 2]);
  * assert.deepEqual(request.outputs, ["y"]);
@@ -131,9 +138,9 @@ export interface RequestContext {
 export function buildRequest(
   inputs: ClientInputs,
   options: InferOptions,
-  config: ClientModelConfig,
   context: RequestContext,
 ): TransportInferRequest {
+  const { config } = context;
   const pairs: [string, NDArray][] = [];
   if (Array.isArray(inputs)) {
     const positional = inputs as readonly NDArray[];
