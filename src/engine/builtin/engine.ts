@@ -575,7 +575,7 @@ export class BuiltinEngine implements Engine {
           },
         };
         try {
-          submit(entry, request, validated, arrival, sink, trace);
+          submit(entry, request, { validated, arrival, sink, trace });
         } catch (error) {
           endTrace(trace);
           throw error;
@@ -627,17 +627,22 @@ export class BuiltinEngine implements Engine {
     });
     let controller: AbortController;
     try {
-      controller = submit(entry, request, validated, arrival, {
-        result: (result) => queue.push(result),
-        end: () => {
-          queue.end();
-          endTrace(trace);
+      controller = submit(entry, request, {
+        validated,
+        arrival,
+        sink: {
+          result: (result) => queue.push(result),
+          end: () => {
+            queue.end();
+            endTrace(trace);
+          },
+          error: (error) => {
+            queue.fail(error);
+            endTrace(trace);
+          },
         },
-        error: (error) => {
-          queue.fail(error);
-          endTrace(trace);
-        },
-      }, trace);
+        trace,
+      });
     } catch (error) {
       endTrace(trace);
       throw error;

@@ -14,24 +14,36 @@ import type { ValidatedRequest } from "./request_validation.ts";
 import type { ModelScheduler, SchedulerSink } from "./scheduler.ts";
 import type { RequestTrace } from "../../telemetry/request_trace.ts";
 
+/** How a validated request is queued: what validation learned, when it arrived, who hears. */
+export interface Submission {
+  /** What validation learned of the request. */
+  validated: ValidatedRequest;
+  /** `performance.now()` when the request arrived. */
+  arrival: number;
+  /** Receives its outcome. */
+  sink: SchedulerSink;
+  /**
+   * The request's trace, when it is traced.
+   *
+   * @default {undefined}
+   */
+  trace?: RequestTrace | undefined;
+}
+
 /**
  * Queues a validated request on its model's scheduler.
  *
  * @param entry The ready model version.
  * @param request The request.
- * @param validated What validation learned of it.
- * @param arrival `performance.now()` when it arrived.
- * @param sink Receives its outcome.
+ * @param submission What validation learned, when it arrived, its sink and its trace.
  * @returns The controller that aborts the signal its callable sees.
  */
 export function submit(
   entry: ModelEntry,
   request: InferenceRequest,
-  validated: ValidatedRequest,
-  arrival: number,
-  sink: SchedulerSink,
-  trace?: RequestTrace,
+  submission: Submission,
 ): AbortController {
+  const { validated, arrival, sink, trace } = submission;
   const controller = new AbortController();
   const callableRequest: InferRequest<AnyTensors> = {
     data: Object.fromEntries(request.inputs),
