@@ -63,7 +63,7 @@ import {
   unloadFromCore,
 } from "./model_loader.ts";
 import * as queries from "./queries.ts";
-import { inferCoupled, type NativeTraceHooks, submitRequest } from "./request.ts";
+import { type CoreHandles, inferCoupled, type NativeTraceHooks, submitRequest } from "./request.ts";
 import { CoreMetrics } from "./custom_metrics.ts";
 import { monotonicNs, type RequestTrace } from "../../telemetry/request_trace.ts";
 import { readResponse } from "./response.ts";
@@ -494,6 +494,11 @@ export class NativeEngine implements Engine {
    * core sends on with the ensemble's parameters: they learn the ensemble is their parent. A call
    * every instance of its model waits for is refused here.
    */
+  /** The core a request goes to (the engine is started). */
+  #handles(): CoreHandles {
+    return { libraries: this.#libraries!, queue: this.#queue!, server: this.#server };
+  }
+
   #withParent(request: InferenceRequest, loaded: LoadedModel): InferenceRequest {
     const { name, version, ensemble } = loaded.definition;
     refuseDeadlock(request.parent, name, version, loaded.instances.length);
@@ -542,30 +547,15 @@ export class NativeEngine implements Engine {
       const sent = this.#withParent(request, loaded);
       const trace = this.#traced(request, loaded);
       if (loaded.definition.ensemble === undefined || request.signal === undefined) {
-        return inferCoupled(
-          this.#libraries!,
-          this.#queue!,
-          this.#server,
-          sent,
-          loaded.order,
-          undefined,
-          trace,
-        );
+        return inferCoupled(this.#handles(), sent, { order: loaded.order, traced: trace });
       }
       // The steps' callables learn of the ensemble request's cancellation through this token.
       const token = this.#nextEnsembleSignal++;
       this.#ensembleSignals.set(token, request.signal);
       return inferCoupled(
-        this.#libraries!,
-        this.#queue!,
-        this.#server,
-        {
-          ...sent,
-          parameters: { ...sent.parameters, [ENSEMBLE_SIGNAL_PARAMETER]: token },
-        },
-        loaded.order,
-        undefined,
-        trace,
+        this.#handles(),
+        { ...sent, parameters: { ...sent.parameters, [ENSEMBLE_SIGNAL_PARAMETER]: token } },
+        { order: loaded.order, traced: trace },
       ).finally(() => this.#ensembleSignals.delete(token));
     } catch (error) {
       return Promise.reject(error);
@@ -605,7 +595,7 @@ export class NativeEngine implements Engine {
     this.#streams.set(token, stream);
     try {
       const sent = this.#withParent(request, loaded);
-      submitRequest(libraries, this.#queue!, this.#server, {
+      submitRequest(this.#handles(), {
         ...sent,
         signal,
         parameters: { ...sent.parameters, [STREAM_PARAMETER]: token },
@@ -613,7 +603,7 @@ export class NativeEngine implements Engine {
         response: (response, final) => {
           if (response !== null) {
             try {
-              stream.deliver(readResponse(libraries.bridge, response, loaded.order));
+              stream.deliver(readResponse(libraries.bridge, response, { order: loaded.order }));
             } catch (error) {
               stream.fail(error);
               return;
@@ -621,7 +611,8 @@ export class NativeEngine implements Engine {
           }
           if (final) stream.end();
         },
-      }, this.#traced(request, loaded));
+        traced: this.#traced(request, loaded),
+      });
       // Sent at once (streaming latency), and never merged with the final flag: clients such
       // as PyTriton's DecoupledModelClient drop the outputs of a response marked final.
       for await (const response of stream.readable) yield { ...response, final: false };

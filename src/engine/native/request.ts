@@ -41,6 +41,40 @@ export interface SubmitHandlers {
    * thread sharing the core: the engine's isolate lent them). Without it they are dropped.
    */
   foreignLent?(addresses: bigint[]): void;
+  /**
+   * The request's trace and what hears of it, when the tracer sampled it.
+   *
+   * @default {undefined}
+   */
+  readonly traced?: NativeTraceHooks | undefined;
+}
+
+/** The core a request goes to: the opened libraries, the completion queue and the server. */
+export interface CoreHandles {
+  /** The opened libraries. */
+  readonly libraries: NativeLibraries;
+  /** The completion queue the request's events arrive on. */
+  readonly queue: CompletionPump;
+  /** The `TRITONSERVER_Server*`. */
+  readonly server: Deno.PointerValue;
+}
+
+/** How {@linkcode inferCoupled} reads its one response, and who hears of lent results and traces. */
+export interface CoupledOptions {
+  /** The model's output names in declared order. */
+  readonly order: readonly string[];
+  /**
+   * Receives results another isolate lent (see {@linkcode SubmitHandlers}).
+   *
+   * @default {undefined}
+   */
+  readonly foreignLent?: ((addresses: bigint[]) => void) | undefined;
+  /**
+   * The request's trace and what hears of it, when the tracer sampled it.
+   *
+   * @default {undefined}
+   */
+  readonly traced?: NativeTraceHooks | undefined;
 }
 
 /** A request the tracer sampled: the core traces it and reports its activities. */
@@ -76,23 +110,20 @@ function deleteResponse(
 /**
  * Builds and submits a request; returns once the core accepted it.
  *
- * @param libraries The opened libraries.
- * @param queue The completion queue.
- * @param server The `TRITONSERVER_Server*`.
+ * @param handles The core: its libraries, completion queue and server.
  * @param request The request.
- * @param handlers Receives the responses.
+ * @param handlers Receives the responses (and its trace's events, when traced).
  * @throws {InferenceError} With the core's code when building or submitting fails, or
  *   CANCELLED when the signal was already aborted.
  */
 export function submitRequest(
-  libraries: NativeLibraries,
-  queue: CompletionPump,
-  server: Deno.PointerValue,
+  handles: CoreHandles,
   request: InferenceRequest,
   handlers: SubmitHandlers,
-  traced?: NativeTraceHooks,
 ): void {
+  const { libraries, queue, server } = handles;
   const { core, bridge } = libraries;
+  const traced = handlers.traced;
   const trace = traced?.trace;
   if (request.signal?.aborted) {
     throw InferenceError.cancelled(`Request for model '${request.modelName}' was cancelled`);
@@ -206,38 +237,34 @@ export function submitRequest(
 /**
  * Runs one request of a coupled model: submits it and reads its one response.
  *
- * @param libraries The opened libraries.
- * @param queue The completion queue.
- * @param server The `TRITONSERVER_Server*`.
+ * @param handles The core: its libraries, completion queue and server.
  * @param request The request.
- * @param order The model's output names in declared order.
- * @param foreignLent Receives results another isolate lent (see {@linkcode SubmitHandlers}).
+ * @param options The output order, and who hears of lent results and of the trace.
  * @returns The response.
  */
 export function inferCoupled(
-  libraries: NativeLibraries,
-  queue: CompletionPump,
-  server: Deno.PointerValue,
+  handles: CoreHandles,
   request: InferenceRequest,
-  order: readonly string[],
-  foreignLent?: (addresses: bigint[]) => void,
-  traced?: NativeTraceHooks,
+  options: CoupledOptions,
 ): Promise<InferenceResponse> {
+  const { foreignLent, traced } = options;
+  const layout = { order: options.order, bound: request.outputBuffers };
   return new Promise<InferenceResponse>((resolve, reject) => {
-    submitRequest(libraries, queue, server, request, {
+    submitRequest(handles, request, {
       response: (response, final) => {
         if (response === null) {
           if (final) reject(InferenceError.internal("The model sent no response"));
           return;
         }
         try {
-          resolve(readResponse(libraries.bridge, response, order, request.outputBuffers));
+          resolve(readResponse(handles.libraries.bridge, response, layout));
         } catch (error) {
           reject(error);
         }
       },
       ...(foreignLent === undefined ? {} : { foreignLent }),
-    }, traced);
+      traced,
+    });
   });
 }
 

@@ -95,6 +95,19 @@ export function readTensor(reader: Unpacker): DescribedTensor {
   return { name, datatype, shape, address, size, gpu, device };
 }
 
+/** How {@linkcode readResponse} lays a response's outputs out. */
+export interface ResponseLayout {
+  /** Output names in the model's declared order (the response follows it). */
+  readonly order: readonly string[];
+  /**
+   * The request's output buffers (`InferenceRequest.outputBuffers`): an output the core wrote
+   * there is answered as a view of them, not copied.
+   *
+   * @default {undefined}
+   */
+  readonly bound?: ReadonlyMap<string, Uint8Array | DeviceBuffer> | undefined;
+}
+
 // Reused for every response: descriptions are read synchronously, one at a time.
 let scratch = new Uint8Array(4096);
 
@@ -103,18 +116,16 @@ let scratch = new Uint8Array(4096);
  *
  * @param bridge The bridge library.
  * @param response The response (still owned by the caller, who deletes it afterwards).
- * @param order Output names in the model's declared order (the response follows it).
- * @param bound The request's output buffers (`InferenceRequest.outputBuffers`): an output the
- *   core wrote there is answered as a view of them, not copied.
+ * @param layout The output order, and the buffers the request bound its outputs to.
  * @returns The response.
  * @throws {InferenceError} The response's error, with the core's code.
  */
 export function readResponse(
   bridge: BridgeLibrary,
   response: Deno.PointerValue,
-  order: readonly string[],
-  bound?: ReadonlyMap<string, Uint8Array | DeviceBuffer>,
+  layout: ResponseLayout,
 ): InferenceResponse {
+  const { order, bound } = layout;
   let size = Number(bridge.dt_response_read(response, scratch, BigInt(scratch.byteLength)));
   if (size > scratch.byteLength) {
     scratch = new Uint8Array(size * 2);
@@ -169,7 +180,7 @@ export function readResponse(
       output.name,
       inPlace !== undefined
         ? tensorInPlace(dtype, output.shape, inPlace)
-        : tensorCopy(dtype, output.shape, output.address, output.size),
+        : tensorCopy(dtype, output.shape, output),
     );
   }
   const outputs = new Map<string, Tensor>();

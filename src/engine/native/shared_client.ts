@@ -53,12 +53,9 @@ export class SharedCoreClient implements SharedEngineClient {
       return Promise.reject(InferenceError.unavailable("The shared Triton core is closed"));
     }
     return inferCoupled(
-      this.#libraries,
-      this.#queue,
-      this.#server,
+      { libraries: this.#libraries, queue: this.#queue, server: this.#server },
       request,
-      outputOrder,
-      (addresses) => this.#report(addresses),
+      { order: outputOrder, foreignLent: (addresses) => this.#report(addresses) },
     );
   }
 

@@ -193,22 +193,29 @@ export function tensorInPlace(dtype: DType, shape: readonly number[], bytes: Uin
   return fromRawBytes(dtype, shape, bytes);
 }
 
+/** A span of core-owned memory: where it lies and its byte count. */
+export interface CoreMemory {
+  /** Where the data lies. */
+  readonly address: number | bigint;
+  /** Its byte count. */
+  readonly size: number;
+}
+
 /**
  * An NDArray that owns a copy of core-owned memory (for data that dies with a response), copied
  * with `memcpy` rather than through a view of that memory.
  *
  * @param dtype The element type.
  * @param shape The dimensions.
- * @param address Where the data lies.
- * @param size Its byte count.
+ * @param memory Where the data lies and its byte count.
  * @returns The tensor, independent of that memory.
  */
 export function tensorCopy(
   dtype: DType,
   shape: readonly number[],
-  address: number | bigint,
-  size: number,
+  memory: CoreMemory,
 ): NDArray {
+  const { address, size } = memory;
   const copy = new Uint8Array(size);
   if (size > 0 && address !== 0 && address !== 0n) {
     openLibc().memcpyFrom(copy, Deno.UnsafePointer.create(BigInt(address)), BigInt(size));
