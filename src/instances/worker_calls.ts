@@ -64,11 +64,10 @@ function packTensors(
     } else if (array.dtype !== "bytes" && batchBuffers.has(array.data.buffer)) {
       wire[name] = toWireTensor(
         { ...array, data: array.data.slice() } as NDArray,
-        transfer,
-        counts,
+        { transfer, counts },
       );
     } else {
-      wire[name] = toWireTensor(array, transfer, counts);
+      wire[name] = toWireTensor(array, { transfer, counts });
     }
   }
   return wire;
@@ -303,7 +302,7 @@ export class WorkerCallRunner {
         const wire: Record<string, WireTensor> = {};
         for (const [name, array] of Object.entries(outputs)) {
           // The outputs are the caller's (see `Engine.infer`): moved, not copied.
-          wire[name] = toWireTensor(array, transfer, counts);
+          wire[name] = toWireTensor(array, { transfer, counts });
         }
         this.#post({ type: "call-result", call: id, outputs: wire }, transfer);
       });
@@ -331,7 +330,7 @@ export class WorkerCallRunner {
       const counts = zeroCounts();
       const wire: Record<string, WireTensor> = {};
       for (const [name, array] of Object.entries(outputs)) {
-        wire[name] = toWireTensor(array, transfer, counts);
+        wire[name] = toWireTensor(array, { transfer, counts });
       }
       this.#post({ type: "call-step", call: id, outputs: wire }, transfer);
     }

@@ -466,7 +466,7 @@ export class WorkerInstance implements ModelInstance {
           ? toWireDeviceTensor(array)
           : location !== undefined
           ? toNativeWireTensor(array, location, counts)
-          : toWireTensor(array, transfer, counts);
+          : toWireTensor(array, { transfer, counts });
       }
       request.signal.addEventListener(
         "abort",

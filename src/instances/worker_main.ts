@@ -149,7 +149,7 @@ function postResults(id: number, results: InferResult<AnyTensors>[]): void {
       // gets its next batch.
       out[name] = isDeviceTensor(array)
         ? toWireDeviceTensor(array)
-        : toWireTensor(array, transfer, counts);
+        : toWireTensor(array, { transfer, counts });
     }
     return out;
   });

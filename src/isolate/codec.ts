@@ -70,6 +70,14 @@ export interface WireCounts {
   native: number;
 }
 
+/** What packing one message collects: the buffers to transfer, and the bytes copied and moved. */
+export interface WirePacking {
+  /** Collects the buffers to transfer. */
+  readonly transfer: Transferable[];
+  /** Accumulates copied and moved bytes. */
+  readonly counts: WireCounts;
+}
+
 /** Options of {@linkcode toWireTensor}. */
 export interface ToWireOptions {
   /**
@@ -93,8 +101,7 @@ export function zeroCounts(): WireCounts {
  * never structured-clones tensor data.
  *
  * @param array The tensor.
- * @param transfer Collects the buffers to transfer.
- * @param counts Accumulates copied and moved bytes.
+ * @param packing The message's transfer list and byte counts, which this adds to.
  * @param options Whether a view into a larger buffer moves that whole buffer.
  * @returns The wire tensor.
  *
@@ -106,18 +113,18 @@ export function zeroCounts(): WireCounts {
  *
  * const transfer: Transferable[] = [];
  * const counts = zeroCounts();
- * toWireTensor(ndarray(new Float32Array(4)), transfer, counts);
- * toWireTensor(ndarray(new Float32Array(8).subarray(2, 4)), transfer, counts);
+ * toWireTensor(ndarray(new Float32Array(4)), { transfer, counts });
+ * toWireTensor(ndarray(new Float32Array(8).subarray(2, 4)), { transfer, counts });
  * assert.deepEqual(counts, { copied: 8, moved: 16, native: 0 });
  * assert.equal(transfer.length, 2);
  * ```
  */
 export function toWireTensor(
   array: NDArray,
-  transfer: Transferable[],
-  counts: WireCounts,
+  packing: WirePacking,
   options: ToWireOptions = {},
 ): WireTensor {
+  const { transfer, counts } = packing;
   const { dtype, shape } = array;
   if (array.dtype === "bytes") {
     const packed = serializeBytes(array.data);

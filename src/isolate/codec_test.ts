@@ -9,7 +9,7 @@ Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark acro
   const counts: WireCounts = { moved: 0, copied: 0, native: 0 };
   const transfer: Transferable[] = [];
   const foreign = new Float32Array(foreignBuffer(Deno.UnsafePointer.of(own)!, 8));
-  const wire = toWireTensor(ndarray(foreign), transfer, counts);
+  const wire = toWireTensor(ndarray(foreign), { transfer, counts });
   assert.equal("foreign" in wire && wire.foreign, true);
   // What the receiving isolate gets: another ArrayBuffer over the same memory.
   const received = structuredClone(wire, { transfer });
@@ -17,7 +17,7 @@ Deno.test("toWireTensor() and fromWireTensor() keep the foreign-memory mark acro
   assert.ok(isForeign(((back as NDArray).data as Float32Array).buffer));
   assert.deepEqual([...((back as NDArray).data as Float32Array)], [1, 2]);
   // JavaScript's own memory travels unmarked.
-  const plain = toWireTensor(ndarray(new Float32Array([3])), [], counts);
+  const plain = toWireTensor(ndarray(new Float32Array([3])), { transfer: [], counts });
   assert.equal("foreign" in plain, false);
   assert.ok(!isForeign(((fromWireTensor(plain) as NDArray).data as Float32Array).buffer));
 });

@@ -196,7 +196,7 @@ export function toWireInferRequest(
   const wire: (readonly [string, WireTensor])[] = [];
   // A thread forwards requests that use shared memory: its inputs are all in host memory.
   for (const [name, array] of hostTensors(inputs)) {
-    wire.push([name, toWireTensor(array, transfer, counts, { moveViews: true })]);
+    wire.push([name, toWireTensor(array, { transfer, counts }, { moveViews: true })]);
   }
   return { ...rest, inputs: wire };
 }
@@ -251,7 +251,7 @@ export function toWireInferResponse(response: InferenceResponse): WireInferRespo
   const wire: (readonly [string, WireTensor])[] = [];
   // Requests from a thread use no shared memory: their outputs are all in host memory.
   for (const [name, array] of hostTensors(outputs)) {
-    wire.push([name, toWireTensor(array, unused, counts)]);
+    wire.push([name, toWireTensor(array, { transfer: unused, counts })]);
   }
   return { ...rest, outputs: wire };
 }
