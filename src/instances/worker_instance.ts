@@ -105,6 +105,38 @@ export interface WorkerTelemetry {
   readonly opentelemetry?: OpenTelemetryTraceConfig;
 }
 
+/** Where a Worker instance runs and what it passes on. */
+export interface WorkerInstanceOptions {
+  /** The instance's index within its model. */
+  readonly index: number;
+  /** Its device name (`cpu`, `gpu0`, ...). */
+  readonly device: string;
+  /**
+   * The GPU it is pinned to.
+   *
+   * @default {undefined}
+   */
+  readonly gpu?: GpuDevice | undefined;
+  /**
+   * The CUDA driver library the Worker makes the GPU current with.
+   *
+   * @default {undefined}
+   */
+  readonly cudaDriver?: string | undefined;
+  /**
+   * What it passes on about telemetry.
+   *
+   * @default {{}}
+   */
+  readonly telemetry?: WorkerTelemetry | undefined;
+  /**
+   * The engine's caller, for the calls of the Worker's callable to other models.
+   *
+   * @default {undefined}
+   */
+  readonly caller?: ModelCaller | undefined;
+}
+
 function traceparentField(): { traceparent?: string } {
   const traceparent = activeTraceparent();
   return traceparent === undefined ? {} : { traceparent };
@@ -142,24 +174,22 @@ export class WorkerInstance implements ModelInstance {
   /** The sequences whose state the current Worker holds (a model with sequence batching). */
   #ledger: SequenceLedger;
 
-  constructor(
-    shared: Shared,
-    model: ModelInfo,
-    index: number,
-    device: string,
-    gpu: GpuDevice | undefined,
-    cudaDriver: string | undefined,
-    telemetry: WorkerTelemetry = {},
-    caller?: ModelCaller,
-  ) {
-    this.#telemetry = telemetry;
+  /**
+   * Describes the instance; {@linkcode WorkerInstance.load} starts its Worker.
+   *
+   * @param shared What every instance of the provider shares (module, options, stats, logger).
+   * @param model The model it serves.
+   * @param options Its index and device, its GPU and CUDA driver, telemetry and caller.
+   */
+  constructor(shared: Shared, model: ModelInfo, options: WorkerInstanceOptions) {
+    this.#telemetry = options.telemetry ?? {};
     this.#shared = shared;
     this.#model = model;
-    this.index = index;
-    this.device = device;
-    this.#gpu = gpu;
-    this.#cudaDriver = cudaDriver;
-    this.#caller = caller;
+    this.index = options.index;
+    this.device = options.device;
+    this.#gpu = options.gpu;
+    this.#cudaDriver = options.cudaDriver;
+    this.#caller = options.caller;
     this.#ledger = SequenceLedger.of(model);
   }
 

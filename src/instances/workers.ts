@@ -111,10 +111,17 @@ export class WorkerInstances implements InstanceProvider {
     const placed = placeInstances(this.#devices, gpus.devices.length);
     const instances = this.#devices.map((device, index) => {
       const gpu = placed[index] === undefined ? undefined : gpus.devices[placed[index]];
-      return new WorkerInstance(this.#shared, model, index, device, gpu, gpus.driverLibrary, {
-        ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
-        ...(options.opentelemetry === undefined ? {} : { opentelemetry: options.opentelemetry }),
-      }, options.caller);
+      return new WorkerInstance(this.#shared, model, {
+        index,
+        device,
+        gpu,
+        cudaDriver: gpus.driverLibrary,
+        telemetry: {
+          ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+          ...(options.opentelemetry === undefined ? {} : { opentelemetry: options.opentelemetry }),
+        },
+        caller: options.caller,
+      });
     });
     const loads = await Promise.allSettled(instances.map((instance) => instance.load()));
     const failure = loads.find((load) => load.status === "rejected");
