@@ -249,8 +249,9 @@ export class BuiltinEngine implements Engine {
           (this.#stepModel(step.model, step.version)?.config.maxBatchSize ?? 0) > 0,
       })
       : model.config.sequenceBatching === undefined
-      ? new ModelScheduler(model, entry.instances, entry.stats, { onUnrecoverable })
-      : new SequenceBatcher(model, entry.instances, entry.stats, {
+      ? new ModelScheduler(model, entry.instances, { stats: entry.stats, onUnrecoverable })
+      : new SequenceBatcher(model, entry.instances, {
+        stats: entry.stats,
         onUnrecoverable,
         warn: (message) => this.#logger?.warn(message),
       });

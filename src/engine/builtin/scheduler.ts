@@ -108,6 +108,8 @@ export interface Scheduler {
 
 /** Options of {@linkcode ModelScheduler}. */
 export interface ModelSchedulerOptions {
+  /** Where to record statistics. */
+  stats: ModelStatsRecorder;
   /**
    * Called after a batch failed with a `TritonUnrecoverableError`.
    *
@@ -210,7 +212,7 @@ function remove<T>(list: T[], value: T): boolean {
  * };
  * const instances = await new MainThreadInstances([(rs) => rs.map(() => ({ y: ndarray([7]) }))])
  *   .start(model);
- * const scheduler = new ModelScheduler(model, instances, new ModelStatsRecorder("m", 1));
+ * const scheduler = new ModelScheduler(model, instances, { stats: new ModelStatsRecorder("m", 1) });
  * const controller = new AbortController();
  * const result = await new Promise((resolve, reject) => {
  *   scheduler.submit({
@@ -250,18 +252,16 @@ export class ModelScheduler implements Scheduler {
    *
    * @param model The model.
    * @param instances Its started instances.
-   * @param stats Where to record statistics.
-   * @param options The unrecoverable-error hook.
+   * @param options Where to record statistics, and the unrecoverable-error hook.
    */
   constructor(
     model: ModelInfo,
     instances: readonly ModelInstance[],
-    stats: ModelStatsRecorder,
-    options: ModelSchedulerOptions = {},
+    options: ModelSchedulerOptions,
   ) {
     this.#model = model;
     this.#instances = instances;
-    this.#stats = stats;
+    this.#stats = options.stats;
     this.#options = options;
     const { config } = model;
     const batcher = config.batcher;

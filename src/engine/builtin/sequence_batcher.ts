@@ -45,7 +45,6 @@ import {
   type Scheduler,
   type SchedulerSink,
 } from "./scheduler.ts";
-import type { ModelStatsRecorder } from "./statistics.ts";
 
 /** Options of {@linkcode SequenceBatcher}. */
 export interface SequenceBatcherOptions extends ModelSchedulerOptions {
@@ -203,7 +202,7 @@ function zeros(dtype: NDArray["dtype"], shape: readonly number[]): NDArray {
  *     return { y: ndarray(Int32Array.of(total), [1, 1]) };
  *   })
  * ]).start(model);
- * const batcher = new SequenceBatcher(model, instances, new ModelStatsRecorder("Acc", 1));
+ * const batcher = new SequenceBatcher(model, instances, { stats: new ModelStatsRecorder("Acc", 1) });
  * const send = (id: bigint, x: number, start = false, end = false) =>
  *   new Promise<number>((resolve, reject) => {
  *     const controller = new AbortController();
@@ -248,14 +247,13 @@ export class SequenceBatcher implements Scheduler {
    *
    * @param model The model (its `config.sequenceBatching` is set).
    * @param instances Its started instances.
-   * @param stats Where to record statistics.
-   * @param options The unrecoverable-error hook and where warnings go.
+   * @param options Where to record statistics, the unrecoverable-error hook and where warnings
+   *   go.
    */
   constructor(
     model: ModelInfo,
     instances: readonly ModelInstance[],
-    stats: ModelStatsRecorder,
-    options: SequenceBatcherOptions = {},
+    options: SequenceBatcherOptions,
   ) {
     this.#model = model;
     this.#sequence = model.config.sequenceBatching!;
@@ -265,7 +263,7 @@ export class SequenceBatcher implements Scheduler {
       const created: Lane = {
         index,
         instance,
-        scheduler: new ModelScheduler(lane, [instance], stats, options),
+        scheduler: new ModelScheduler(lane, [instance], options),
         slots: [],
         running: 0,
         timer: undefined,
