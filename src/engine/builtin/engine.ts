@@ -533,9 +533,9 @@ export class BuiltinEngine implements Engine {
       const validated = this.#validate(entry, request, arrival);
       this.#refuseDeadlock(entry, request, arrival);
       if (entry.scheduler instanceof EnsembleScheduler) {
-        return entry.scheduler.run(request, validated.batchSize, validated.outputs, arrival);
+        return entry.scheduler.run(request, validated, arrival);
       }
-      const trace = startTrace(this.#tracer, request, definition.name, definition.version);
+      const trace = startTrace(this.#tracer, request, definition);
       let key: ReturnType<typeof cacheKey> | undefined;
       // Device memory is not hashed or kept (the core's cache refuses it too, and serves on
       // uncached): a request with an input in a CUDA region bypasses the cache.
@@ -545,7 +545,7 @@ export class BuiltinEngine implements Engine {
         : undefined;
       if (cache !== undefined) {
         const lookupStart = performance.now();
-        key = cacheKey(definition.name, definition.version, hostInputs!, validated.outputs);
+        key = cacheKey(definition, hostInputs!, validated.outputs);
         const hit = cache.lookup(key);
         const lookupEnd = performance.now();
         if (hit !== undefined) {
@@ -611,12 +611,7 @@ export class BuiltinEngine implements Engine {
     }
     const validated = this.#validate(entry, request, arrival);
     this.#refuseDeadlock(entry, request, arrival);
-    const trace = startTrace(
-      this.#tracer,
-      request,
-      entry.definition.name,
-      entry.definition.version,
-    );
+    const trace = startTrace(this.#tracer, request, entry.definition);
     // Bounded: the scheduler waits for room before pulling the callable's next step, so a slow
     // consumer slows the model instead of queueing its steps; a consumer that stops early
     // cancels the queue, which aborts the request.

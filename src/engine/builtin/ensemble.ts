@@ -21,6 +21,7 @@ import type { ResolvedEnsembleStep } from "../../config/ensemble.ts";
 import { ensembleParent } from "../calls.ts";
 import type { InferenceRequest, InferenceResponse, ModelDefinition } from "../engine.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
+import type { ValidatedRequest } from "./request_validation.ts";
 
 /**
  * Checks an ensemble against the models of its steps as the core does when it loads one, with
@@ -146,17 +147,17 @@ export class EnsembleScheduler {
    * Runs one request (validated against the ensemble).
    *
    * @param request The request.
-   * @param batchSize Its batch size (1 when the ensemble does not batch).
-   * @param outputs The ensemble outputs to answer, in declared order.
+   * @param validated What validation learned of it: its batch size (1 when the ensemble does
+   *   not batch) and the ensemble outputs to answer, in declared order.
    * @param arrival `performance.now()` when it arrived.
    * @returns The response.
    */
   run(
     request: InferenceRequest,
-    batchSize: number,
-    outputs: readonly string[],
+    validated: ValidatedRequest,
     arrival: number,
   ): Promise<InferenceResponse> {
+    const { batchSize, outputs } = validated;
     const { definition } = this.#options;
     if (this.#closed) {
       return Promise.reject(

@@ -49,8 +49,7 @@ export interface CacheKey {
 /**
  * Builds the key of a request.
  *
- * @param model Model name.
- * @param version Model version.
+ * @param model The model version: its name and version.
  * @param inputs Input tensors by name.
  * @param outputs Requested output names.
  * @returns The key.
@@ -61,21 +60,20 @@ export interface CacheKey {
  * import { ndarray } from "../../tensor/ndarray.ts";
  * import assert from "node:assert/strict";
  *
- * const a = cacheKey("m", 1, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
- * const b = cacheKey("m", 1, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
+ * const a = cacheKey({ name: "m", version: 1 }, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
+ * const b = cacheKey({ name: "m", version: 1 }, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
  * assert.equal(a.id, b.id);
  * ```
  */
 export function cacheKey(
-  model: string,
-  version: number,
+  model: { readonly name: string; readonly version: number },
   inputs: ReadonlyMap<string, NDArray>,
   outputs: readonly string[],
 ): CacheKey {
   const names = [...inputs.keys()].sort();
   const header = JSON.stringify([
-    model,
-    version,
+    model.name,
+    model.version,
     outputs,
     names.map((name) => {
       const array = inputs.get(name)!;
@@ -107,7 +105,7 @@ interface CacheEntry {
  * import assert from "node:assert/strict";
  *
  * const cache = new ResponseCache(1 << 20);
- * const key = cacheKey("m", 1, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
+ * const key = cacheKey({ name: "m", version: 1 }, new Map([["x", ndarray(new Int32Array([1]))]]), ["y"]);
  * assert.equal(cache.lookup(key), undefined);
  * cache.insert(key, new Map([["y", ndarray(new Int32Array([2]))]]));
  * assert.deepEqual([...(cache.lookup(key)!.get("y")!.data as Int32Array)], [2]);

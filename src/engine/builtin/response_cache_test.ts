@@ -8,17 +8,19 @@ const output = (bytes: number): Map<string, NDArray> =>
   new Map([["y", ndarray(new Uint8Array(bytes))]]);
 
 Deno.test("cacheKey() covers model, version, names, dtypes, shapes, bytes and outputs", () => {
-  const base = cacheKey("m", 1, input([1, 2]), ["y"]).id;
-  assert.equal(cacheKey("m", 1, input([1, 2]), ["y"]).id, base);
+  const base = cacheKey({ name: "m", version: 1 }, input([1, 2]), ["y"]).id;
+  assert.equal(cacheKey({ name: "m", version: 1 }, input([1, 2]), ["y"]).id, base);
   for (
     const other of [
-      cacheKey("n", 1, input([1, 2]), ["y"]),
-      cacheKey("m", 2, input([1, 2]), ["y"]),
-      cacheKey("m", 1, input([1, 3]), ["y"]),
-      cacheKey("m", 1, input([1, 2], [2, 1]), ["y"]),
-      cacheKey("m", 1, new Map([["x", ndarray(new Uint32Array([1, 2]))]]), ["y"]),
-      cacheKey("m", 1, new Map([["w", ndarray(new Int32Array([1, 2]))]]), ["y"]),
-      cacheKey("m", 1, input([1, 2]), ["z"]),
+      cacheKey({ name: "n", version: 1 }, input([1, 2]), ["y"]),
+      cacheKey({ name: "m", version: 2 }, input([1, 2]), ["y"]),
+      cacheKey({ name: "m", version: 1 }, input([1, 3]), ["y"]),
+      cacheKey({ name: "m", version: 1 }, input([1, 2], [2, 1]), ["y"]),
+      cacheKey({ name: "m", version: 1 }, new Map([["x", ndarray(new Uint32Array([1, 2]))]]), [
+        "y",
+      ]),
+      cacheKey({ name: "m", version: 1 }, new Map([["w", ndarray(new Int32Array([1, 2]))]]), ["y"]),
+      cacheKey({ name: "m", version: 1 }, input([1, 2]), ["z"]),
     ]
   ) {
     assert.notEqual(other.id, base);
@@ -26,7 +28,7 @@ Deno.test("cacheKey() covers model, version, names, dtypes, shapes, bytes and ou
 });
 
 Deno.test("ResponseCache evicts the least recently used entries to fit its budget", () => {
-  const keys = [1, 2, 3].map((v) => cacheKey("m", 1, input([v]), ["y"]));
+  const keys = [1, 2, 3].map((v) => cacheKey({ name: "m", version: 1 }, input([v]), ["y"]));
   const entrySize = keys[0]!.bytes.byteLength + 100;
   const cache = new ResponseCache(entrySize * 2);
   cache.insert(keys[0]!, output(100));
@@ -41,7 +43,7 @@ Deno.test("ResponseCache evicts the least recently used entries to fit its budge
 });
 
 Deno.test("ResponseCache skips entries larger than its budget and copies outputs", () => {
-  const key = cacheKey("m", 1, input([1]), ["y"]);
+  const key = cacheKey({ name: "m", version: 1 }, input([1]), ["y"]);
   const small = new ResponseCache(10);
   small.insert(key, output(100));
   assert.equal(small.size, 0);
@@ -54,7 +56,7 @@ Deno.test("ResponseCache skips entries larger than its budget and copies outputs
 
 Deno.test("ResponseCache compares keys exactly, not just by hash", () => {
   const cache = new ResponseCache(1 << 20);
-  const key = cacheKey("m", 1, input([1]), ["y"]);
+  const key = cacheKey({ name: "m", version: 1 }, input([1]), ["y"]);
   cache.insert(key, output(1));
   const forged = { id: key.id, bytes: key.bytes.slice() };
   const last = forged.bytes.length - 1;

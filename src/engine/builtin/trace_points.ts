@@ -49,19 +49,17 @@ export function traceTensors(
  *
  * @param tracer The server's tracer, if any.
  * @param request The request.
- * @param model The model's name.
- * @param version The model's version.
+ * @param model The model version: its name and version.
  * @returns The trace, or `undefined`.
  */
 export function startTrace(
   tracer: Tracer | undefined,
   request: InferenceRequest,
-  model: string,
-  version: number,
+  model: { readonly name: string; readonly version: number },
 ): RequestTrace | undefined {
   const trace = tracer?.start({
-    model,
-    version,
+    model: model.name,
+    version: model.version,
     id: request.id,
     traceContext: request.traceContext,
   });
