@@ -247,7 +247,12 @@ function openForReading(path: string): number {
  * import { CoreLog } from "./core_log.ts";
  *
  * using log = await CoreLog.open(libraries, logger);
- * const server = await createServer(libraries, install, repository, options, gpus, log.target);
+ * const server = await createServer(libraries, options, {
+ *   install,
+ *   repository,
+ *   gpus,
+ *   logTarget: log.target,
+ * });
  * log.drain(); // after each step, to keep the order of our lines and the core's
  * ```
  */
@@ -274,16 +279,14 @@ export class CoreLog implements Disposable {
   private constructor(
     libraries: NativeLibraries,
     logger: Logger,
-    path: string,
-    fd: number,
-    rotateBytes: number,
+    file: { readonly path: string; readonly fd: number; readonly rotateBytes: number },
   ) {
     this.#libc = openLibc();
-    this.#fd = fd;
+    this.#fd = file.fd;
     this.#libraries = libraries;
-    this.#rotateBytes = rotateBytes;
+    this.#rotateBytes = file.rotateBytes;
     this.#logger = logger;
-    this.#path = path;
+    this.#path = file.path;
     this.#timer = setInterval(() => this.drain(), POLL_MS);
     // Forwarding must never keep a process alive.
     Deno.unrefTimer(this.#timer as unknown as number);
@@ -306,13 +309,11 @@ export class CoreLog implements Disposable {
     const path = await Deno.makeTempFile({ prefix: "denotriton-core-log-" });
     let log: CoreLog | undefined;
     try {
-      log = new CoreLog(
-        libraries,
-        logger,
+      log = new CoreLog(libraries, logger, {
         path,
-        openForReading(path),
-        options.rotateBytes ?? ROTATE_BYTES,
-      );
+        fd: openForReading(path),
+        rotateBytes: options.rotateBytes ?? ROTATE_BYTES,
+      });
       const id = new BigUint64Array(1);
       check(
         libraries.core,

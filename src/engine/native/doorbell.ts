@@ -70,29 +70,39 @@ export function rung(channel: bigint, slot: number): Promise<void> {
   return new Promise((resolve) => waiting.set(key, resolve));
 }
 
+/** Options of {@linkcode untilFinalized}. */
+export interface UntilFinalizedOptions {
+  /**
+   * How often the consumers look, in milliseconds.
+   *
+   * @default {5}
+   */
+  readonly everyMs?: number;
+}
+
 /**
  * Waits for `ended` (a channel's consumers) while the core finalizes the channel's instances,
  * waking the consumers every `everyMs` to look at their slots: nothing rings for a finalized
  * instance.
  *
- * @param channel The channel id.
- * @param slots How many slots it has.
  * @param ended Settles when every consumer of the channel has ended.
- * @param everyMs How often the consumers look, in milliseconds.
+ * @param channel The channel: its id and how many slots it has.
+ * @param options How often the consumers look.
  */
 export async function untilFinalized(
-  channel: bigint,
-  slots: number,
   ended: Promise<void>,
-  everyMs = 5,
+  channel: { readonly id: bigint; readonly slots: number },
+  options: UntilFinalizedOptions = {},
 ): Promise<void> {
+  const { slots } = channel;
+  const { everyMs = 5 } = options;
   let done = false;
   const settled = ended.finally(() => done = true);
   while (!done) {
     // Only consumers that wait are woken: one running a batch looks at its slot when it is done,
     // and one that has ended must leave no mark behind.
     for (let slot = 0; slot < slots; slot++) {
-      const key = keyOf(Number(channel), slot);
+      const key = keyOf(Number(channel.id), slot);
       const waiter = waiting.get(key);
       if (typeof waiter === "function") {
         waiting.delete(key);

@@ -219,14 +219,12 @@ export class NativeEngine implements Engine {
     let coreLog: CoreLog | undefined;
     try {
       coreLog = await CoreLog.open(libraries, this.#coreLogger);
-      this.#server = await createServer(
-        libraries,
+      this.#server = await createServer(libraries, this.#options, {
         install,
         repository,
-        this.#options,
-        this.#gpus,
-        coreLog.target,
-      );
+        gpus: this.#gpus,
+        logTarget: coreLog.target,
+      });
       coreLog.drain();
     } catch (error) {
       coreLog?.[Symbol.dispose]();
@@ -359,7 +357,7 @@ export class NativeEngine implements Engine {
       this.#models.delete(name);
       this.#loaded.delete(loaded.handle);
       this.#unloaded.set(name, loaded.definition.version);
-      await disposeInstances(context, name, loaded.instances, loaded.sequences);
+      await disposeInstances(context, name, loaded);
       this.#options.logger?.info(
         `Successfully unloaded '${name}' version ${loaded.definition.version}`,
       );
@@ -687,16 +685,14 @@ export class NativeEngine implements Engine {
     const server = this.#server;
     this.#logSubscription?.[Symbol.dispose]();
     this.#logSubscription = undefined;
-    const clean = await releaseServer(
-      this.#context,
-      [...this.#models.values()],
-      this.#abandon,
-      () =>
+    const clean = await releaseServer(this.#context, [...this.#models.values()], {
+      abandon: this.#abandon,
+      pending: () =>
         Promise.all([
           this.#queue?.idle(),
           ...shares.map((share) => share.released()),
         ]).then(() => {}),
-    );
+    });
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();

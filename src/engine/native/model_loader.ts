@@ -126,15 +126,18 @@ export interface LoaderContext {
  *
  * @param context The engine's context (for its logger).
  * @param name The model's name, for the log.
- * @param instances The instances.
- * @param sequences The model's sequence clocks, if it has them.
+ * @param held The instances, and the model's sequence clocks if it has them (a
+ *   {@linkcode LoadedModel} is one).
  */
 export async function disposeInstances(
   context: LoaderContext,
   name: string,
-  instances: readonly ModelInstance[],
-  sequences?: SequenceClock,
+  held: {
+    readonly instances: readonly ModelInstance[];
+    readonly sequences?: SequenceClock | undefined;
+  },
 ): Promise<void> {
+  const { instances, sequences } = held;
   sequences?.close();
   await Promise.all(instances.map(async (instance) => {
     try {
@@ -271,7 +274,7 @@ export async function loadModel(
   try {
     await warmUp(model, instances, context.logger);
   } catch (error) {
-    await disposeInstances(context, model.name, instances);
+    await disposeInstances(context, model.name, { instances });
     throw failed(error);
   }
   const { channel, consumers } = attach(context, model, instances);
@@ -280,7 +283,7 @@ export async function loadModel(
   } catch (error) {
     context.libraries.bridge.dt_channel_close(channel);
     await consumers;
-    await disposeInstances(context, model.name, instances);
+    await disposeInstances(context, model.name, { instances });
     throw error;
   }
   const sequences = sequenceClockOf(model, instances);
@@ -342,7 +345,10 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
     `Failed to unload model '${name}'`,
   );
   // Triton finalizes the instances once in-flight batches are done; the consumers then end.
-  await untilFinalized(loaded.channel, loaded.instances.length, loaded.consumers);
+  await untilFinalized(loaded.consumers, {
+    id: loaded.channel,
+    slots: loaded.instances.length,
+  });
   bridge.dt_channel_close(loaded.channel);
   // The core's unload does not wait for the model to be unloaded, and its state leaves
   // UNLOADING a moment after the instances are finalized: wait, so that the index says
@@ -364,14 +370,12 @@ export async function unloadFromCore(context: LoaderContext, loaded: LoadedModel
  * @param replaced The model the core no longer serves.
  */
 export async function retire(context: LoaderContext, replaced: LoadedModel): Promise<void> {
-  await untilFinalized(replaced.channel, replaced.instances.length, replaced.consumers);
+  await untilFinalized(replaced.consumers, {
+    id: replaced.channel,
+    slots: replaced.instances.length,
+  });
   context.libraries.bridge.dt_channel_close(replaced.channel);
-  await disposeInstances(
-    context,
-    replaced.definition.name,
-    replaced.instances,
-    replaced.sequences,
-  );
+  await disposeInstances(context, replaced.definition.name, replaced);
 }
 
 /** How long an unload waits for the core to report the model unloaded, in milliseconds. */

@@ -94,16 +94,29 @@ function cacheOf(options: NativeEngineOptions): CacheConfig | undefined {
 /** The core's words when the process's one response cache is taken (`cache_manager.cc`). */
 const CACHE_TAKEN = "TritonCacheManager already holds a cache";
 
+/** Where {@linkcode createServer}'s server lives: its install, repository, GPUs and log. */
+export interface ServerSetup {
+  /** The install (backend and cache directories). */
+  readonly install: TritonInstall;
+  /** The temporary model repository. */
+  readonly repository: string;
+  /** The host's GPUs (the pinned pool and GPU metrics default on where there are any). */
+  readonly gpus: GpuInventory;
+  /**
+   * The bridge's log target of the engine (`CoreLog.target`): the core's lines while the server
+   * starts go there; 0n leaves the core's log where it is.
+   *
+   * @default {0n}
+   */
+  readonly logTarget?: bigint;
+}
+
 /**
  * Creates the core's in-process server.
  *
  * @param libraries The core and the bridge.
- * @param install The install (backend and cache directories).
- * @param repository The temporary model repository.
  * @param options The engine's options.
- * @param gpus The host's GPUs (the pinned pool and GPU metrics default on where there are any).
- * @param logTarget The bridge's log target of the engine (`CoreLog.target`): the core's lines
- *   while the server starts go there; 0n leaves the core's log where it is.
+ * @param setup The install, the temporary model repository, the host's GPUs and the log target.
  * @returns The `TRITONSERVER_Server*`.
  * @throws {InferenceError} When an option is refused or the server cannot start (the core's
  *   message); UNAVAILABLE when another server of this process holds the core's one response
@@ -111,12 +124,10 @@ const CACHE_TAKEN = "TritonCacheManager already holds a cache";
  */
 export async function createServer(
   libraries: NativeLibraries,
-  install: TritonInstall,
-  repository: string,
   options: NativeEngineOptions,
-  gpus: GpuInventory,
-  logTarget = 0n,
+  setup: ServerSetup,
 ): Promise<Deno.PointerValue> {
+  const { install, repository, gpus, logTarget = 0n } = setup;
   const { core, bridge } = libraries;
   const o = options;
   const handle = newServerOptions(core);

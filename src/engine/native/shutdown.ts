@@ -49,22 +49,29 @@ async function untilUnloaded(core: CoreLibrary, server: Deno.PointerValue): Prom
   return false;
 }
 
+/** What {@linkcode releaseServer} aborts, and what it waits for. */
+export interface ServerRelease {
+  /** Aborted here: running batches fail with UNAVAILABLE. */
+  readonly abandon: AbortController;
+  /** Settles once every pending request was released and deleted. */
+  readonly pending: () => Promise<void>;
+}
+
 /**
  * Stops the core's server and releases everything it holds of ours: the running batches (given
  * up), the channels, the instances, and the requests still pending.
  *
  * @param context The engine's context (libraries, server, logger).
  * @param models The loaded models.
- * @param abandon Aborted here: running batches fail with UNAVAILABLE.
- * @param pending Settles once every pending request was released and deleted.
+ * @param release What is aborted for the running batches, and what waits for pending requests.
  * @returns Whether the server may be deleted now.
  */
 export async function releaseServer(
   context: LoaderContext,
   models: readonly LoadedModel[],
-  abandon: AbortController,
-  pending: () => Promise<void>,
+  release: ServerRelease,
 ): Promise<boolean> {
+  const { abandon, pending } = release;
   const { core, bridge } = context.libraries;
   const stopError = takeError(core, await core.TRITONSERVER_ServerStop(context.server));
   if (stopError !== undefined) context.logger?.warn(`Triton stop: ${stopError.message}`);
@@ -74,9 +81,7 @@ export async function releaseServer(
   abandon.abort();
   for (const model of models) bridge.dt_channel_close(model.channel);
   const disposed = Promise.all(
-    models.map((model) =>
-      disposeInstances(context, model.definition.name, model.instances, model.sequences)
-    ),
+    models.map((model) => disposeInstances(context, model.definition.name, model)),
   );
   let clean = await within(Promise.all(models.map((model) => model.consumers)), STUCK_GRACE_MS);
   await disposed;
