@@ -414,7 +414,7 @@ export class NativeEngine implements Engine {
     // ensemble has none, and is ready when the core says so.
     const alive = loaded?.definition.ensemble !== undefined ||
       (loaded?.instances.some((instance) => instance.alive) ?? false);
-    return alive && queries.modelIsReady(this.#core, this.#server, name, version);
+    return alive && queries.modelIsReady(this.#core, this.#server, { name, version });
   }
 
   /**
@@ -427,7 +427,7 @@ export class NativeEngine implements Engine {
   modelMetadata(name: string, version?: number): ModelMetadata {
     this.#core; // throws when not started
     this.model(name, version); // the lookup rule both engines share, before the core's
-    return queries.modelMetadata(this.#core, this.#server, name, version);
+    return queries.modelMetadata(this.#core, this.#server, { name, version });
   }
 
   /**
@@ -441,7 +441,7 @@ export class NativeEngine implements Engine {
   modelConfig(name: string, version?: number): TritonModelConfigJson {
     this.#core; // throws when not started
     this.model(name, version); // the lookup rule both engines share, before the core's
-    const config = queries.modelConfig(this.#core, this.#server, name, version);
+    const config = queries.modelConfig(this.#core, this.#server, { name, version });
     const definition = this.#models.get(name)?.definition;
     if (definition !== undefined && definition.config.warmup.length > 0) {
       config["model_warmup"] = toTritonModelConfig(definition)["model_warmup"];
@@ -457,7 +457,7 @@ export class NativeEngine implements Engine {
    * @returns `{model_stats: [...]}`.
    */
   modelStatistics(name?: string, version?: number): { model_stats: ModelStatistics[] } {
-    return queries.modelStatistics(this.#core, this.#server, name, version);
+    return queries.modelStatistics(this.#core, this.#server, { name, version });
   }
 
   /**

@@ -19,6 +19,18 @@ import { check, cString, pointerOf, takeError, takeMessageJson } from "./status.
 /** The config parameter that names a model load's channel, hidden from `modelConfig`. */
 export const CHANNEL_PARAMETER = "denotriton_channel";
 
+/** A model version the core is asked about. */
+export interface CoreModelRef {
+  /** Model name. */
+  readonly name: string;
+  /**
+   * Model version; chosen by the version policy when undefined.
+   *
+   * @default {undefined}
+   */
+  readonly version?: number | undefined;
+}
+
 function message(core: CoreLibrary, call: (slot: BigUint64Array) => Deno.PointerValue): unknown {
   const slot = new BigUint64Array(1);
   check(core, call(slot));
@@ -56,16 +68,15 @@ export function serverIsReady(core: CoreLibrary, server: Deno.PointerValue): boo
  *
  * @param core The core library.
  * @param server The server.
- * @param name Model name.
- * @param version Model version; chosen by the version policy when undefined.
+ * @param model The model's name and version.
  * @returns False for unknown models.
  */
 export function modelIsReady(
   core: CoreLibrary,
   server: Deno.PointerValue,
-  name: string,
-  version?: number,
+  model: CoreModelRef,
 ): boolean {
+  const { name, version } = model;
   const ready = new Uint8Array(1);
   const failure = takeError(
     core,
@@ -90,17 +101,16 @@ export function serverMetadata(core: CoreLibrary, server: Deno.PointerValue): Se
  *
  * @param core The core library.
  * @param server The server.
- * @param name Model name.
- * @param version Model version.
+ * @param model The model's name and version.
  * @returns `{name, versions, platform, inputs, outputs}`.
  * @throws {InferenceError} The core's error for unknown models.
  */
 export function modelMetadata(
   core: CoreLibrary,
   server: Deno.PointerValue,
-  name: string,
-  version?: number,
+  model: CoreModelRef,
 ): ModelMetadata {
+  const { name, version } = model;
   return message(
     core,
     (slot) =>
@@ -113,17 +123,16 @@ export function modelMetadata(
  *
  * @param core The core library.
  * @param server The server.
- * @param name Model name.
- * @param version Model version.
+ * @param model The model's name and version.
  * @returns The config JSON.
  * @throws {InferenceError} The core's error for unknown models.
  */
 export function modelConfig(
   core: CoreLibrary,
   server: Deno.PointerValue,
-  name: string,
-  version?: number,
+  model: CoreModelRef,
 ): TritonModelConfigJson {
+  const { name, version } = model;
   const config = message(
     core,
     (slot) =>
@@ -139,17 +148,16 @@ export function modelConfig(
  *
  * @param core The core library.
  * @param server The server.
- * @param name Model name; all models when undefined.
- * @param version Model version.
+ * @param model The model's name and version; every model when its name is undefined.
  * @returns `{model_stats: [...]}`.
  * @throws {InferenceError} The core's error (INVALID_ARG) for models not loaded.
  */
 export function modelStatistics(
   core: CoreLibrary,
   server: Deno.PointerValue,
-  name?: string,
-  version?: number,
+  model: { readonly name?: string | undefined; readonly version?: number | undefined } = {},
 ): { model_stats: ModelStatistics[] } {
+  const { name, version } = model;
   return message(
     core,
     (slot) =>
