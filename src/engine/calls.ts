@@ -29,9 +29,8 @@ export const PARENT_PARAMETER = "triton_denotriton_parent";
  * through instances of other calls is bounded by the callers' signals and execution timeouts.
  *
  * @param parent Who calls; `undefined` for a client's request (nothing to check).
- * @param model The target model's name.
- * @param version Its version.
- * @param instances How many instances it has (0 for an ensemble: its steps are checked).
+ * @param target The model called: its name, its version, and how many instances it has (0 for
+ *   an ensemble: its steps are checked).
  * @throws {InferenceError} UNAVAILABLE naming the chain of calls.
  *
  * @example A calls B calls A, A with one instance
@@ -42,18 +41,17 @@ export const PARENT_PARAMETER = "triton_denotriton_parent";
  * const a = { model: "A", version: 1, instance: 0 };
  * const b = { model: "B", version: 1, instance: 0 };
  * const parent = { ...b, ensemble: false, waiting: [a, b] };
- * assert.throws(() => refuseDeadlock(parent, "A", 1, 1), {
+ * assert.throws(() => refuseDeadlock(parent, { name: "A", version: 1, instances: 1 }), {
  *   message: "Cannot call model 'A' from model 'B': its 1 instance waits for this call (A → B → A), so the call would never run",
  * });
- * refuseDeadlock(parent, "A", 1, 2); // a second instance is free
+ * refuseDeadlock(parent, { name: "A", version: 1, instances: 2 }); // a second instance is free
  * ```
  */
 export function refuseDeadlock(
   parent: CallParent | undefined,
-  model: string,
-  version: number,
-  instances: number,
+  target: { readonly name: string; readonly version: number; readonly instances: number },
 ): void {
+  const { name: model, version, instances } = target;
   if (parent === undefined || instances === 0) return;
   const held = new Set(
     parent.waiting

@@ -12,8 +12,8 @@ import { InferenceError } from "../errors.ts";
 /**
  * Resolves a version of a model: the given one, or the latest ready one.
  *
- * @param name The model name, as the request gave it.
- * @param version The version; the latest ready one when undefined or -1.
+ * @param model The model name, as the request gave it, and the version: the latest ready one
+ *   when undefined or -1.
  * @param versions The engine's versions of that model, by number; `undefined` when the engine
  *   does not know the name.
  * @param ready Whether a version is ready.
@@ -26,29 +26,29 @@ import { InferenceError } from "../errors.ts";
  * import assert from "node:assert/strict";
  *
  * const ready = (state: string): boolean => state === "READY";
- * assert.throws(() => lookupVersion("m", undefined, undefined, ready), {
+ * assert.throws(() => lookupVersion({ name: "m" }, undefined, ready), {
  *   code: "NOT_FOUND",
  *   message: "Request for unknown model: 'm' is not found",
  * });
  * const versions = new Map([[1, "UNAVAILABLE"]]);
- * assert.throws(() => lookupVersion("m", undefined, versions, ready), {
+ * assert.throws(() => lookupVersion({ name: "m" }, versions, ready), {
  *   code: "UNAVAILABLE",
  *   message: "Request for unknown model: 'm' has no available versions",
  * });
  * versions.set(2, "READY");
- * assert.equal(lookupVersion("m", undefined, versions, ready), "READY");
- * assert.throws(() => lookupVersion("m", 3, versions, ready), {
+ * assert.equal(lookupVersion({ name: "m" }, versions, ready), "READY");
+ * assert.throws(() => lookupVersion({ name: "m", version: 3 }, versions, ready), {
  *   code: "NOT_FOUND",
  *   message: "Request for unknown model: 'm' version 3 is not found",
  * });
  * ```
  */
 export function lookupVersion<T>(
-  name: string,
-  version: number | undefined,
+  model: { readonly name: string; readonly version?: number | undefined },
   versions: ReadonlyMap<number, T> | undefined,
   ready: (value: T) => boolean,
 ): T {
+  const { name, version } = model;
   if (versions === undefined || versions.size === 0) {
     throw InferenceError.notFound(`Request for unknown model: '${name}' is not found`);
   }

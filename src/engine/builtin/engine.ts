@@ -502,7 +502,7 @@ export class BuiltinEngine implements Engine {
   #refuseDeadlock(entry: ModelEntry, request: InferenceRequest, arrival: number): void {
     try {
       const { name, version } = entry.definition;
-      refuseDeadlock(request.parent, name, version, entry.instances.length);
+      refuseDeadlock(request.parent, { name, version, instances: entry.instances.length });
     } catch (error) {
       entry.stats.recordFailure(nsBetween(arrival, performance.now()));
       throw error;

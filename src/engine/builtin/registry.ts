@@ -189,7 +189,7 @@ export class ModelRegistry {
   named(name: string, version?: number): ModelEntry[] {
     const versions = this.#models.get(name);
     // Any version will do: this throws only for an unknown name or version.
-    const entry = lookupVersion(name, version, versions, () => true);
+    const entry = lookupVersion({ name, version }, versions, () => true);
     return version === undefined ? [...versions!.values()] : [entry];
   }
 
@@ -202,7 +202,7 @@ export class ModelRegistry {
    * @throws {InferenceError} NOT_FOUND / UNAVAILABLE with Triton's messages.
    */
   lookup(name: string, version?: number): ModelEntry {
-    return lookupVersion(name, version, this.#models.get(name), isReady);
+    return lookupVersion({ name, version }, this.#models.get(name), isReady);
   }
 
   /**

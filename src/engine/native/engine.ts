@@ -349,7 +349,7 @@ export class NativeEngine implements Engine {
   async unloadModel(name: string, version?: number, options: UnloadOptions = {}): Promise<void> {
     this.#core; // throws when not started
     // Any known version will do: this throws only for an unknown name or version.
-    lookupVersion(name, version, this.#versionsOf(name), () => true);
+    lookupVersion({ name, version }, this.#versionsOf(name), () => true);
     const loaded = this.#models.get(name);
     if (loaded !== undefined) {
       const context = this.#context;
@@ -396,7 +396,7 @@ export class NativeEngine implements Engine {
     ) {
       return loaded.handle;
     }
-    return lookupVersion(name, version, this.#versionsOf(name), (model) => model !== undefined)!
+    return lookupVersion({ name, version }, this.#versionsOf(name), (model) => model !== undefined)!
       .handle;
   }
 
@@ -499,7 +499,7 @@ export class NativeEngine implements Engine {
 
   #withParent(request: InferenceRequest, loaded: LoadedModel): InferenceRequest {
     const { name, version, ensemble } = loaded.definition;
-    refuseDeadlock(request.parent, name, version, loaded.instances.length);
+    refuseDeadlock(request.parent, { name, version, instances: loaded.instances.length });
     const parent: CallParent | undefined = ensemble === undefined
       ? request.parent
       : ensembleParent(request, name, version);
