@@ -96,8 +96,18 @@ export class Metric {
   readonly #buckets: readonly number[] | undefined;
 
   /**
-   * Use {@linkcode MetricFamily.metric}.
+   * Use {@linkcode MetricFamily.metric}, which checks the labels and buckets.
    *
+   * @param backend Where changes go.
+   * @param family The family.
+   * @param options The labels and, for a histogram, the buckets.
+   */
+  constructor(backend: MetricsBackend, family: MetricFamilyOptions, options?: MetricOptions);
+  /**
+   * Use {@linkcode MetricFamily.metric}, which checks the labels and buckets.
+   *
+   * @deprecated Pass the labels and buckets as one options object:
+   *   `new Metric(backend, family, { labels, buckets })`.
    * @param backend Where changes go.
    * @param family The family.
    * @param labels The labels.
@@ -108,11 +118,28 @@ export class Metric {
     family: MetricFamilyOptions,
     labels: Readonly<Record<string, string>>,
     buckets: readonly number[] | undefined,
+  );
+  // A rest parameter: the implementation also takes the deprecated overload's four arguments
+  // (public API, kept working); the options overload is the one to use.
+  constructor(
+    backend: MetricsBackend,
+    family: MetricFamilyOptions,
+    ...rest: unknown[]
   ) {
     this.#backend = backend;
     this.#family = family;
-    this.#labels = labels;
-    this.#buckets = buckets;
+    // The deprecated form: two arguments after the family, or a labels record (string values)
+    // where the options object would be.
+    if (rest.length >= 2 || Object.values(rest[0] ?? {}).some((v) => typeof v === "string")) {
+      this.#labels = (rest[0] ?? {}) as Readonly<Record<string, string>>;
+      this.#buckets = rest[1] as readonly number[] | undefined;
+    } else {
+      const options = (rest[0] ?? {}) as MetricOptions;
+      this.#labels = options.labels ?? {};
+      this.#buckets = family.kind === "histogram"
+        ? options.buckets ?? DEFAULT_BUCKETS
+        : options.buckets;
+    }
     this.#apply("create", 0);
   }
 
@@ -227,7 +254,10 @@ export class MetricFamily {
         `Cannot make a metric of '${this.options.name}': only histograms have buckets`,
       );
     }
-    const metric = new Metric(this.#backend, this.options, { ...labels }, buckets);
+    const metric = new Metric(this.#backend, this.options, {
+      labels: { ...labels },
+      ...(buckets === undefined ? {} : { buckets }),
+    });
     this.#metrics.set(key, metric);
     return metric;
   }
