@@ -122,16 +122,26 @@ export function mapReturn<T, U>(
   return map(result as T);
 }
 
+/** The steps {@linkcode runSequentially} runs: each call, what takes its value, and the end. */
+export interface SequentialSteps<T, R> {
+  /** Call `index`: a value or a promise of one. */
+  readonly call: (index: number) => T | PromiseLike<T>;
+  /** Takes call `index`'s (resolved) value, before the next call. */
+  readonly collect: (index: number, value: T) => void;
+  /** Runs after the last call's value was collected; its value is the result. */
+  readonly finish: () => R;
+}
+
 /**
- * Runs `steps` calls in order, each of which may return a value or a promise; stays synchronous
+ * Runs `count` calls in order, each of which may return a value or a promise; stays synchronous
  * until a call returns a promise, so synchronous callables keep synchronous decorators.
+ *
+ * @param count How many calls.
+ * @param steps Each call, what collects its value, and what finishes.
+ * @returns What `finish` returns, or a promise of it once a call returned a promise.
  */
-export function runSequentially<T, R>(
-  count: number,
-  call: (index: number) => T | PromiseLike<T>,
-  collect: (index: number, value: T) => void,
-  finish: () => R,
-): R | Promise<R> {
+export function runSequentially<T, R>(count: number, steps: SequentialSteps<T, R>): R | Promise<R> {
+  const { call, collect, finish } = steps;
   const from = (start: number): R | Promise<R> => {
     for (let index = start; index < count; index++) {
       const value = call(index);

@@ -83,29 +83,31 @@ export function groupByKeys(fn: RequestCallable): InferFunc {
     const results: InferResult[] = new Array(requests.length);
     return runSequentially<InferResult[], InferResult[]>(
       ordered.length,
-      (index) => {
-        const output = inner(ordered[index]!.map((member) => requests[member]!), context);
-        if (isStream(output)) {
-          throw new TritonRuntimeError(
-            "Cannot group requests by keys: the wrapped callable returned a stream; groupByKeys supports coupled models only",
-          );
-        }
-        return output as InferResult[] | Promise<InferResult[]>;
+      {
+        call: (index) => {
+          const output = inner(ordered[index]!.map((member) => requests[member]!), context);
+          if (isStream(output)) {
+            throw new TritonRuntimeError(
+              "Cannot group requests by keys: the wrapped callable returned a stream; groupByKeys supports coupled models only",
+            );
+          }
+          return output as InferResult[] | Promise<InferResult[]>;
+        },
+        collect: (index, output) => {
+          const members = ordered[index]!;
+          if (!Array.isArray(output) || output.length !== members.length) {
+            throw new TritonRuntimeError(
+              `Cannot group requests by keys: the wrapped callable returned ${
+                Array.isArray(output) ? `${output.length} results` : typeof output
+              } for ${members.length} requests`,
+            );
+          }
+          members.forEach((member, position) => {
+            results[member] = output[position]!;
+          });
+        },
+        finish: () => results,
       },
-      (index, output) => {
-        const members = ordered[index]!;
-        if (!Array.isArray(output) || output.length !== members.length) {
-          throw new TritonRuntimeError(
-            `Cannot group requests by keys: the wrapped callable returned ${
-              Array.isArray(output) ? `${output.length} results` : typeof output
-            } for ${members.length} requests`,
-          );
-        }
-        members.forEach((member, position) => {
-          results[member] = output[position]!;
-        });
-      },
-      () => results,
     );
   };
 }

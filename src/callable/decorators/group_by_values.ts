@@ -191,23 +191,25 @@ export function groupByValues(
     const results: GroupOutputs[] = new Array(groups.length);
     return runSequentially<BatchOutput, GroupOutputs>(
       groups.length,
-      (index) => {
-        const sub: Record<string, unknown> = {};
-        for (const [name, tensor] of Object.entries(tensors)) {
-          sub[name] = takeRows(tensor, groups[index]!);
-        }
-        const output = inner({ ...sub, ...others } as Inputs, context);
-        if (isStream(output)) {
-          throw new TritonRuntimeError(
-            "Cannot group samples by values: the wrapped function returned a stream; groupByValues supports coupled models only",
-          );
-        }
-        return output as BatchOutput | Promise<BatchOutput>;
+      {
+        call: (index) => {
+          const sub: Record<string, unknown> = {};
+          for (const [name, tensor] of Object.entries(tensors)) {
+            sub[name] = takeRows(tensor, groups[index]!);
+          }
+          const output = inner({ ...sub, ...others } as Inputs, context);
+          if (isStream(output)) {
+            throw new TritonRuntimeError(
+              "Cannot group samples by values: the wrapped function returned a stream; groupByValues supports coupled models only",
+            );
+          }
+          return output as BatchOutput | Promise<BatchOutput>;
+        },
+        collect: (index, output) => {
+          results[index] = convertOutput(output, context?.model);
+        },
+        finish: () => scatter(pad === undefined ? results : pad(results), groups, size),
       },
-      (index, output) => {
-        results[index] = convertOutput(output, context?.model);
-      },
-      () => scatter(pad === undefined ? results : pad(results), groups, size),
     ) as BatchReturn;
   };
 }
