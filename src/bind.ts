@@ -189,7 +189,7 @@ export function modelDefinitionOf(
     return ensembleDefinitionOf(options, options.inferFunc, { name, version, inputs, outputs });
   }
   if (config.sequenceBatching !== undefined) {
-    checkSequenceTensors(name, config.sequenceBatching, inputs, outputs);
+    checkSequenceTensors(name, config.sequenceBatching, { inputs, outputs });
   }
   const openai = options.openai === undefined
     ? undefined
@@ -235,7 +235,7 @@ function ensembleDefinitionOf(
     ...model,
     config: resolveModelConfig(options.config),
     strict: false,
-    ensemble: resolveEnsemble(model.name, steps.steps, model.inputs, model.outputs),
+    ensemble: resolveEnsemble(model.name, steps.steps, model),
     instances: steps,
   };
 }

@@ -71,8 +71,7 @@ function mapOf(
  *
  * @param name The ensemble's name (for messages).
  * @param steps The steps.
- * @param inputs The ensemble's inputs.
- * @param outputs The ensemble's outputs.
+ * @param tensors The ensemble's inputs and outputs (its resolved model is one).
  * @returns The checked steps.
  * @throws {TritonValidationError} Naming the step and tensor that break a rule.
  *
@@ -85,11 +84,11 @@ function mapOf(
  * const ensemble = resolveEnsemble("Ocr", [
  *   { model: "Detect", inputMap: { image: "image" }, outputMap: { crops: "crops" } },
  *   { model: "Recognize", inputMap: { crops: "crops" }, outputMap: { text: "text" } },
- * ], [tensor("image")], [tensor("text")]);
+ * ], { inputs: [tensor("image")], outputs: [tensor("text")] });
  * assert.equal(ensemble.steps[1]!.inputMap.get("crops"), "crops");
  * assert.throws(
  *   () => resolveEnsemble("Ocr", [{ model: "Detect", inputMap: { image: "picture" }, outputMap: { crops: "text" } }],
- *     [tensor("image")], [tensor("text")]),
+ *     { inputs: [tensor("image")], outputs: [tensor("text")] }),
  *   { message: "Cannot bind ensemble 'Ocr': step 1 (model 'Detect') reads 'picture', which is no input of the ensemble and no step writes" },
  * );
  * ```
@@ -97,9 +96,12 @@ function mapOf(
 export function resolveEnsemble(
   name: string,
   steps: readonly EnsembleStepSpec[],
-  inputs: readonly ResolvedTensorSpec[],
-  outputs: readonly ResolvedTensorSpec[],
+  tensors: {
+    readonly inputs: readonly ResolvedTensorSpec[];
+    readonly outputs: readonly ResolvedTensorSpec[];
+  },
 ): ResolvedEnsemble {
+  const { inputs, outputs } = tensors;
   const fail = (why: string): never => {
     throw new TritonValidationError(`Cannot bind ensemble '${name}': ${why}`);
   };

@@ -18,7 +18,7 @@ function refused(
   inputs: readonly ResolvedTensorSpec[] = X,
   outputs: readonly ResolvedTensorSpec[] = Y,
 ): void {
-  assert.throws(() => resolveEnsemble("E", steps, inputs, outputs), (error) => {
+  assert.throws(() => resolveEnsemble("E", steps, { inputs, outputs }), (error) => {
     assert.ok(error instanceof TritonValidationError, String(error));
     assert.equal(error.message, `Cannot bind ensemble 'E': ${message}`);
     return true;
@@ -97,8 +97,7 @@ Deno.test("resolveEnsemble: a diamond resolves, in the order given, as Triton's 
       { model: "B", version: 2, inputMap: { v: "x" }, outputMap: { v: "b" } },
       { model: "Join", inputMap: { l: "a", r: "b" }, outputMap: { v: "y" } },
     ],
-    X,
-    Y,
+    { inputs: X, outputs: Y },
   );
   assert.deepEqual(ensembleSchedulingJson(ensemble), {
     step: [

@@ -442,8 +442,7 @@ export function resolveSequenceBatching(
  *
  * @param model The model's name.
  * @param sequence Its resolved sequence batching.
- * @param inputs Its declared inputs.
- * @param outputs Its declared outputs.
+ * @param tensors Its declared inputs and outputs.
  * @throws {TritonBadParameterError} Naming the tensor.
  *
  * @example A control named like an input
@@ -453,7 +452,7 @@ export function resolveSequenceBatching(
  *
  * const sequence = resolveSequenceBatching({ controls: { start: { name: "x" } } }, { maxBatchSize: 1 });
  * const x = { name: "x", dtype: "int32" as const, shape: [1], optional: false };
- * assert.throws(() => checkSequenceTensors("Acc", sequence, [x], []), {
+ * assert.throws(() => checkSequenceTensors("Acc", sequence, { inputs: [x], outputs: [] }), {
  *   message: "Cannot bind model 'Acc': sequenceBatching.controls.start names 'x', which is a declared input",
  * });
  * ```
@@ -461,9 +460,12 @@ export function resolveSequenceBatching(
 export function checkSequenceTensors(
   model: string,
   sequence: ResolvedSequenceBatching,
-  inputs: readonly ResolvedTensorSpec[],
-  outputs: readonly ResolvedTensorSpec[],
+  tensors: {
+    readonly inputs: readonly ResolvedTensorSpec[];
+    readonly outputs: readonly ResolvedTensorSpec[];
+  },
 ): void {
+  const { inputs, outputs } = tensors;
   const inputNames = new Set(inputs.map((spec) => spec.name));
   const outputNames = new Set(outputs.map((spec) => spec.name));
   const refuse = (field: string, name: string, what: string): never => {

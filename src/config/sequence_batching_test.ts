@@ -122,10 +122,16 @@ Deno.test("checkSequenceTensors: controls and states may not take the model's ow
   const sequence = (config: SequenceBatching) =>
     resolveSequenceBatching(config, { maxBatchSize: 1 });
   const state = { inputName: "S", outputName: "S_OUT", dtype: "int32", shape: [1] } as const;
-  checkSequenceTensors("M", sequence({ controls: { start: { name: "START" } } }), [x], [y]);
+  checkSequenceTensors("M", sequence({ controls: { start: { name: "START" } } }), {
+    inputs: [x],
+    outputs: [y],
+  });
   assert.throws(
     () =>
-      checkSequenceTensors("M", sequence({ states: [{ ...state, outputName: "y" }] }), [x], [y]),
+      checkSequenceTensors("M", sequence({ states: [{ ...state, outputName: "y" }] }), {
+        inputs: [x],
+        outputs: [y],
+      }),
     {
       message:
         "Cannot bind model 'M': sequenceBatching.states[0].outputName names 'y', which is a declared output",
@@ -136,8 +142,7 @@ Deno.test("checkSequenceTensors: controls and states may not take the model's ow
       checkSequenceTensors(
         "M",
         sequence({ controls: { end: { name: "S" } }, states: [state] }),
-        [x],
-        [y],
+        { inputs: [x], outputs: [y] },
       ),
     {
       message:
