@@ -163,14 +163,25 @@ export interface PlacementLogger {
   info(message: string): void;
 }
 
+/** The host's GPUs {@linkcode planPlacement} places on, and where it logs. */
+export interface PlacementOptions {
+  /** The host's GPUs. */
+  readonly gpus: GpuInventory;
+  /**
+   * Where the line goes.
+   *
+   * @default {undefined}
+   */
+  readonly logger?: PlacementLogger | undefined;
+}
+
 /**
  * The engines' check when a model loads: places its instances on `gpus`, and logs one line when
  * some are pinned to a GPU but the host has none (they run on the CPU).
  *
  * @param modelName The model, for messages.
  * @param devices The instances' device names, by index.
- * @param gpus The host's GPUs.
- * @param logger Where the line goes.
+ * @param options The host's GPUs, and where the line goes.
  * @returns One GPU index or `undefined` per instance.
  * @throws {InferenceError} `INVALID_ARG` "Cannot load model '…': instance N is pinned to cuda:M
  *   but this host has …"
@@ -182,8 +193,9 @@ export interface PlacementLogger {
  *
  * const lines: string[] = [];
  * const placed = planPlacement("Linear", ["cuda:0", "cuda:1"], {
- *   devices: [], reason: "the CUDA driver cannot be loaded",
- * }, { info: (line) => lines.push(line) });
+ *   gpus: { devices: [], reason: "the CUDA driver cannot be loaded" },
+ *   logger: { info: (line) => lines.push(line) },
+ * });
  * assert.deepEqual(placed, [undefined, undefined]);
  * assert.deepEqual(lines, [
  *   "Model 'Linear': instances pinned to cuda:0, cuda:1 run on the CPU: no GPUs (the CUDA driver cannot be loaded)",
@@ -193,9 +205,9 @@ export interface PlacementLogger {
 export function planPlacement(
   modelName: string,
   devices: readonly string[],
-  gpus: GpuInventory,
-  logger?: PlacementLogger,
+  options: PlacementOptions,
 ): (number | undefined)[] {
+  const { gpus, logger } = options;
   let placed: (number | undefined)[];
   try {
     placed = placeInstances(devices, gpus.devices.length);

@@ -47,17 +47,20 @@ Deno.test("planPlacement(): one log line on a CPU host, none for CPU models or w
   const lines: string[] = [];
   const logger = { info: (line: string) => lines.push(line) };
   const none = { devices: [], reason: "the CUDA driver reports no devices" };
-  assert.deepEqual(planPlacement("M", ["cpu", "cpu"], none, logger), [undefined, undefined]);
-  assert.deepEqual(planPlacement("M", ["cuda:0", "cpu"], { devices: [GPU] }, logger), [
+  assert.deepEqual(planPlacement("M", ["cpu", "cpu"], { gpus: none, logger }), [
+    undefined,
+    undefined,
+  ]);
+  assert.deepEqual(planPlacement("M", ["cuda:0", "cpu"], { gpus: { devices: [GPU] }, logger }), [
     0,
     undefined,
   ]);
   assert.deepEqual(lines, []);
-  planPlacement("M", ["cuda:1", "cpu", "cuda:0"], none, logger);
+  planPlacement("M", ["cuda:1", "cpu", "cuda:0"], { gpus: none, logger });
   assert.deepEqual(lines, [
     "Model 'M': instances pinned to cuda:1, cuda:0 run on the CPU: no GPUs (the CUDA driver reports no devices)",
   ]);
-  assert.throws(() => planPlacement("M", ["cuda:1"], { devices: [GPU] }, logger), {
+  assert.throws(() => planPlacement("M", ["cuda:1"], { gpus: { devices: [GPU] }, logger }), {
     name: "InferenceError",
     code: "INVALID_ARG",
     message:

@@ -198,7 +198,7 @@ export class BuiltinEngine implements Engine {
       InferenceError.unavailable(`Cannot load model '${model.name}': the server is stopping`);
     if (this.#stopping !== undefined) throw stopping();
     const gpus = this.#gpusFor(model);
-    planPlacement(model.name, model.instances.devices, gpus, this.#logger);
+    planPlacement(model.name, model.instances.devices, { gpus, logger: this.#logger });
     const replace = options.replace === true;
     if (model.ensemble !== undefined) {
       const modelOf = (name: string, version: number) => this.#stepModel(name, version);

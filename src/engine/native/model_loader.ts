@@ -259,7 +259,10 @@ export async function loadModel(
       `Failed to load model '${model.name}' version ${model.version}: ${messageOf(error)}`,
       { cause: error },
     );
-  planPlacement(model.name, model.instances.devices, context.gpus, context.logger);
+  planPlacement(model.name, model.instances.devices, {
+    gpus: context.gpus,
+    logger: context.logger,
+  });
   let instances: ModelInstance[];
   try {
     instances = await model.instances.start(model, {
