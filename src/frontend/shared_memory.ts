@@ -241,6 +241,6 @@ function writeToDevice(target: DeviceBuffer, tensor: Tensor): void {
   if (!isDeviceTensor(tensor)) {
     memory.copyToDevice(target.device, target.pointer, toRawBytes(tensor));
   } else if (tensor.pointer !== target.pointer || tensor.device !== target.device) {
-    memory.copyOnDevice(target.device, target.pointer, tensor.pointer, tensor.byteSize);
+    memory.copyOnDevice(target.device, target.pointer, tensor);
   }
 }

@@ -248,16 +248,16 @@ export class CudaMemory {
    *
    * @param device The source's device.
    * @param target The host address.
-   * @param source The device pointer.
-   * @param bytes How many bytes.
+   * @param source The device memory: its pointer and how many bytes (a device tensor is one).
    * @throws {CudaCallError} When the driver refuses.
    */
-  copyToHostAt(device: number, target: bigint, source: bigint, bytes: number): void {
+  copyToHostAt(device: number, target: bigint, source: DeviceSpan): void {
+    const bytes = source.byteSize;
     if (bytes === 0) return;
     this.#within(device, (driver) => {
       this.#check(
         "cuMemcpyDtoH",
-        driver.cuMemcpyDtoHAt(Deno.UnsafePointer.create(target), source, BigInt(bytes)),
+        driver.cuMemcpyDtoHAt(Deno.UnsafePointer.create(target), source.pointer, BigInt(bytes)),
       );
     });
     count(counts.deviceToHost, bytes);
@@ -290,19 +290,28 @@ export class CudaMemory {
    *
    * @param device The device whose context runs the copy (the target's).
    * @param target The target device pointer.
-   * @param source The source device pointer.
-   * @param bytes How many bytes.
+   * @param source The source device memory: its pointer and how many bytes (a device tensor is
+   *   one).
    * @throws {CudaCallError} When the driver refuses.
    */
-  copyOnDevice(device: number, target: bigint, source: bigint, bytes: number): void {
-    if (bytes === 0 || target === source) return;
+  copyOnDevice(device: number, target: bigint, source: DeviceSpan): void {
+    const bytes = source.byteSize;
+    if (bytes === 0 || target === source.pointer) return;
     this.#within(device, (driver) => {
-      this.#check("cuMemcpyDtoD", driver.cuMemcpyDtoD_v2(target, source, BigInt(bytes)));
+      this.#check("cuMemcpyDtoD", driver.cuMemcpyDtoD_v2(target, source.pointer, BigInt(bytes)));
       // A device-to-device copy does not wait for itself to finish.
       this.#check("cuCtxSynchronize", driver.cuCtxSynchronize());
     });
     count(counts.deviceToDevice, bytes);
   }
+}
+
+/** Device memory to copy from: its device pointer and byte count. */
+export interface DeviceSpan {
+  /** The device pointer. */
+  readonly pointer: bigint;
+  /** How many bytes. */
+  readonly byteSize: number;
 }
 
 function count(entry: CopyCount, bytes: number): void {

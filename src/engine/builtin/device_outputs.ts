@@ -51,12 +51,7 @@ export function settleDeviceOutputs(
             `shared memory size specified with the request for output '${name}' (${target.byteSize} bytes) should be at least ${tensor.byteSize} bytes to hold the results`,
           );
         }
-        CudaMemory.open(target.driverLibrary).copyOnDevice(
-          target.device,
-          target.pointer,
-          tensor.pointer,
-          tensor.byteSize,
-        );
+        CudaMemory.open(target.driverLibrary).copyOnDevice(target.device, target.pointer, tensor);
         settled[name] = new DeviceTensor({
           dtype: tensor.dtype,
           shape: tensor.shape,

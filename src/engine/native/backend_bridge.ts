@@ -367,8 +367,8 @@ function copyIntoBuffer(options: ConsumeOptions, result: Tensor, bytes: Uint8Arr
   if (isDeviceTensor(result)) {
     const memory = CudaMemory.open(result.driverLibrary);
     if (toGpu) {
-      memory.copyOnDevice(Number(device), address!, result.pointer, result.byteSize);
-    } else memory.copyToHostAt(result.device, address!, result.pointer, result.byteSize);
+      memory.copyOnDevice(Number(device), address!, result);
+    } else memory.copyToHostAt(result.device, address!, result);
   } else {
     CudaMemory.open(options.cudaDriverLibrary ?? DEFAULT_CUDA_DRIVER).copyToDevice(
       Number(device),
