@@ -108,6 +108,18 @@ function errnoText(libc: LibcLibrary, errno = errnoOf(libc)): string {
  */
 const KEY_ERRNOS: ReadonlySet<number> = new Set([2, 13, 22, 36, 40]);
 
+/** What {@linkcode SystemRegion.open} opened and mapped. */
+interface Mapped {
+  /** The object's descriptor. */
+  readonly fd: number;
+  /** The mapping's start. */
+  readonly mapping: Deno.PointerObject;
+  /** The mapping's length (whole pages). */
+  readonly mappedBytes: number;
+  /** Where the registered offset lies in the mapping. */
+  readonly start: number;
+}
+
 /**
  * A mapped region. Create it with {@linkcode SystemRegion.open}; take views with
  * {@linkcode SystemRegion.view}; {@linkcode SystemRegion.close} it on unregister.
@@ -145,14 +157,8 @@ export class SystemRegion {
   #closed = false;
   #unmapped = false;
 
-  private constructor(
-    spec: RegionSpec,
-    libc: LibcLibrary,
-    fd: number,
-    mapping: Deno.PointerObject,
-    mappedBytes: number,
-    start: number,
-  ) {
+  private constructor(spec: RegionSpec, libc: LibcLibrary, mapped: Mapped) {
+    const { fd, mapping, mappedBytes, start } = mapped;
     this.spec = spec;
     this.#libc = libc;
     this.#fd = fd;
@@ -239,7 +245,7 @@ export class SystemRegion {
           `failed to register shared memory region '${name}': unable to map it: ${errnoText(libc)}`,
         );
       }
-      return new SystemRegion(spec, libc, fd, mapping, mappedBytes, start);
+      return new SystemRegion(spec, libc, { fd, mapping, mappedBytes, start });
     } catch (error) {
       libc.close(fd);
       throw error;
