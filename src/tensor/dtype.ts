@@ -440,8 +440,8 @@ export function arrayConstructorOf(dtype: NumericDType): TypedArrayConstructor {
  *
  * @param dtype A numeric dtype.
  * @param source A length, elements to copy, or a buffer to view.
- * @param byteOffset With a buffer: where the view starts.
- * @param length With a buffer: how many elements the view holds.
+ * @param view With a buffer: where the view starts, and how many elements it holds (to the
+ *   buffer's end when `length` is left out).
  * @returns The TypedArray.
  *
  * @example Zeroed, copied, and a view
@@ -452,14 +452,16 @@ export function arrayConstructorOf(dtype: NumericDType): TypedArrayConstructor {
  * assert.deepEqual(newTypedArray("int64", 2), new BigInt64Array(2));
  * assert.deepEqual(newTypedArray("float32", [1, 2]), new Float32Array([1, 2]));
  * const bytes = new Uint8Array([0, 0, 1, 0, 2, 0]);
- * assert.deepEqual(newTypedArray("uint16", bytes.buffer, 2, 2), new Uint16Array([1, 2]));
+ * assert.deepEqual(
+ *   newTypedArray("uint16", bytes.buffer, { byteOffset: 2, length: 2 }),
+ *   new Uint16Array([1, 2]),
+ * );
  * ```
  */
 export function newTypedArray(
   dtype: NumericDType,
   source: number | ArrayLike<number | bigint> | ArrayBufferLike,
-  byteOffset?: number,
-  length?: number,
+  view?: { readonly byteOffset: number; readonly length?: number },
 ): TypedArray {
   // Each constructor of the union takes these arguments; the union's `new` signatures do not
   // combine, hence the one cast.
@@ -468,7 +470,7 @@ export function newTypedArray(
     byteOffset?: number,
     length?: number,
   ) => TypedArray;
-  return byteOffset === undefined ? new Ctor(source) : new Ctor(source, byteOffset, length);
+  return view === undefined ? new Ctor(source) : new Ctor(source, view.byteOffset, view.length);
 }
 
 /**

@@ -375,7 +375,10 @@ export function fromRawBytes(dtype: DType, shape: readonly number[], bytes: Uint
   const aligned = bytes.byteOffset % size === 0;
   // new Uint8Array(view) copies, also for Node Buffers whose slice() is a view.
   const source = aligned ? bytes : new Uint8Array(bytes);
-  const data = newTypedArray(dtype, source.buffer, source.byteOffset, count);
+  const data = newTypedArray(dtype, source.buffer, {
+    byteOffset: source.byteOffset,
+    length: count,
+  });
   return { dtype, shape, data } as NumericNDArray;
 }
 
