@@ -11,6 +11,7 @@
  * @module
  */
 
+import { CUBLAS_OP_N, CUBLAS_SGEMM_SYMBOLS } from "../_gpu/cublas.ts";
 import { gpuLibraryCandidates, openGpuLibrary } from "../_gpu/libraries.ts";
 import { IN_FEATURES, type LinearWeights, OUT_FEATURES } from "./linear.ts";
 
@@ -22,36 +23,10 @@ const DRIVER_SYMBOLS = {
   cuMemcpyDtoD_v2: { parameters: ["u64", "u64", "usize"], result: "i32" },
 } as const;
 
-// Device pointers travel as u64: a CUdeviceptr is an unsigned 64-bit integer.
-const CUBLAS_SYMBOLS = {
-  cublasCreate_v2: { parameters: ["buffer"], result: "i32" },
-  cublasDestroy_v2: { parameters: ["pointer"], result: "i32" },
-  cublasSgemm_v2: {
-    parameters: [
-      "pointer", // handle
-      "i32", // transa
-      "i32", // transb
-      "i32", // m
-      "i32", // n
-      "i32", // k
-      "buffer", // alpha (host)
-      "u64", // A
-      "i32", // lda
-      "u64", // B
-      "i32", // ldb
-      "buffer", // beta (host)
-      "u64", // C
-      "i32", // ldc
-    ],
-    result: "i32",
-  },
-} as const;
-
-const CUBLAS_OP_N = 0;
 const FLOAT_BYTES = 4;
 
 type Driver = Deno.DynamicLibrary<typeof DRIVER_SYMBOLS>["symbols"];
-type Cublas = Deno.DynamicLibrary<typeof CUBLAS_SYMBOLS>["symbols"];
+type Cublas = Deno.DynamicLibrary<typeof CUBLAS_SGEMM_SYMBOLS>["symbols"];
 
 /**
  * Where cuBLAS may be, in the order tried (see `examples/_gpu/libraries.ts`).
@@ -64,7 +39,7 @@ export function cublasCandidates(): string[] {
 
 function openCublas(): { symbols: Cublas; path: string } {
   // cuBLAS 12 and 13 both export cublasSgemm_v2 with this signature.
-  const { library, path } = openGpuLibrary("cublas", CUBLAS_SYMBOLS);
+  const { library, path } = openGpuLibrary("cublas", CUBLAS_SGEMM_SYMBOLS);
   return { symbols: library.symbols, path };
 }
 

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { CUBLAS_SGEMM_SYMBOLS } from "../_gpu/cublas.ts";
 import { openGpuLibrary } from "../_gpu/libraries.ts";
 
 const DRIVER_SYMBOLS = {
@@ -49,30 +50,11 @@ const DRIVER_SYMBOLS = {
   },
 } as const;
 
+// The handle and SGEMM are shared with linear_gpu (`examples/_gpu/cublas.ts`).
 const CUBLAS_SYMBOLS = {
-  cublasCreate_v2: { parameters: ["buffer"], result: "i32" },
-  cublasDestroy_v2: { parameters: ["pointer"], result: "i32" },
+  ...CUBLAS_SGEMM_SYMBOLS,
   // Only for the log line: optional, so that no cuBLAS is refused for lacking it.
   cublasGetVersion_v2: { parameters: ["pointer", "buffer"], result: "i32", optional: true },
-  cublasSgemm_v2: {
-    parameters: [
-      "pointer", // handle
-      "i32", // transa
-      "i32", // transb
-      "i32", // m
-      "i32", // n
-      "i32", // k
-      "buffer", // alpha (host)
-      "u64", // A
-      "i32", // lda
-      "u64", // B
-      "i32", // ldb
-      "buffer", // beta (host)
-      "u64", // C
-      "i32", // ldc
-    ],
-    result: "i32",
-  },
   cublasSgemmStridedBatched: {
     parameters: [
       "pointer", // handle
@@ -124,10 +106,7 @@ export type Cublas = Deno.DynamicLibrary<typeof CUBLAS_SYMBOLS>["symbols"];
 /** NVRTC's functions. */
 export type Nvrtc = Deno.DynamicLibrary<typeof NVRTC_SYMBOLS>["symbols"];
 
-/** `CUBLAS_OP_N`: the matrix as stored (column-major). */
-export const CUBLAS_OP_N = 0;
-/** `CUBLAS_OP_T`: the matrix transposed. */
-export const CUBLAS_OP_T = 1;
+export { CUBLAS_OP_N, CUBLAS_OP_T } from "../_gpu/cublas.ts";
 
 const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
