@@ -7,7 +7,8 @@
  *
  * Over 500 lines for a reason: it is data, one schema per KServe body (about thirty), and splitting
  * them by route would put the shared pieces (tensors, parameters, errors) in a third file that
- * every part imports.
+ * every part imports. The pieces the OpenAI bodies' schemas (`../openai/openapi_schemas.ts`) share
+ * with these are exported from here, so each is written once.
  *
  * @module
  */
@@ -35,14 +36,87 @@ export const KSERVE_DATATYPES: readonly string[] = [
   "BYTES",
 ];
 
-const string = { type: "string" } as const;
-const boolean = { type: "boolean" } as const;
-const nonNegative = { type: "integer", minimum: 0 } as const;
+/** A string: the schema both the KServe and the OpenAI bodies' schemas build on. */
+export const STRING: { readonly type: "string" } = { type: "string" };
+/** A non-negative integer: a count, a size, an offset. */
+export const NON_NEGATIVE: { readonly type: "integer"; readonly minimum: 0 } = {
+  type: "integer",
+  minimum: 0,
+};
+const BOOLEAN = { type: "boolean" } as const;
+const STRINGS = { type: "array", items: STRING } as const;
+/** Objects this document leaves open (Triton's own, described elsewhere). */
+const OBJECT: JsonSchema = { type: "object" };
+const OBJECTS: JsonSchema = { type: "array", items: OBJECT };
+
+/** The field of an error body that says what was wrong (KServe's `error`, OpenAI's `message`). */
+export const ERROR_MESSAGE: JsonSchema = { ...STRING, description: "What was wrong." };
+
+/**
+ * One item, or a list of them: the alternatives of an `anyOf` (a generate request's scalar or
+ * flat list, OpenAI's string or list of strings).
+ *
+ * @param item The item's schema.
+ * @param bounds The list's `minItems` and `maxItems`, if any.
+ * @returns The two alternatives.
+ *
+ * @example A string, or one or two strings
+ * ```ts
+ * import { oneOrMany, STRING } from "./openapi_schemas.ts";
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(oneOrMany(STRING, { minItems: 1, maxItems: 2 }), [
+ *   { type: "string" },
+ *   { type: "array", items: { type: "string" }, minItems: 1, maxItems: 2 },
+ * ]);
+ * ```
+ */
+export function oneOrMany(
+  item: JsonSchema,
+  bounds: { readonly minItems?: number; readonly maxItems?: number } = {},
+): JsonSchema[] {
+  return [item, { type: "array", items: item, ...bounds }];
+}
+
+/** The same fields (each with one `type` or an `enum`), each also null: a settings request's. */
+function nullable(
+  fields: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+): Record<string, JsonSchema> {
+  return Object.fromEntries(
+    Object.entries(fields).map(([name, schema]) => [
+      name,
+      Array.isArray(schema.enum)
+        ? { ...schema, enum: [...schema.enum, null] }
+        : { ...schema, type: [schema.type, "null"] },
+    ]),
+  );
+}
 
 /** A parameter value: KServe parameters are strings, numbers or booleans. */
 const PARAMETER_VALUE: JsonSchema = { type: ["string", "number", "boolean"] };
 
+/** The parameters of a response or of one of its outputs: any, as Triton answers them. */
+const RESPONSE_PARAMETERS: JsonSchema = { type: "object", additionalProperties: PARAMETER_VALUE };
+
 const DIMS: JsonSchema = { type: "array", items: { type: "integer" } };
+/** A tensor's shape on the wire, as the server reads and answers it (no `-1`). */
+const SHAPE: JsonSchema = { type: "array", items: NON_NEGATIVE };
+const DATATYPE: JsonSchema = { enum: KSERVE_DATATYPES };
+
+/** The head of every request body: its `id` and request parameters. */
+const REQUEST_HEAD: Readonly<Record<string, JsonSchema>> = {
+  id: STRING,
+  parameters: schemaRef("Parameters"),
+};
+
+/** The head of every response body: the model's name (`model`'s, or any), version, and `id`. */
+function responseHead(model?: string): Record<string, JsonSchema> {
+  return {
+    model_name: model === undefined ? STRING : { const: model },
+    model_version: STRING,
+    id: STRING,
+  };
+}
 
 /**
  * The schema of one element of a JSON tensor of a datatype; `undefined` for FP16 and BF16, which
@@ -63,9 +137,9 @@ const DIMS: JsonSchema = { type: "array", items: { type: "integer" } };
 export function elementSchema(dtype: DType): JsonSchema | undefined {
   switch (dtype) {
     case "bool":
-      return boolean;
+      return BOOLEAN;
     case "bytes":
-      return string;
+      return STRING;
     case "float16":
     case "bfloat16":
       return undefined;
@@ -76,7 +150,7 @@ export function elementSchema(dtype: DType): JsonSchema | undefined {
     case "int64":
       return { type: "integer" };
     case "uint64":
-      return nonNegative;
+      return NON_NEGATIVE;
     default: {
       const bits = Number(dtype.replace(/\D/g, ""));
       return dtype.startsWith("u")
@@ -86,15 +160,20 @@ export function elementSchema(dtype: DType): JsonSchema | undefined {
   }
 }
 
+/** The system shared-memory parameters of an input or an output. */
+const SHARED_MEMORY_PARAMETERS: Readonly<Record<string, JsonSchema>> = {
+  shared_memory_region: STRING,
+  shared_memory_offset: NON_NEGATIVE,
+  shared_memory_byte_size: NON_NEGATIVE,
+};
+
 const TENSOR_PARAMETERS: JsonSchema = {
   type: "object",
   description:
     "`binary_data_size` (the tensor's bytes follow the JSON, binary data extension), `shared_memory_region`, `shared_memory_offset` and `shared_memory_byte_size` (system shared memory), or any other parameter.",
   properties: {
-    binary_data_size: nonNegative,
-    shared_memory_region: string,
-    shared_memory_offset: nonNegative,
-    shared_memory_byte_size: nonNegative,
+    binary_data_size: NON_NEGATIVE,
+    ...SHARED_MEMORY_PARAMETERS,
   },
   additionalProperties: PARAMETER_VALUE,
 };
@@ -104,21 +183,53 @@ const OUTPUT_PARAMETERS: JsonSchema = {
   description:
     "`binary_data` (answer this output as binary data after the JSON), `classification` (the top N classes as BYTES), or the system shared-memory parameters.",
   properties: {
-    binary_data: boolean,
-    classification: nonNegative,
-    shared_memory_region: string,
-    shared_memory_offset: nonNegative,
-    shared_memory_byte_size: nonNegative,
+    binary_data: BOOLEAN,
+    classification: NON_NEGATIVE,
+    ...SHARED_MEMORY_PARAMETERS,
   },
   additionalProperties: PARAMETER_VALUE,
 };
+
+/** The log settings, as the server answers them; a request may set each to null too. */
+const LOG_SETTINGS = {
+  log_file: STRING,
+  log_info: BOOLEAN,
+  log_warning: BOOLEAN,
+  log_error: BOOLEAN,
+  log_verbose_level: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1 },
+  log_format: { enum: ["default", "ISO8601"] },
+} as const;
+
+/** The trace settings, as the server answers them; a request may set each to null too. */
+const TRACE_SETTINGS = {
+  trace_level: STRINGS,
+  trace_rate: STRING,
+  trace_count: STRING,
+  log_frequency: STRING,
+  trace_file: STRING,
+  trace_mode: STRING,
+} as const;
+
+/** An output a request asks for, and how; `name`: any name, or one of a model's outputs. */
+function requestOutput(name: JsonSchema): JsonSchema {
+  return {
+    type: "object",
+    required: ["name"],
+    properties: { name, parameters: OUTPUT_PARAMETERS },
+  };
+}
+
+/** A JSON inference request, any model's or one model's (its `inputs` and `outputs` lists). */
+function inferRequest(inputs: JsonSchema, outputs: JsonSchema): JsonSchema {
+  return { type: "object", required: ["inputs"], properties: { ...REQUEST_HEAD, inputs, outputs } };
+}
 
 /** The schemas every document holds, by name (`#/components/schemas/<name>`). */
 export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   Error: {
     type: "object",
     required: ["error"],
-    properties: { error: { ...string, description: "What was wrong." } },
+    properties: { error: ERROR_MESSAGE },
   },
   Parameters: {
     type: "object",
@@ -129,14 +240,14 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   ServerMetadata: {
     type: "object",
     required: ["name", "version", "extensions"],
-    properties: { name: string, version: string, extensions: { type: "array", items: string } },
+    properties: { name: STRING, version: STRING, extensions: STRINGS },
   },
   TensorMetadata: {
     type: "object",
     required: ["name", "datatype", "shape"],
     properties: {
-      name: string,
-      datatype: { enum: KSERVE_DATATYPES },
+      name: STRING,
+      datatype: DATATYPE,
       shape: { ...DIMS, description: "-1 for a variable dimension, the batch axis first." },
     },
   },
@@ -144,9 +255,9 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "object",
     required: ["name", "platform", "inputs", "outputs"],
     properties: {
-      name: string,
-      versions: { type: "array", items: string },
-      platform: string,
+      name: STRING,
+      versions: STRINGS,
+      platform: STRING,
       inputs: { type: "array", items: schemaRef("TensorMetadata") },
       outputs: { type: "array", items: schemaRef("TensorMetadata") },
     },
@@ -156,11 +267,11 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     description: "Triton's model configuration (`model_config.proto`) as JSON.",
     required: ["name"],
     properties: {
-      name: string,
-      backend: string,
+      name: STRING,
+      backend: STRING,
       max_batch_size: { type: "integer" },
-      input: { type: "array", items: { type: "object" } },
-      output: { type: "array", items: { type: "object" } },
+      input: OBJECTS,
+      output: OBJECTS,
     },
   },
   ModelStatistics: {
@@ -173,15 +284,15 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
           type: "object",
           required: ["name", "version"],
           properties: {
-            name: string,
-            version: string,
-            last_inference: nonNegative,
-            inference_count: nonNegative,
-            execution_count: nonNegative,
-            inference_stats: { type: "object" },
-            response_stats: { type: "object" },
-            batch_stats: { type: "array", items: { type: "object" } },
-            memory_usage: { type: "array", items: { type: "object" } },
+            name: STRING,
+            version: STRING,
+            last_inference: NON_NEGATIVE,
+            inference_count: NON_NEGATIVE,
+            execution_count: NON_NEGATIVE,
+            inference_stats: OBJECT,
+            response_stats: OBJECT,
+            batch_stats: OBJECTS,
+            memory_usage: OBJECTS,
           },
         },
       },
@@ -189,7 +300,7 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   },
   RepositoryIndexRequest: {
     type: "object",
-    properties: { ready: { ...boolean, description: "List only the models ready to serve." } },
+    properties: { ready: { ...BOOLEAN, description: "List only the models ready to serve." } },
   },
   RepositoryIndex: {
     type: "array",
@@ -197,10 +308,10 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       type: "object",
       required: ["name"],
       properties: {
-        name: string,
-        version: string,
-        state: string,
-        reason: string,
+        name: STRING,
+        version: STRING,
+        state: STRING,
+        reason: STRING,
       },
     },
   },
@@ -208,23 +319,23 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "object",
     description:
       "A load with a new `config` or files in `parameters` is refused: the repository holds the bound models.",
-    properties: { parameters: { type: "object" } },
+    properties: { parameters: OBJECT },
   },
   SystemSharedMemoryStatus: {
     type: "array",
     items: {
       type: "object",
       required: ["name", "key", "offset", "byte_size"],
-      properties: { name: string, key: string, offset: nonNegative, byte_size: nonNegative },
+      properties: { name: STRING, key: STRING, offset: NON_NEGATIVE, byte_size: NON_NEGATIVE },
     },
   },
   SystemSharedMemoryRegisterRequest: {
     type: "object",
     required: ["key", "byte_size"],
     properties: {
-      key: { ...string, description: "The POSIX shared-memory object's name (`shm_open`)." },
-      offset: nonNegative,
-      byte_size: nonNegative,
+      key: { ...STRING, description: "The POSIX shared-memory object's name (`shm_open`)." },
+      offset: NON_NEGATIVE,
+      byte_size: NON_NEGATIVE,
     },
   },
   CudaSharedMemoryStatus: {
@@ -232,7 +343,7 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     items: {
       type: "object",
       required: ["name", "device_id", "byte_size"],
-      properties: { name: string, device_id: nonNegative, byte_size: nonNegative },
+      properties: { name: STRING, device_id: NON_NEGATIVE, byte_size: NON_NEGATIVE },
     },
   },
   CudaSharedMemoryRegisterRequest: {
@@ -244,81 +355,46 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
         required: ["b64"],
         properties: {
           b64: {
-            ...string,
+            ...STRING,
             description:
               "The `cudaIpcMemHandle_t` of the client's allocation (`cudaIpcGetMemHandle`), 64 bytes in base64.",
           },
         },
       },
-      device_id: { ...nonNegative, description: "The CUDA device the allocation is on." },
-      byte_size: nonNegative,
+      device_id: { ...NON_NEGATIVE, description: "The CUDA device the allocation is on." },
+      byte_size: NON_NEGATIVE,
     },
   },
   LogSettings: {
     type: "object",
-    required: [
-      "log_file",
-      "log_info",
-      "log_warning",
-      "log_error",
-      "log_verbose_level",
-      "log_format",
-    ],
-    properties: {
-      log_file: string,
-      log_info: boolean,
-      log_warning: boolean,
-      log_error: boolean,
-      log_verbose_level: { type: "integer", minimum: 0, maximum: 2 ** 31 - 1 },
-      log_format: { enum: ["default", "ISO8601"] },
-    },
+    required: Object.keys(LOG_SETTINGS),
+    properties: LOG_SETTINGS,
   },
   LogSettingsRequest: {
     type: "object",
     description:
       "The settings to change; a null leaves one as it is. `log_file` cannot be changed over the network (501).",
-    properties: {
-      log_file: { type: ["string", "null"] },
-      log_info: { type: ["boolean", "null"] },
-      log_warning: { type: ["boolean", "null"] },
-      log_error: { type: ["boolean", "null"] },
-      log_verbose_level: { type: ["integer", "null"], minimum: 0, maximum: 2 ** 31 - 1 },
-      log_format: { enum: ["default", "ISO8601", null] },
-    },
+    properties: nullable(LOG_SETTINGS),
     additionalProperties: false,
   },
   TraceSettings: {
     type: "object",
     required: ["trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file"],
-    properties: {
-      trace_level: { type: "array", items: string },
-      trace_rate: string,
-      trace_count: string,
-      log_frequency: string,
-      trace_file: string,
-      trace_mode: string,
-    },
+    properties: TRACE_SETTINGS,
   },
   TraceSettingsRequest: {
     type: "object",
     description:
       "The settings to change (the others stay); `null` clears a setting back to the global value (for a model) or the start value. `trace_level`: `OFF`, or `TIMESTAMPS` and/or `TENSORS`; `trace_rate`: 1 or more; `trace_count`: -1 (no limit) or more; `log_frequency`: 0 or more; `trace_file`: a path in an existing directory; `trace_mode` cannot change.",
-    properties: {
-      trace_level: { type: ["array", "null"], items: string },
-      trace_rate: { type: ["string", "null"] },
-      trace_count: { type: ["string", "null"] },
-      log_frequency: { type: ["string", "null"] },
-      trace_file: { type: ["string", "null"] },
-      trace_mode: { type: ["string", "null"] },
-    },
+    properties: nullable(TRACE_SETTINGS),
   },
   RequestInput: {
     type: "object",
     required: ["name", "shape", "datatype"],
     properties: {
-      name: string,
-      shape: { type: "array", items: nonNegative },
-      datatype: { enum: KSERVE_DATATYPES },
+      name: STRING,
+      shape: SHAPE,
+      datatype: DATATYPE,
       parameters: TENSOR_PARAMETERS,
       data: {
         description:
@@ -326,29 +402,19 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       },
     },
   },
-  RequestOutput: {
-    type: "object",
-    required: ["name"],
-    properties: { name: string, parameters: OUTPUT_PARAMETERS },
-  },
-  InferenceRequest: {
-    type: "object",
-    required: ["inputs"],
-    properties: {
-      id: string,
-      parameters: schemaRef("Parameters"),
-      inputs: { type: "array", items: schemaRef("RequestInput") },
-      outputs: { type: "array", items: schemaRef("RequestOutput") },
-    },
-  },
+  RequestOutput: requestOutput(STRING),
+  InferenceRequest: inferRequest(
+    { type: "array", items: schemaRef("RequestInput") },
+    { type: "array", items: schemaRef("RequestOutput") },
+  ),
   ResponseOutput: {
     type: "object",
     required: ["name", "shape", "datatype"],
     properties: {
-      name: string,
-      shape: { type: "array", items: nonNegative },
-      datatype: { enum: KSERVE_DATATYPES },
-      parameters: { type: "object", additionalProperties: PARAMETER_VALUE },
+      name: STRING,
+      shape: SHAPE,
+      datatype: DATATYPE,
+      parameters: RESPONSE_PARAMETERS,
       data: { type: "array" },
     },
   },
@@ -356,10 +422,8 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "object",
     required: ["model_name", "outputs"],
     properties: {
-      model_name: string,
-      model_version: string,
-      id: string,
-      parameters: { type: "object", additionalProperties: PARAMETER_VALUE },
+      ...responseHead(),
+      parameters: RESPONSE_PARAMETERS,
       outputs: { type: "array", items: schemaRef("ResponseOutput") },
     },
   },
@@ -367,13 +431,13 @@ export const COMPONENT_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "object",
     description:
       "`id`, `parameters`, and one key per input (a scalar or a flat list of its elements); any other key is a request parameter.",
-    properties: { id: string, parameters: schemaRef("Parameters") },
+    properties: REQUEST_HEAD,
   },
   GenerateResponse: {
     type: "object",
     description: "`model_name`, `model_version`, `id`, and one key per output or parameter.",
     required: ["model_name", "model_version"],
-    properties: { model_name: string, model_version: string, id: string },
+    properties: responseHead(),
   },
 };
 
@@ -388,7 +452,7 @@ export const BINARY_BODY: JsonSchema = {
 /** The full shape of a tensor on the wire: the batch axis first when the model batches. */
 function wireShape(model: ModelHandle, spec: ResolvedTensorSpec): JsonSchema {
   const dims: JsonSchema[] = spec.shape.map((dim) =>
-    dim === -1 ? nonNegative : { type: "integer", const: dim }
+    dim === -1 ? NON_NEGATIVE : { type: "integer", const: dim }
   );
   if (model.maxBatchSize > 0) {
     dims.unshift({ type: "integer", minimum: 1, maximum: model.maxBatchSize });
@@ -405,6 +469,12 @@ function wireShape(model: ModelHandle, spec: ResolvedTensorSpec): JsonSchema {
 function exampleShape(model: ModelHandle, spec: ResolvedTensorSpec): number[] {
   const dims = spec.shape.map((dim) => (dim === -1 ? 1 : dim));
   return model.maxBatchSize > 0 ? [1, ...dims] : dims;
+}
+
+/** The inputs an example sends (the required ones), or `undefined` when one cannot be JSON. */
+function exampleInputs(model: ModelHandle): ResolvedTensorSpec[] | undefined {
+  const inputs = model.inputs.filter((spec) => !spec.optional);
+  return inputs.some((spec) => elementSchema(spec.dtype) === undefined) ? undefined : inputs;
 }
 
 function exampleElement(dtype: DType): unknown {
@@ -449,9 +519,9 @@ function outputSchema(spec: ResolvedTensorSpec): JsonSchema {
       name: { const: spec.name },
       // A classification output answers BYTES ("score:index[:label]") instead.
       datatype: { enum: [...new Set([kserveName(spec.dtype), "BYTES"])] },
-      shape: { type: "array", items: nonNegative },
-      data: { type: "array", items: element === undefined ? string : { anyOf: [element, string] } },
-      parameters: { type: "object", additionalProperties: PARAMETER_VALUE },
+      shape: SHAPE,
+      data: { type: "array", items: element === undefined ? STRING : { anyOf: [element, STRING] } },
+      parameters: RESPONSE_PARAMETERS,
     },
   };
 }
@@ -485,33 +555,20 @@ function outputSchema(spec: ResolvedTensorSpec): JsonSchema {
  */
 export function modelInferRequestSchema(model: ModelHandle): JsonSchema {
   const required = model.inputs.filter((spec) => !spec.optional).length;
-  return {
-    type: "object",
-    required: ["inputs"],
-    properties: {
-      id: string,
-      parameters: schemaRef("Parameters"),
-      inputs: {
-        type: "array",
-        description: "Each input at most once, in any order; the optional ones may be left out.",
-        items: { oneOf: model.inputs.map((spec) => inputSchema(model, spec)) },
-        minItems: required,
-        maxItems: model.inputs.length,
-      },
-      outputs: {
-        type: "array",
-        description: "The outputs to answer, and how; all of them when absent.",
-        items: {
-          type: "object",
-          required: ["name"],
-          properties: {
-            name: { enum: model.outputs.map((spec) => spec.name) },
-            parameters: OUTPUT_PARAMETERS,
-          },
-        },
-      },
+  return inferRequest(
+    {
+      type: "array",
+      description: "Each input at most once, in any order; the optional ones may be left out.",
+      items: { oneOf: model.inputs.map((spec) => inputSchema(model, spec)) },
+      minItems: required,
+      maxItems: model.inputs.length,
     },
-  };
+    {
+      type: "array",
+      description: "The outputs to answer, and how; all of them when absent.",
+      items: requestOutput({ enum: model.outputs.map((spec) => spec.name) }),
+    },
+  );
 }
 
 /**
@@ -521,8 +578,8 @@ export function modelInferRequestSchema(model: ModelHandle): JsonSchema {
  * @returns The request, or `undefined` when an input cannot be sent as JSON (FP16, BF16).
  */
 export function modelInferExample(model: ModelHandle): unknown {
-  const inputs = model.inputs.filter((spec) => !spec.optional);
-  if (inputs.some((spec) => elementSchema(spec.dtype) === undefined)) return undefined;
+  const inputs = exampleInputs(model);
+  if (inputs === undefined) return undefined;
   return {
     inputs: inputs.map((spec) => {
       const shape = exampleShape(model, spec);
@@ -548,10 +605,8 @@ export function modelInferResponseSchema(model: ModelHandle): JsonSchema {
     type: "object",
     required: ["model_name", "model_version", "outputs"],
     properties: {
-      model_name: { const: model.name },
-      model_version: string,
-      id: string,
-      parameters: { type: "object", additionalProperties: PARAMETER_VALUE },
+      ...responseHead(model.name),
+      parameters: RESPONSE_PARAMETERS,
       outputs: { type: "array", items: { oneOf: model.outputs.map(outputSchema) } },
     },
   };
@@ -561,7 +616,7 @@ function generateValue(spec: ResolvedTensorSpec): JsonSchema {
   const element = elementSchema(spec.dtype);
   // FP16 and BF16 cannot travel as JSON: the server refuses them with a 400.
   if (element === undefined) return {};
-  return { anyOf: [element, { type: "array", items: element }] };
+  return { anyOf: oneOrMany(element) };
 }
 
 /**
@@ -577,8 +632,7 @@ export function modelGenerateRequestSchema(model: ModelHandle): JsonSchema {
       "One key per input (a scalar or a flat list of its elements), `id`, `parameters`; any other key is a request parameter.",
     required: model.inputs.filter((spec) => !spec.optional).map((spec) => spec.name),
     properties: {
-      id: string,
-      parameters: schemaRef("Parameters"),
+      ...REQUEST_HEAD,
       ...Object.fromEntries(model.inputs.map((spec) => [spec.name, generateValue(spec)])),
     },
   };
@@ -591,8 +645,8 @@ export function modelGenerateRequestSchema(model: ModelHandle): JsonSchema {
  * @returns The request, or `undefined` when an input cannot be sent as JSON.
  */
 export function modelGenerateExample(model: ModelHandle): unknown {
-  const inputs = model.inputs.filter((spec) => !spec.optional);
-  if (inputs.some((spec) => elementSchema(spec.dtype) === undefined)) return undefined;
+  const inputs = exampleInputs(model);
+  if (inputs === undefined) return undefined;
   return Object.fromEntries(inputs.map((spec) => {
     // Without the batch axis: a generate request is one row.
     const count = spec.shape.reduce((product, dim) => product * (dim === -1 ? 1 : dim), 1);
@@ -612,9 +666,7 @@ export function modelGenerateResponseSchema(model: ModelHandle): JsonSchema {
     type: "object",
     required: ["model_name", "model_version"],
     properties: {
-      model_name: { const: model.name },
-      model_version: string,
-      id: string,
+      ...responseHead(model.name),
       ...Object.fromEntries(model.outputs.map((spec) => [spec.name, generateValue(spec)])),
     },
   };

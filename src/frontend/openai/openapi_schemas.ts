@@ -4,8 +4,10 @@
  * them (the same fields, types, bounds and defaults; unknown fields refused), whose `model` field
  * is an enum of the models served on the endpoint when the document is built.
  *
- * Over 500 lines for a reason: it is data, one schema per OpenAI body and chunk, written beside
- * each other so that a field `wire.ts` checks is visibly described once here.
+ * One schema per OpenAI body and chunk, written beside each other so that a field `wire.ts`
+ * checks is visibly described once here; what they repeat (a completion's and a chunk's shape,
+ * the fields a server takes only at their default) is written once, and what they share with the
+ * KServe schemas comes from `../http/openapi_schemas.ts`.
  *
  * @module
  */
@@ -14,6 +16,7 @@ import type { OpenAIEndpoint } from "../../config/model_info.ts";
 import type { ModelHandle } from "../../engine/engine.ts";
 import { CHAT_ROLES } from "../../protocol/openai.ts";
 import { JSON_TYPE, type JsonSchema, type MediaDoc, schemaRef } from "../http/route_doc.ts";
+import { ERROR_MESSAGE, NON_NEGATIVE, oneOrMany, STRING } from "../http/openapi_schemas.ts";
 import {
   COMPLETION_DEFAULT_MAX_TOKENS,
   DONE_EVENT,
@@ -22,22 +25,116 @@ import {
 } from "./wire.ts";
 
 const SAFE_INTEGER = Number.MAX_SAFE_INTEGER;
-const string = { type: "string" } as const;
-const nonNegative = { type: "integer", minimum: 0 } as const;
+const NULL = { type: "null" } as const;
+
+/** `true`, `false` or null, `false` by default: a switch. */
+const OFF_BY_DEFAULT = { type: ["boolean", "null"], default: false } as const;
 
 const STREAM_OPTIONS: JsonSchema = {
   type: ["object", "null"],
   description: "Only with `stream: true`.",
   properties: {
     include_usage: {
-      type: ["boolean", "null"],
-      default: false,
+      ...OFF_BY_DEFAULT,
       description:
         'Every chunk has `"usage": null`, and a last chunk, with no choices, the token counts.',
     },
   },
   additionalProperties: false,
 };
+
+/** Token counts, all required: a usage record of the named counts. */
+function tokenCounts(...names: string[]): JsonSchema {
+  return {
+    type: "object",
+    required: names,
+    properties: Object.fromEntries(names.map((name) => [name, NON_NEGATIVE])),
+  };
+}
+
+/** An answer's or a stream chunk's `id` prefix and `object`. */
+interface AnswerKind {
+  readonly prefix: string;
+  readonly object: string;
+}
+
+/**
+ * A chat or text completion, or one chunk of its stream (`stream`: the chunk's description): one
+ * choice of `choice`'s fields then `logprobs` and `finish_reason` (null in a chunk until the
+ * last), and the usage (in a chunk, null but in the last).
+ */
+function completionAnswer(
+  { prefix, object }: AnswerKind,
+  choice: Readonly<Record<string, JsonSchema>>,
+  stream?: string,
+): JsonSchema {
+  const finishReasons = ["stop", "length"];
+  return {
+    type: "object",
+    ...(stream === undefined ? {} : { description: stream }),
+    required: [
+      "id",
+      "object",
+      "created",
+      "model",
+      "choices",
+      ...(stream === undefined ? ["usage"] : []),
+    ],
+    properties: {
+      id: { ...STRING, pattern: `^${prefix}` },
+      object: { const: object },
+      created: NON_NEGATIVE,
+      model: STRING,
+      choices: {
+        type: "array",
+        ...(stream === undefined ? { minItems: 1 } : {}),
+        maxItems: 1,
+        items: {
+          type: "object",
+          required: [...Object.keys(choice), "logprobs", "finish_reason"],
+          properties: {
+            ...choice,
+            logprobs: NULL,
+            finish_reason: {
+              enum: stream === undefined ? finishReasons : [...finishReasons, null],
+            },
+          },
+        },
+      },
+      usage: stream === undefined ? schemaRef("OpenAIUsage") : {
+        anyOf: [schemaRef("OpenAIUsage"), NULL],
+        description: "With `stream_options.include_usage` only.",
+      },
+    },
+  };
+}
+
+/** The one choice's index. */
+const FIRST = { const: 0 } as const;
+
+/** What an assistant's message and a chat chunk's delta carry: text, never a refusal. */
+const ASSISTANT_FIELDS: Readonly<Record<string, JsonSchema>> = {
+  role: { const: "assistant" },
+  content: STRING,
+  refusal: NULL,
+};
+
+/** A message's text content: a string, or text parts. */
+const TEXT_CONTENT: JsonSchema[] = [STRING, { type: "array", items: schemaRef("ChatContentPart") }];
+
+/** A request message of `role`; its `content` is required unless it may be null (the assistant's). */
+function chatMessage(title: string, role: JsonSchema, content: JsonSchema[]): JsonSchema {
+  return {
+    type: "object",
+    title,
+    required: content.includes(NULL) ? ["role"] : ["role", "content"],
+    properties: { role, content: { anyOf: content }, name: STRING },
+  };
+}
+
+/** A text completion and its chunks: the same `id` prefix and `object`. */
+const TEXT_COMPLETION: AnswerKind = { prefix: "cmpl-", object: "text_completion" };
+const TEXT_CHOICE: Readonly<Record<string, JsonSchema>> = { text: STRING, index: FIRST };
 
 /** The OpenAI schemas of the document's components, by name (`#/components/schemas/<name>`). */
 export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
@@ -50,9 +147,9 @@ export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
         type: "object",
         required: ["message", "type", "param", "code"],
         properties: {
-          message: { ...string, description: "What was wrong." },
+          message: ERROR_MESSAGE,
           type: {
-            ...string,
+            ...STRING,
             description: "`invalid_request_error`, `requests` (429) or `server_error`.",
           },
           param: { type: ["string", "null"], description: "The request field at fault." },
@@ -64,23 +161,15 @@ export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       },
     },
   },
-  OpenAIUsage: {
-    type: "object",
-    required: ["prompt_tokens", "completion_tokens", "total_tokens"],
-    properties: {
-      prompt_tokens: nonNegative,
-      completion_tokens: nonNegative,
-      total_tokens: nonNegative,
-    },
-  },
+  OpenAIUsage: tokenCounts("prompt_tokens", "completion_tokens", "total_tokens"),
   OpenAIModel: {
     type: "object",
     required: ["id", "object", "created", "owned_by"],
     properties: {
-      id: { ...string, description: "The model's name: what the `model` field names." },
+      id: { ...STRING, description: "The model's name: what the `model` field names." },
       object: { const: "model" },
-      created: { ...nonNegative, description: "When it was bound (seconds since the epoch)." },
-      owned_by: { ...string, description: "`openai.ownedBy` of its binding." },
+      created: { ...NON_NEGATIVE, description: "When it was bound (seconds since the epoch)." },
+      owned_by: { ...STRING, description: "`openai.ownedBy` of its binding." },
     },
   },
   OpenAIModelList: {
@@ -95,167 +184,39 @@ export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     type: "object",
     description: "A part of a message's content: text parts only.",
     required: ["type", "text"],
-    properties: { type: { const: "text" }, text: string },
+    properties: { type: { const: "text" }, text: STRING },
   },
   ChatMessage: {
     description:
       "A message: text content (a string, or text parts joined), an assistant's may be null or absent. Other keys are ignored.",
     oneOf: [
-      {
-        type: "object",
-        title: "Message",
-        required: ["role", "content"],
-        properties: {
-          role: { enum: CHAT_ROLES.filter((role) => role !== "assistant") },
-          content: {
-            anyOf: [string, { type: "array", items: schemaRef("ChatContentPart") }],
-          },
-          name: string,
-        },
-      },
-      {
-        type: "object",
-        title: "Assistant message",
-        required: ["role"],
-        properties: {
-          role: { const: "assistant" },
-          content: {
-            anyOf: [string, { type: "array", items: schemaRef("ChatContentPart") }, {
-              type: "null",
-            }],
-          },
-          name: string,
-        },
-      },
+      chatMessage(
+        "Message",
+        { enum: CHAT_ROLES.filter((role) => role !== "assistant") },
+        TEXT_CONTENT,
+      ),
+      chatMessage("Assistant message", { const: "assistant" }, [...TEXT_CONTENT, NULL]),
     ],
   },
-  ChatCompletion: {
-    type: "object",
-    required: ["id", "object", "created", "model", "choices", "usage"],
-    properties: {
-      id: { ...string, pattern: "^chatcmpl-" },
-      object: { const: "chat.completion" },
-      created: nonNegative,
-      model: string,
-      choices: {
-        type: "array",
-        minItems: 1,
-        maxItems: 1,
-        items: {
-          type: "object",
-          required: ["index", "message", "logprobs", "finish_reason"],
-          properties: {
-            index: { const: 0 },
-            message: {
-              type: "object",
-              required: ["role", "content", "refusal"],
-              properties: {
-                role: { const: "assistant" },
-                content: string,
-                refusal: { type: "null" },
-              },
-            },
-            logprobs: { type: "null" },
-            finish_reason: { enum: ["stop", "length"] },
-          },
-        },
-      },
-      usage: schemaRef("OpenAIUsage"),
+  ChatCompletion: completionAnswer({ prefix: "chatcmpl-", object: "chat.completion" }, {
+    index: FIRST,
+    message: {
+      type: "object",
+      required: Object.keys(ASSISTANT_FIELDS),
+      properties: ASSISTANT_FIELDS,
     },
-  },
-  ChatCompletionChunk: {
-    type: "object",
-    description:
-      "One event of a chat stream: the first carries the role, the next ones content, then one the `finish_reason`; with `include_usage` a last one, with no choices, the usage.",
-    required: ["id", "object", "created", "model", "choices"],
-    properties: {
-      id: { ...string, pattern: "^chatcmpl-" },
-      object: { const: "chat.completion.chunk" },
-      created: nonNegative,
-      model: string,
-      choices: {
-        type: "array",
-        maxItems: 1,
-        items: {
-          type: "object",
-          required: ["index", "delta", "logprobs", "finish_reason"],
-          properties: {
-            index: { const: 0 },
-            delta: {
-              type: "object",
-              properties: {
-                role: { const: "assistant" },
-                content: string,
-                refusal: { type: "null" },
-              },
-            },
-            logprobs: { type: "null" },
-            finish_reason: { enum: ["stop", "length", null] },
-          },
-        },
-      },
-      usage: {
-        anyOf: [schemaRef("OpenAIUsage"), { type: "null" }],
-        description: "With `stream_options.include_usage` only.",
-      },
-    },
-  },
-  Completion: {
-    type: "object",
-    required: ["id", "object", "created", "model", "choices", "usage"],
-    properties: {
-      id: { ...string, pattern: "^cmpl-" },
-      object: { const: "text_completion" },
-      created: nonNegative,
-      model: string,
-      choices: {
-        type: "array",
-        minItems: 1,
-        maxItems: 1,
-        items: {
-          type: "object",
-          required: ["text", "index", "logprobs", "finish_reason"],
-          properties: {
-            text: string,
-            index: { const: 0 },
-            logprobs: { type: "null" },
-            finish_reason: { enum: ["stop", "length"] },
-          },
-        },
-      },
-      usage: schemaRef("OpenAIUsage"),
-    },
-  },
-  CompletionChunk: {
-    type: "object",
-    description:
-      "One event of a completion stream: the text so far, then one with the `finish_reason`; with `include_usage` a last one, with no choices, the usage.",
-    required: ["id", "object", "created", "model", "choices"],
-    properties: {
-      id: { ...string, pattern: "^cmpl-" },
-      object: { const: "text_completion" },
-      created: nonNegative,
-      model: string,
-      choices: {
-        type: "array",
-        maxItems: 1,
-        items: {
-          type: "object",
-          required: ["text", "index", "logprobs", "finish_reason"],
-          properties: {
-            text: string,
-            index: { const: 0 },
-            logprobs: { type: "null" },
-            finish_reason: { enum: ["stop", "length", null] },
-          },
-        },
-      },
-      usage: {
-        anyOf: [schemaRef("OpenAIUsage"), { type: "null" }],
-        description: "With `stream_options.include_usage` only.",
-      },
-    },
-  },
+  }),
+  ChatCompletionChunk: completionAnswer(
+    { prefix: "chatcmpl-", object: "chat.completion.chunk" },
+    { index: FIRST, delta: { type: "object", properties: ASSISTANT_FIELDS } },
+    "One event of a chat stream: the first carries the role, the next ones content, then one the `finish_reason`; with `include_usage` a last one, with no choices, the usage.",
+  ),
+  Completion: completionAnswer(TEXT_COMPLETION, TEXT_CHOICE),
+  CompletionChunk: completionAnswer(
+    TEXT_COMPLETION,
+    TEXT_CHOICE,
+    "One event of a completion stream: the text so far, then one with the `finish_reason`; with `include_usage` a last one, with no choices, the usage.",
+  ),
   EmbeddingList: {
     type: "object",
     required: ["object", "data", "model", "usage"],
@@ -269,12 +230,12 @@ export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
           required: ["object", "index", "embedding"],
           properties: {
             object: { const: "embedding" },
-            index: nonNegative,
+            index: NON_NEGATIVE,
             embedding: {
               anyOf: [
                 { type: "array", items: { type: "number" }, title: "float" },
                 {
-                  ...string,
+                  ...STRING,
                   title: "base64",
                   contentEncoding: "base64",
                   description: "The vector's float32 numbers, little-endian, in base64.",
@@ -284,12 +245,8 @@ export const OPENAI_SCHEMAS: Readonly<Record<string, JsonSchema>> = {
           },
         },
       },
-      model: string,
-      usage: {
-        type: "object",
-        required: ["prompt_tokens", "total_tokens"],
-        properties: { prompt_tokens: nonNegative, total_tokens: nonNegative },
-      },
+      model: STRING,
+      usage: tokenCounts("prompt_tokens", "total_tokens"),
     },
   },
 };
@@ -304,7 +261,7 @@ function modelField(endpoint: OpenAIEndpoint, names: readonly string[] | undefin
   const binding = endpoint === "embeddings" ? "`embeddingModel()`" : "`chatModel()`";
   if (names === undefined) {
     return {
-      ...string,
+      ...STRING,
       minLength: 1,
       description: `A model bound with ${binding} (or bind's \`openai\` option) for ${
         ENDPOINT_PATHS[endpoint]
@@ -312,9 +269,41 @@ function modelField(endpoint: OpenAIEndpoint, names: readonly string[] | undefin
     };
   }
   return {
-    ...string,
+    ...STRING,
     enum: names,
     description: `A model the server serves on ${ENDPOINT_PATHS[endpoint]}.`,
+  };
+}
+
+/** A count of at least 1, or null. */
+const POSITIVE_OR_NULL = { type: ["integer", "null"], minimum: 1, maximum: SAFE_INTEGER } as const;
+
+/**
+ * A field OpenAI defines whose other values this server does not implement: only its default
+ * (or null) is taken.
+ */
+function onlyDefault(value: unknown, description?: string): JsonSchema {
+  return { enum: [value, null], ...(description === undefined ? {} : { description }) };
+}
+
+const NO_PENALTY = onlyDefault(0, "Only 0: no penalties are applied.");
+
+/**
+ * An OpenAI request body: the fields listed, `model` and one more required, any other refused;
+ * `rules`, what the fields must also meet together.
+ */
+function requestBody(
+  required: string,
+  properties: Readonly<Record<string, unknown>>,
+  rules: readonly JsonSchema[] | undefined,
+): JsonSchema {
+  return {
+    type: "object",
+    description: UNKNOWN_REFUSED,
+    required: ["model", required],
+    properties,
+    additionalProperties: false,
+    ...(rules === undefined ? {} : { anyOf: rules }),
   };
 }
 
@@ -322,9 +311,7 @@ function modelField(endpoint: OpenAIEndpoint, names: readonly string[] | undefin
 function generationFields(maxTokensDefault?: number): Record<string, JsonSchema> {
   return {
     max_tokens: {
-      type: ["integer", "null"],
-      minimum: 1,
-      maximum: SAFE_INTEGER,
+      ...POSITIVE_OR_NULL,
       description: "The most tokens to generate; the answer then ends with `length`.",
       ...(maxTokensDefault === undefined ? {} : { default: maxTokensDefault }),
     },
@@ -333,9 +320,7 @@ function generationFields(maxTokensDefault?: number): Record<string, JsonSchema>
     seed: { type: ["integer", "null"], minimum: -SAFE_INTEGER, maximum: SAFE_INTEGER },
     stop: {
       description: `Up to ${MAX_STOP_SEQUENCES} strings that end the answer (not included in it).`,
-      anyOf: [string, { type: "array", items: string, maxItems: MAX_STOP_SEQUENCES }, {
-        type: "null",
-      }],
+      anyOf: [...oneOrMany(STRING, { maxItems: MAX_STOP_SEQUENCES }), NULL],
     },
     n: {
       type: ["integer", "null"],
@@ -345,13 +330,12 @@ function generationFields(maxTokensDefault?: number): Record<string, JsonSchema>
     },
     user: { type: ["string", "null"], description: "The end user's id, passed to the model." },
     stream: {
-      type: ["boolean", "null"],
-      default: false,
+      ...OFF_BY_DEFAULT,
       description: "Answer with Server-Sent Events (`text/event-stream`), ending with `[DONE]`.",
     },
     stream_options: STREAM_OPTIONS,
-    frequency_penalty: { enum: [0, null], description: "Only 0: no penalties are applied." },
-    presence_penalty: { enum: [0, null], description: "Only 0: no penalties are applied." },
+    frequency_penalty: NO_PENALTY,
+    presence_penalty: NO_PENALTY,
     logit_bias: { type: ["object", "null"], maxProperties: 0, description: "Only empty." },
   };
 }
@@ -359,7 +343,7 @@ function generationFields(maxTokensDefault?: number): Record<string, JsonSchema>
 // `stream_options` needs `stream: true` (the server answers 400 otherwise, as OpenAI does).
 const STREAM_OPTIONS_NEED_STREAM: JsonSchema[] = [
   { required: ["stream"], properties: { stream: { const: true } } },
-  { properties: { stream_options: { type: "null" } } },
+  { properties: { stream_options: NULL } },
 ];
 
 const UNKNOWN_REFUSED =
@@ -388,33 +372,26 @@ const UNKNOWN_REFUSED =
  */
 export function chatRequestSchema(names: readonly string[] | undefined): JsonSchema {
   const { max_tokens: maxTokens, ...fields } = generationFields();
-  return {
-    type: "object",
-    description: UNKNOWN_REFUSED,
-    required: ["model", "messages"],
-    properties: {
-      model: modelField("chat", names),
-      messages: { type: "array", minItems: 1, items: schemaRef("ChatMessage") },
-      max_tokens: { ...maxTokens as object, description: "`max_completion_tokens`'s old name." },
-      max_completion_tokens: maxTokens,
-      ...fields,
-      logprobs: { enum: [false, null] },
-      top_logprobs: { enum: [0, null] },
-      response_format: {
-        anyOf: [
-          { type: "object", required: ["type"], properties: { type: { const: "text" } } },
-          { type: "null" },
-        ],
-      },
-      tools: { type: ["array", "null"], maxItems: 0, description: "Only empty: no tools." },
-      tool_choice: { enum: ["none", null] },
-      parallel_tool_calls: { type: ["boolean", "null"] },
-      store: { enum: [false, null], description: "Nothing is stored." },
-      metadata: { type: ["object", "null"], additionalProperties: string },
+  return requestBody("messages", {
+    model: modelField("chat", names),
+    messages: { type: "array", minItems: 1, items: schemaRef("ChatMessage") },
+    max_tokens: { ...maxTokens as object, description: "`max_completion_tokens`'s old name." },
+    max_completion_tokens: maxTokens,
+    ...fields,
+    logprobs: onlyDefault(false),
+    top_logprobs: onlyDefault(0),
+    response_format: {
+      anyOf: [
+        { type: "object", required: ["type"], properties: { type: { const: "text" } } },
+        NULL,
+      ],
     },
-    additionalProperties: false,
-    anyOf: STREAM_OPTIONS_NEED_STREAM,
-  };
+    tools: { type: ["array", "null"], maxItems: 0, description: "Only empty: no tools." },
+    tool_choice: onlyDefault("none"),
+    parallel_tool_calls: { type: ["boolean", "null"] },
+    store: onlyDefault(false, "Nothing is stored."),
+    metadata: { type: ["object", "null"], additionalProperties: STRING },
+  }, STREAM_OPTIONS_NEED_STREAM);
 }
 
 /**
@@ -424,25 +401,18 @@ export function chatRequestSchema(names: readonly string[] | undefined): JsonSch
  * @returns The schema.
  */
 export function completionRequestSchema(names: readonly string[] | undefined): JsonSchema {
-  return {
-    type: "object",
-    description: UNKNOWN_REFUSED,
-    required: ["model", "prompt"],
-    properties: {
-      model: modelField("completions", names),
-      prompt: {
-        description: "One prompt: a string, or a list of one string (no token arrays).",
-        anyOf: [string, { type: "array", items: string, minItems: 1, maxItems: 1 }],
-      },
-      ...generationFields(COMPLETION_DEFAULT_MAX_TOKENS),
-      logprobs: { type: "null" },
-      echo: { enum: [false, null] },
-      suffix: { enum: ["", null] },
-      best_of: { enum: [1, null] },
+  return requestBody("prompt", {
+    model: modelField("completions", names),
+    prompt: {
+      description: "One prompt: a string, or a list of one string (no token arrays).",
+      anyOf: oneOrMany(STRING, { minItems: 1, maxItems: 1 }),
     },
-    additionalProperties: false,
-    anyOf: STREAM_OPTIONS_NEED_STREAM,
-  };
+    ...generationFields(COMPLETION_DEFAULT_MAX_TOKENS),
+    logprobs: NULL,
+    echo: onlyDefault(false),
+    suffix: onlyDefault(""),
+    best_of: onlyDefault(1),
+  }, STREAM_OPTIONS_NEED_STREAM);
 }
 
 /** The vector length of an embedding model (its `embedding` output's one dimension). */
@@ -458,26 +428,20 @@ function dimensionsOf(model: ModelHandle): number {
  * @returns The schema.
  */
 export function embeddingRequestSchema(models: readonly ModelHandle[] | undefined): JsonSchema {
-  return {
-    type: "object",
-    description: UNKNOWN_REFUSED,
-    required: ["model", "input"],
-    properties: {
+  return requestBody(
+    "input",
+    {
       model: modelField("embeddings", models?.map((model) => model.name)),
       input: {
         description: `A text, or 1 to ${MAX_EMBEDDING_INPUTS} texts (no token arrays); none empty.`,
-        anyOf: [{ ...string, minLength: 1 }, {
-          type: "array",
+        anyOf: oneOrMany({ ...STRING, minLength: 1 }, {
           minItems: 1,
           maxItems: MAX_EMBEDDING_INPUTS,
-          items: { ...string, minLength: 1 },
-        }],
+        }),
       },
       encoding_format: { enum: ["float", "base64", null], default: "float" },
       dimensions: {
-        type: ["integer", "null"],
-        minimum: 1,
-        maximum: SAFE_INTEGER,
+        ...POSITIVE_OR_NULL,
         description: `The model's vector length, or a 400: the server does not shorten vectors${
           models === undefined
             ? ""
@@ -486,17 +450,14 @@ export function embeddingRequestSchema(models: readonly ModelHandle[] | undefine
       },
       user: { type: ["string", "null"] },
     },
-    additionalProperties: false,
     // Each model takes its own vector length.
-    ...(models === undefined ? {} : {
-      anyOf: models.map((model) => ({
-        properties: {
-          model: { const: model.name },
-          dimensions: { enum: [dimensionsOf(model), null] },
-        },
-      })),
-    }),
-  };
+    models?.map((model) => ({
+      properties: {
+        model: { const: model.name },
+        dimensions: { enum: [dimensionsOf(model), null] },
+      },
+    })),
+  );
 }
 
 /**
@@ -514,7 +475,7 @@ export function eventStream(chunk: string): MediaDoc {
       required: ["data"],
       properties: {
         data: {
-          ...string,
+          ...STRING,
           anyOf: [
             { const: DONE_EVENT, description: "The last event." },
             {
