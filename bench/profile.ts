@@ -161,3 +161,57 @@ export async function profileWhile(
   if (failure !== undefined) throw failure;
   return profile;
 }
+
+type Node = CpuProfile["nodes"][number] & { readonly children?: readonly number[] };
+
+function frameName(node: Node): string {
+  const { functionName, url, lineNumber } = node.callFrame;
+  const file = url === "" ? "" : ` (${url.split("/").at(-1)}:${lineNumber + 1})`;
+  return `${functionName || "(anonymous)"}${file}`;
+}
+
+/**
+ * The top frames by self time, each with its most frequent caller paths.
+ *
+ * @param profile The profile.
+ * @param top How many frames.
+ * @param depth How many callers per path.
+ * @returns Lines to print.
+ */
+export function bottomUp(profile: CpuProfile, top: number, depth: number): string[] {
+  const nodes = new Map<number, Node>();
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes as readonly Node[]) {
+    nodes.set(node.id, node);
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  }
+  const hits = new Map<number, number>();
+  for (const id of profile.samples ?? []) hits.set(id, (hits.get(id) ?? 0) + 1);
+  let total = 0;
+  const self = new Map<string, number>();
+  const paths = new Map<string, Map<string, number>>();
+  for (const [id, count] of hits) {
+    total += count;
+    const node = nodes.get(id)!;
+    const name = frameName(node);
+    self.set(name, (self.get(name) ?? 0) + count);
+    const chain: string[] = [];
+    for (let at = parent.get(id); at !== undefined && chain.length < depth; at = parent.get(at)) {
+      const caller = nodes.get(at)!;
+      if (caller.callFrame.functionName === "(root)") break;
+      chain.push(frameName(caller));
+    }
+    const byPath = paths.get(name) ?? new Map<string, number>();
+    const key = chain.join(" < ");
+    byPath.set(key, (byPath.get(key) ?? 0) + count);
+    paths.set(name, byPath);
+  }
+  const lines: string[] = [];
+  const share = (n: number): string => `${(100 * n / total).toFixed(1).padStart(5)}%`;
+  for (const [name, count] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    lines.push(`${share(count)}  ${name}`);
+    const callers = [...paths.get(name)!].sort((a, b) => b[1] - a[1]).slice(0, 3);
+    for (const [path, n] of callers) if (path !== "") lines.push(`        ${share(n)} < ${path}`);
+  }
+  return lines;
+}

@@ -1,0 +1,160 @@
+/**
+ * Profiles one cell of `bench:engines` (issue 38): serves `examples/add_sub` the way
+ * `bench/engines_http.ts --serve` does, under `--inspect`, drives it with that script's closed-loop
+ * JSON client in its own process, and prints what the server's main thread spends per request:
+ * the process's CPU µs per request (all threads, and the main thread), the V8 profile's self time
+ * per file and per frame as µs per request of main-thread CPU (share of the non-idle samples times
+ * the main thread's CPU per request), and the top frames bottom-up with their callers.
+ *
+ *     deno run -A bench/profile_engines.ts --server builtin|triton|echo [--concurrency 8]
+ *       [--duration 4] [--queue-delay-us 0] [--http-threads 1] [--top 25] [--files 15]
+ *       [--out x.cpuprofile]
+ *
+ * The sampling profiler adds its own cost, so the µs here are larger than `bench:engines`'s; they
+ * say where the time goes, `bench:engines` says how much. Only the main isolate is profiled (the
+ * inspector's first target): with `--http-threads` above 1 the HTTP threads are not in it.
+ *
+ * @module
+ */
+
+import { flag } from "./args.ts";
+import { bottomUp, type CpuProfile, profileWhile } from "./profile.ts";
+import { cpuSeconds, firstLine } from "./process.ts";
+
+const ENGINES = new URL("./engines_http.ts", import.meta.url).pathname;
+
+/** Self µs per request of main-thread CPU, by a key of each sample's frame. */
+function selfByKey(
+  profile: CpuProfile,
+  key: (frame: CpuProfile["nodes"][number]["callFrame"]) => string,
+  usPerSample: number,
+): [string, number][] {
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+  const totals = new Map<string, number>();
+  for (const id of profile.samples ?? []) {
+    const name = key(nodes.get(id)!.callFrame);
+    totals.set(name, (totals.get(name) ?? 0) + usPerSample);
+  }
+  return [...totals].sort((a, b) => b[1] - a[1]);
+}
+
+/** V8's idle samples: the thread waited (`(program)`, native work outside JS, is kept). */
+const isIdle = (functionName: string): boolean => functionName === "(idle)";
+
+if (import.meta.main) {
+  const server = flag("server", "builtin");
+  const concurrency = flag("concurrency", "8");
+  const duration = Number(flag("duration", "4"));
+  const threads = flag("http-threads", "1");
+  const inspect = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const inspectPort = (inspect.addr as Deno.NetAddr).port;
+  inspect.close();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `--inspect=127.0.0.1:${inspectPort}`,
+      ...(threads === "1" ? [] : ["--unstable-net"]),
+      ENGINES,
+      "--serve",
+      server,
+      "--http-threads",
+      threads,
+      "--queue-delay-us",
+      flag("queue-delay-us", "0"),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    const line = await firstLine(lines);
+    if (line === undefined) throw new Error(`The ${server} server exited before it served`);
+    const { url } = JSON.parse(line) as { url: string };
+    const drive = async (seconds: number): Promise<number> => {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          ENGINES,
+          "--drive",
+          url,
+          "--servers",
+          server,
+          "--clients",
+          "identity",
+          "--concurrency",
+          concurrency,
+          "--duration",
+          String(seconds),
+        ],
+        stdout: "piped",
+        stderr: "inherit",
+      }).output();
+      if (!output.success) throw new Error("The client process failed");
+      const load = JSON.parse(new TextDecoder().decode(output.stdout)) as { latencies: number[] };
+      return load.latencies.length;
+    };
+    await drive(1); // warm-up: JIT, connections
+    const mainStat = `/proc/${child.pid}/task/${child.pid}/stat`;
+    let requests = 0;
+    let cpu = 0;
+    let mainCpu = 0;
+    let seconds = 0;
+    const profile = await profileWhile(`127.0.0.1:${inspectPort}`, async () => {
+      // The client process takes a moment to start: CPU is read around the whole drive, so
+      // the per-request figures include the idle start (small against `duration`).
+      const before = [cpuSeconds(`/proc/${child.pid}/stat`), cpuSeconds(mainStat)];
+      const start = performance.now();
+      requests = await drive(duration);
+      seconds = (performance.now() - start) / 1000;
+      cpu = cpuSeconds(`/proc/${child.pid}/stat`) - before[0]!;
+      mainCpu = cpuSeconds(mainStat) - before[1]!;
+    });
+    const busy = (profile.samples ?? []).filter((id) =>
+      !isIdle(
+        profile.nodes.find((node) => node.id === id)!.callFrame.functionName,
+      )
+    ).length;
+    const mainUs = 1e6 * mainCpu / requests;
+    const usPerSample = busy === 0 ? 0 : mainUs / busy;
+    console.log(
+      `${server} c=${concurrency} threads=${threads}: ${requests} requests in ${
+        seconds.toFixed(1)
+      } s (${Math.round(requests / seconds)} req/s under the profiler), server CPU ${
+        Math.round(1e6 * cpu / requests)
+      } µs/req, main thread ${Math.round(mainUs)} µs/req, ${busy} busy samples`,
+    );
+    const nodesById = new Map(profile.nodes.map((node) => [node.id, node]));
+    const idle = (profile.samples ?? []).length - busy;
+    console.log(`idle samples: ${idle}`);
+    const nonIdle: CpuProfile = {
+      nodes: profile.nodes,
+      samples: (profile.samples ?? []).filter((id) =>
+        !isIdle(nodesById.get(id)!.callFrame.functionName)
+      ),
+    };
+    console.log("\nmain-thread self µs/request by file:");
+    const byFile = selfByKey(
+      nonIdle,
+      (frame) =>
+        frame.url === ""
+          ? `(${frame.functionName || "native"})`
+          : frame.url.split("/").slice(-2).join("/"),
+      usPerSample,
+    );
+    for (const [file, us] of byFile.slice(0, Number(flag("files", "15")))) {
+      console.log(`${us.toFixed(1).padStart(7)}  ${file}`);
+    }
+    console.log("\ntop frames (share of busy samples), bottom-up:");
+    console.log(bottomUp(nonIdle, Number(flag("top", "25")), 4).join("\n"));
+    const out = flag("out", "");
+    if (out !== "") await Deno.writeTextFile(out, JSON.stringify(profile));
+  } finally {
+    await child.stdin.close().catch(() => {});
+    lines.releaseLock();
+    await child.stdout.cancel().catch(() => {});
+    await child.status;
+  }
+}
