@@ -135,6 +135,79 @@ export class Inspector implements AsyncDisposable {
   }
 }
 
+/** A node of V8's sampling heap profile (`HeapProfiler.stopSampling`'s result). */
+export interface HeapNode {
+  /** The allocating frame. */
+  readonly callFrame: {
+    readonly functionName: string;
+    readonly url: string;
+    readonly lineNumber: number;
+  };
+  /** Bytes allocated by this frame itself (a sampled estimate). */
+  readonly selfSize: number;
+  /** Its callees. */
+  readonly children: readonly HeapNode[];
+}
+
+/**
+ * Samples the target's allocations while `work` runs, counting the objects the garbage
+ * collector has freed again too: those are the garbage a request leaves.
+ *
+ * @param hostPort Where `--inspect` listens.
+ * @param work What to run while sampling.
+ * @returns The root of the allocation tree.
+ */
+export async function allocationsWhile(
+  hostPort: string,
+  work: () => Promise<unknown>,
+): Promise<HeapNode> {
+  await using inspector = await Inspector.connect(hostPort);
+  await inspector.send("HeapProfiler.enable");
+  await inspector.send("HeapProfiler.startSampling", {
+    samplingInterval: 128,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  let failure: unknown;
+  try {
+    await work();
+  } catch (error) {
+    failure = error ?? new Error("The profiled work failed");
+  }
+  const { profile } = await inspector.send<{ profile: { head: HeapNode } }>(
+    "HeapProfiler.stopSampling",
+  );
+  if (failure !== undefined) throw failure;
+  return profile.head;
+}
+
+/**
+ * Bytes allocated per frame (self), summed over the tree, largest first; a built-in's bytes are
+ * named with the script frame that called it.
+ *
+ * @param head The allocation tree's root.
+ * @returns `[frame, bytes]` pairs.
+ */
+export function allocationsByFrame(head: HeapNode): [string, number][] {
+  const totals = new Map<string, number>();
+  const name = ({ callFrame: { functionName, url, lineNumber } }: HeapNode): string =>
+    `${functionName || "(anonymous)"}${
+      url === "" ? "" : ` (${url.split("/").at(-1)}:${lineNumber + 1})`
+    }`;
+  // A built-in (Map, next, slice: no url) is named with the frame that called it.
+  const stack: [HeapNode, string][] = [[head, ""]];
+  while (stack.length > 0) {
+    const [node, caller] = stack.pop()!;
+    const own = name(node);
+    const frame = node.callFrame.url === "" && caller !== "" ? `${own} < ${caller}` : own;
+    if (node.selfSize > 0) totals.set(frame, (totals.get(frame) ?? 0) + node.selfSize);
+    for (const child of node.children) {
+      stack.push([child, node.callFrame.url === "" ? caller : own]);
+    }
+  }
+  return [...totals].sort((a, b) => b[1] - a[1]);
+}
+
 /**
  * Profiles the target while `work` runs.
  *

@@ -8,7 +8,10 @@
  *
  *     deno run -A bench/profile_engines.ts --server builtin|triton|echo [--concurrency 8]
  *       [--duration 4] [--queue-delay-us 0] [--http-threads 1] [--top 25] [--files 15]
- *       [--out x.cpuprofile]
+ *       [--out x.cpuprofile] [--heap 1]
+ *
+ * `--heap 1` samples allocations instead of CPU (V8's sampling heap profiler, freed objects
+ * counted) and prints the bytes allocated per request by frame: the garbage each request leaves.
  *
  * The sampling profiler adds its own cost, so the µs here are larger than `bench:engines`'s; they
  * say where the time goes, `bench:engines` says how much. Only the main isolate is profiled (the
@@ -18,7 +21,13 @@
  */
 
 import { flag } from "./args.ts";
-import { bottomUp, type CpuProfile, profileWhile } from "./profile.ts";
+import {
+  allocationsByFrame,
+  allocationsWhile,
+  bottomUp,
+  type CpuProfile,
+  profileWhile,
+} from "./profile.ts";
 import { cpuSeconds, firstLine } from "./process.ts";
 
 const ENGINES = new URL("./engines_http.ts", import.meta.url).pathname;
@@ -41,7 +50,8 @@ function selfByKey(
 /** V8's idle samples: the thread waited (`(program)`, native work outside JS, is kept). */
 const isIdle = (functionName: string): boolean => functionName === "(idle)";
 
-if (import.meta.main) {
+/** Profiles the cell the flags name. */
+async function main(): Promise<void> {
   const server = flag("server", "builtin");
   const concurrency = flag("concurrency", "8");
   const duration = Number(flag("duration", "4"));
@@ -97,6 +107,23 @@ if (import.meta.main) {
       return load.latencies.length;
     };
     await drive(1); // warm-up: JIT, connections
+    if (flag("heap", "") !== "") {
+      let requests = 0;
+      const head = await allocationsWhile(`127.0.0.1:${inspectPort}`, async () => {
+        requests = await drive(duration);
+      });
+      const frames = allocationsByFrame(head);
+      const total = frames.reduce((sum, [, bytes]) => sum + bytes, 0);
+      console.log(
+        `${server} c=${concurrency}: ${requests} requests, ${
+          Math.round(total / requests)
+        } bytes allocated per request (sampled, the main isolate)`,
+      );
+      for (const [frame, bytes] of frames.slice(0, Number(flag("top", "25")))) {
+        console.log(`${String(Math.round(bytes / requests)).padStart(7)} B/req  ${frame}`);
+      }
+      return;
+    }
     const mainStat = `/proc/${child.pid}/task/${child.pid}/stat`;
     let requests = 0;
     let cpu = 0;
@@ -158,3 +185,5 @@ if (import.meta.main) {
     await child.status;
   }
 }
+
+if (import.meta.main) await main();
