@@ -138,13 +138,15 @@ export function batchCalls(
   // Aborted once the callable is done: calls it left running are cancelled.
   let done: AbortController | undefined;
   let ended = false;
-  const pending = new Set<Promise<unknown>>();
+  // Both built at the first call, like the rest: a batch that calls nothing allocates neither.
+  let pending: Set<Promise<unknown>> | undefined;
   // Streams being read: closed when the batch is done (a callable may stop reading one).
-  const open = new Set<() => Promise<void>>();
+  let open: Set<() => Promise<void>> | undefined;
   const track = <T>(work: Promise<T>): Promise<T> => {
+    pending ??= new Set();
     const settled = work.then(() => {}, () => {});
     pending.add(settled);
-    void settled.then(() => pending.delete(settled));
+    void settled.then(() => pending!.delete(settled));
     return work;
   };
   const callOf = (
@@ -202,8 +204,9 @@ export function batchCalls(
         ? notServed(modelNameOf(model))
         : caller.inferStream(callOf(model, inputs, options))[Symbol.asyncIterator]();
       const ended = Promise.withResolvers<void>();
+      open ??= new Set();
       const close = async (): Promise<void> => {
-        open.delete(close);
+        open!.delete(close);
         try {
           await steps.return?.();
         } finally {
@@ -214,7 +217,7 @@ export function batchCalls(
       track(ended.promise);
       const finish = <T>(step: IteratorResult<T>): IteratorResult<T> => {
         if (step.done) {
-          open.delete(close);
+          open!.delete(close);
           ended.resolve();
         }
         return step;
@@ -222,7 +225,7 @@ export function batchCalls(
       return {
         next: () =>
           steps.next().then(finish, (error) => {
-            open.delete(close);
+            open!.delete(close);
             ended.resolve();
             throw error;
           }),
@@ -246,8 +249,8 @@ export function batchCalls(
           `The batch of model '${base.model.name}' is done: its calls still running are cancelled`,
         ),
       );
-      await Promise.all([...open].map((close) => close().catch(() => {})));
-      while (pending.size > 0) await Promise.all(pending);
+      if (open !== undefined) await Promise.all([...open].map((close) => close().catch(() => {})));
+      while (pending !== undefined && pending.size > 0) await Promise.all(pending);
     },
   };
 }

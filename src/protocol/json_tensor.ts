@@ -346,8 +346,14 @@ export function ndarrayToJson(name: string, array: NDArray): unknown[] {
           return Number.isSafeInteger(number) ? number : rawJson(value.toString());
         },
       );
-    default:
-      return Array.from(array.data as Float64Array);
+    default: {
+      // A loop, not Array.from: that goes through the typed array's iterator, one result
+      // object per element.
+      const data = array.data as Float64Array;
+      const out: number[] = new Array(data.length);
+      for (let i = 0; i < data.length; i++) out[i] = data[i]!;
+      return out;
+    }
   }
 }
 

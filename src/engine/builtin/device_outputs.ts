@@ -40,7 +40,9 @@ export function settleDeviceOutputs(
   buffers: ReadonlyMap<string, Uint8Array | DeviceBuffer> | undefined,
 ): InferResult<AnyTensors> {
   let settled: InferResult<AnyTensors> | undefined;
-  for (const [name, tensor] of Object.entries(result)) {
+  // for...in, not Object.entries: no pair per output on the usual path (no device tensors).
+  for (const name in result) {
+    const tensor = result[name];
     if (!isDeviceTensor(tensor)) continue;
     settled ??= { ...result };
     const target = buffers?.get(name);

@@ -31,6 +31,34 @@ function shown(shape: readonly number[]): string {
   return `[${shape.join(",")}]`;
 }
 
+/** A model's inputs by name with their declared position, built once per model. */
+type Declared = ReadonlyMap<
+  string,
+  { readonly spec: ModelInfo["inputs"][number]; readonly at: number }
+>;
+
+// Per model, not per request: every request of a model looks its inputs up in the same map.
+const declaredInputs = new WeakMap<ModelInfo["inputs"], Declared>();
+
+function declaredOf(model: ModelInfo): Declared {
+  let declared = declaredInputs.get(model.inputs);
+  if (declared === undefined) {
+    declared = new Map(model.inputs.map((spec, at) => [spec.name, { spec, at }]));
+    declaredInputs.set(model.inputs, declared);
+  }
+  return declared;
+}
+
+/** Whether `shape` fits the declared `dims` (after the batch dimension when `from` is 1). */
+function fits(shape: readonly number[], dims: readonly number[], from: number): boolean {
+  if (shape.length !== dims.length + from) return false;
+  for (let i = 0; i < dims.length; i++) {
+    const dim = dims[i]!;
+    if (dim !== -1 && dim !== shape[i + from]) return false;
+  }
+  return true;
+}
+
 /**
  * Checks a request against a model.
  *
@@ -68,13 +96,15 @@ export function validateInferenceRequest(
   request: InferenceRequest,
 ): ValidatedRequest {
   const batching = model.config.maxBatchSize > 0;
-  const declared = new Map(model.inputs.map((spec) => [spec.name, spec]));
+  const declared = declaredOf(model);
   let batchSize: number | undefined;
   let batchFrom = "";
-  const keyParts: string[] = [];
+  // One part per declared input, in declared order: the key is the same whatever order the
+  // request named its inputs in, without sorting.
+  const keyParts: string[] = new Array(model.inputs.length).fill("");
   for (const [name, array] of request.inputs) {
-    const spec = declared.get(name);
-    if (spec === undefined) {
+    const { spec, at } = declared.get(name) ?? {};
+    if (spec === undefined || at === undefined) {
       throw invalid(
         model,
         `unexpected input '${name}' (model inputs: ${[...declared.keys()].join(", ") || "none"})`,
@@ -89,8 +119,10 @@ export function validateInferenceRequest(
       );
     }
     const shape = array.shape;
-    if (shape.some((dim) => !Number.isInteger(dim) || dim < 0)) {
-      throw invalid(model, `input '${name}' has an invalid shape ${shown(shape)}`);
+    for (const dim of shape) {
+      if (!Number.isInteger(dim) || dim < 0) {
+        throw invalid(model, `input '${name}' has an invalid shape ${shown(shape)}`);
+      }
     }
     // A device tensor's size follows from its shape (the front end checked its region's bytes).
     if (!isDeviceTensor(array) && shapeSize(shape) !== array.data.length) {
@@ -101,11 +133,8 @@ export function validateInferenceRequest(
         } elements) but ${array.data.length} data elements`,
       );
     }
-    const expected = batching ? [-1, ...spec.shape] : spec.shape;
-    if (
-      shape.length !== expected.length ||
-      shape.some((dim, i) => i >= (batching ? 1 : 0) && expected[i] !== -1 && expected[i] !== dim)
-    ) {
+    if (!fits(shape, spec.shape, batching ? 1 : 0)) {
+      const expected = batching ? [-1, ...spec.shape] : spec.shape;
       throw invalid(
         model,
         `unexpected shape for input '${name}': expected ${shown(expected)}, got ${shown(shape)}${
@@ -133,7 +162,9 @@ export function validateInferenceRequest(
         );
       }
     }
-    keyParts.push(`${name}:${array.dtype}:${shape.slice(batching ? 1 : 0).join(",")}`);
+    // The name and dtype are the declared input's (checked above): only the dims vary. "+"
+    // marks a present input, so an absent optional one differs from a present scalar.
+    keyParts[at] = "+" + (batching ? shape.slice(1).join(",") : shape.join(","));
   }
   refuseMissingInputs(model, (name) => request.inputs.has(name));
   let outputs: string[];
@@ -153,5 +184,5 @@ export function validateInferenceRequest(
     }
     outputs = model.outputs.filter((spec) => asked.has(spec.name)).map((spec) => spec.name);
   }
-  return { batchSize: batchSize ?? 1, outputs, shapeKey: keyParts.sort().join(";") };
+  return { batchSize: batchSize ?? 1, outputs, shapeKey: keyParts.join(";") };
 }

@@ -260,21 +260,21 @@ async function readBody(
   const encoding = requestEncoding(request.headers.get("content-encoding"));
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit, "body");
-  if (request.body === null) return new Uint8Array(0);
-  if (encoding === undefined) {
-    if (declared !== null) {
-      const length = Number(declared);
-      if (alignAt !== undefined && Number.isSafeInteger(length) && length >= IN_PLACE_FROM_BYTES) {
-        const bytes = await readInPlace(request, length, alignAt);
-        if (bytes !== undefined) return bytes;
-      }
-      // A known length within the limit: the fast path without a stream reader.
-      const bytes = await request.bytes();
-      if (bytes.byteLength > limit) throw tooLarge(limit, "body");
-      return bytes;
+  if (encoding === undefined && declared !== null) {
+    // Not `request.body` first: on a `Deno.serve` request that getter builds a ReadableStream
+    // (about 4 µs and 1 KB per request on the 2-core VM) that `bytes()` would not need.
+    const length = Number(declared);
+    if (alignAt !== undefined && Number.isSafeInteger(length) && length >= IN_PLACE_FROM_BYTES) {
+      const bytes = await readInPlace(request, length, alignAt);
+      if (bytes !== undefined) return bytes;
     }
-    return await collect(request.body, limit, "body");
+    // A known length within the limit: the fast path without a stream reader.
+    const bytes = await request.bytes();
+    if (bytes.byteLength > limit) throw tooLarge(limit, "body");
+    return bytes;
   }
+  if (request.body === null) return new Uint8Array(0);
+  if (encoding === undefined) return await collect(request.body, limit, "body");
   try {
     return await inflateWithin(request.body, encoding, limit);
   } catch (error) {
