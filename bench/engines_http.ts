@@ -460,8 +460,9 @@ function report(
     ),
     "",
     "| client | client processes | concurrency (each) | req/s core/builtin | p50 core/builtin | " +
-    "p99 core/builtin | builtin/ceiling | core/ceiling | CPU/req core/builtin |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "p99 core/builtin | builtin/ceiling | core/ceiling | CPU/req core/builtin | " +
+    "CPU/req builtin/ceiling |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   const levels = [...new Set(rows.map((r) => levelOf(r)))];
   for (const level of levels) {
@@ -475,7 +476,8 @@ function report(
       `| ${client} | ${processes} | ${concurrency} | ${ratio(core?.rps, builtin?.rps)} | ` +
         `${ratio(core?.p50Ms, builtin?.p50Ms)} | ${ratio(core?.p99Ms, builtin?.p99Ms)} | ` +
         `${ratio(builtin?.rps, echo?.rps)} | ${ratio(core?.rps, echo?.rps)} | ` +
-        `${ratio(core?.cpuUsPerRequest, builtin?.cpuUsPerRequest)} |`,
+        `${ratio(core?.cpuUsPerRequest, builtin?.cpuUsPerRequest)} | ` +
+        `${ratio(builtin?.cpuUsPerRequest, echo?.cpuUsPerRequest)} |`,
     );
   }
   return out.join("\n") + "\n";
