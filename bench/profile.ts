@@ -157,28 +157,23 @@ export interface HeapNode {
  * @param work What to run while sampling.
  * @returns The root of the allocation tree.
  */
-export async function allocationsWhile(
+export function allocationsWhile(
   hostPort: string,
   work: () => Promise<unknown>,
 ): Promise<HeapNode> {
-  await using inspector = await Inspector.connect(hostPort);
-  await inspector.send("HeapProfiler.enable");
-  await inspector.send("HeapProfiler.startSampling", {
-    samplingInterval: 128,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+  return sampleWhile(hostPort, work, {
+    start: async (inspector) => {
+      await inspector.send("HeapProfiler.enable");
+      await inspector.send("HeapProfiler.startSampling", {
+        samplingInterval: 128,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    },
+    stop: async (inspector) =>
+      (await inspector.send<{ profile: { head: HeapNode } }>("HeapProfiler.stopSampling"))
+        .profile.head,
   });
-  let failure: unknown;
-  try {
-    await work();
-  } catch (error) {
-    failure = error ?? new Error("The profiled work failed");
-  }
-  const { profile } = await inspector.send<{ profile: { head: HeapNode } }>(
-    "HeapProfiler.stopSampling",
-  );
-  if (failure !== undefined) throw failure;
-  return profile.head;
 }
 
 /**
@@ -215,14 +210,32 @@ export function allocationsByFrame(head: HeapNode): [string, number][] {
  * @param work What to run while sampling.
  * @returns The profile.
  */
-export async function profileWhile(
+export function profileWhile(
   hostPort: string,
   work: () => Promise<unknown>,
 ): Promise<CpuProfile> {
+  return sampleWhile(hostPort, work, {
+    start: async (inspector) => {
+      await inspector.send("Profiler.enable");
+      await inspector.send("Profiler.setSamplingInterval", { interval: 250 });
+      await inspector.send("Profiler.start");
+    },
+    stop: async (inspector) =>
+      (await inspector.send<{ profile: CpuProfile }>("Profiler.stop")).profile,
+  });
+}
+
+/** Starts a sampler over the inspector, runs `work`, and stops it (after a failure too). */
+async function sampleWhile<T>(
+  hostPort: string,
+  work: () => Promise<unknown>,
+  sampler: {
+    start(inspector: Inspector): Promise<void>;
+    stop(inspector: Inspector): Promise<T>;
+  },
+): Promise<T> {
   await using inspector = await Inspector.connect(hostPort);
-  await inspector.send("Profiler.enable");
-  await inspector.send("Profiler.setSamplingInterval", { interval: 250 });
-  await inspector.send("Profiler.start");
+  await sampler.start(inspector);
   let failure: unknown;
   try {
     await work();
@@ -230,9 +243,9 @@ export async function profileWhile(
     failure = error ?? new Error("The profiled work failed");
   }
   // Stop even when the work failed, so the target is left as found.
-  const { profile } = await inspector.send<{ profile: CpuProfile }>("Profiler.stop");
+  const result = await sampler.stop(inspector);
   if (failure !== undefined) throw failure;
-  return profile;
+  return result;
 }
 
 type Node = CpuProfile["nodes"][number] & { readonly children?: readonly number[] };

@@ -14,7 +14,10 @@
  * counted) and prints the bytes allocated per request by frame: the garbage each request leaves.
  *
  * The sampling profiler adds its own cost, so the µs here are larger than `bench:engines`'s; they
- * say where the time goes, `bench:engines` says how much. Only the main isolate is profiled (the
+ * say where the time goes, `bench:engines` says how much. V8 counts the time Deno spends in Rust
+ * between JavaScript calls (hyper parsing a request, say) as idle, so the per-file figures spread
+ * the main thread's whole CPU over the busy samples and overstate each file by that part: most of
+ * the echo's CPU is such time, a fifth or less of the engines'. Only the main isolate is profiled (the
  * inspector's first target): with `--http-threads` above 1 the HTTP threads are not in it.
  *
  * @module
