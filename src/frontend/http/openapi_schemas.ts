@@ -85,9 +85,9 @@ function nullable(
   return Object.fromEntries(
     Object.entries(fields).map(([name, schema]) => [
       name,
-      Array.isArray(schema.enum)
-        ? { ...schema, enum: [...schema.enum, null] }
-        : { ...schema, type: [schema.type, "null"] },
+      Array.isArray(schema["enum"])
+        ? { ...schema, enum: [...schema["enum"], null] }
+        : { ...schema, type: [schema["type"], "null"] },
     ]),
   );
 }
