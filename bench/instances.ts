@@ -17,6 +17,7 @@ import type { EngineKind } from "../src/engine/engine.ts";
 import { cpuBound } from "./instances/cpu_model.ts";
 import { echo } from "./instances/echo_model.ts";
 import { option } from "./args.ts";
+import { engines } from "./host_engines.ts";
 
 const CPU_MODULE = new URL("./instances/cpu_model.ts", import.meta.url);
 const ECHO_MODULE = new URL("./instances/echo_model.ts", import.meta.url);
@@ -24,17 +25,6 @@ const CPU_REQUESTS = 64;
 const CPU_CONCURRENCY = 8;
 const BIG_BYTES = 16 * 1024 * 1024;
 const BIG_ROUNDS = 12;
-
-async function engines(): Promise<EngineKind[]> {
-  const found: EngineKind[] = ["builtin"];
-  try {
-    const install = await import("../src/setup/install.ts");
-    if ((await install.findTritonInstall()) !== undefined) found.push("triton");
-  } catch {
-    // Without the core only the built-in engine runs.
-  }
-  return found;
-}
 
 async function serve(engine: EngineKind, model: BindOptions): Promise<Triton> {
   const triton = new Triton({

@@ -15,8 +15,9 @@ import { Triton } from "../mod.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
 import { bindOcr, OCR_MODEL } from "../examples/ocr/model.ts";
 import { MODEL_FILES, OcrPipeline } from "../examples/ocr/pipeline.ts";
-import { check, CONCURRENCY, engines, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
+import { check, CONCURRENCY, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
 import { option } from "./args.ts";
+import { engines } from "./host_engines.ts";
 
 const ROUNDS = 3;
 

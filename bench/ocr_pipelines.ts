@@ -19,8 +19,9 @@ import {
   OCR_MODEL,
   OCR_PIPELINE,
 } from "../examples/ocr/model.ts";
-import { CONCURRENCY, engines, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
+import { CONCURRENCY, IMAGES, REQUESTS, servedRate } from "./ocr_workload.ts";
 import { option } from "./args.ts";
+import { engines } from "./host_engines.ts";
 
 const ROUNDS = Number(option("rounds") ?? 3);
 const FORMS = [OCR_MODEL, OCR_PIPELINE, OCR_ENSEMBLE] as const;

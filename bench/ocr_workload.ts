@@ -1,14 +1,13 @@
 /**
  * The OCR benchmarks' shared workload (`ocr.ts`, `ocr_pipelines.ts`): the rendered images and the
- * texts each must read as, which engines this host has, and the served measurement, so both
- * scripts measure the same requests the same way.
+ * texts each must read as, and the served measurement, so both scripts measure the same requests
+ * the same way (which engines the host has: `host_engines.ts`, shared with `instances.ts`).
  *
  * @module
  */
 
 import { ModelClient } from "../src/client/mod.ts";
 import { ndarray } from "../mod.ts";
-import type { EngineKind } from "../src/engine/engine.ts";
 import { renderText } from "../examples/ocr/render.ts";
 import { closedLoopRate } from "./closed_loop.ts";
 
@@ -40,18 +39,6 @@ export function check(what: string, index: number, texts: readonly string[]): vo
   if (texts.join("\n") !== expected.join("\n")) {
     throw new Error(`${what}: image ${index % TEXTS.length} read as ${JSON.stringify(texts)}`);
   }
-}
-
-/** The engines this host can serve on: the built-in one, and the core where it is installed. */
-export async function engines(): Promise<EngineKind[]> {
-  const found: EngineKind[] = ["builtin"];
-  try {
-    const install = await import("../src/setup/install.ts");
-    if ((await install.findTritonInstall()) !== undefined) found.push("triton");
-  } catch {
-    // Without the core only the built-in engine runs.
-  }
-  return found;
 }
 
 /**
