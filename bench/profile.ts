@@ -155,11 +155,14 @@ export interface HeapNode {
  *
  * @param hostPort Where `--inspect` listens.
  * @param work What to run while sampling.
+ * @param options `survivors`: leave out what a scavenge freed, keeping only the objects that lived
+ *   through one (those the scavenger copies, and promotes to the old space: the costly garbage).
  * @returns The root of the allocation tree.
  */
 export function allocationsWhile(
   hostPort: string,
   work: () => Promise<unknown>,
+  options: { survivors?: boolean } = {},
 ): Promise<HeapNode> {
   return sampleWhile(hostPort, work, {
     start: async (inspector) => {
@@ -167,7 +170,7 @@ export function allocationsWhile(
       await inspector.send("HeapProfiler.startSampling", {
         samplingInterval: 128,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        includeObjectsCollectedByMinorGC: options.survivors !== true,
       });
     },
     stop: async (inspector) =>

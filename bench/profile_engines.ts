@@ -8,10 +8,12 @@
  *
  *     deno run -A bench/profile_engines.ts --server builtin|triton|echo [--concurrency 8]
  *       [--duration 4] [--queue-delay-us 0] [--http-threads 1] [--top 25] [--files 15]
- *       [--out x.cpuprofile] [--heap 1]
+ *       [--out x.cpuprofile] [--heap 1|survivors]
  *
  * `--heap 1` samples allocations instead of CPU (V8's sampling heap profiler, freed objects
  * counted) and prints the bytes allocated per request by frame: the garbage each request leaves.
+ * `--heap survivors` counts only what lived through a scavenge: the objects the scavenger copies
+ * and promotes, whose garbage only a mark-compact frees (the costly kind).
  *
  * The sampling profiler adds its own cost, so the µs here are larger than `bench:engines`'s; they
  * say where the time goes, `bench:engines` says how much. V8 counts the time Deno spends in Rust
@@ -112,15 +114,16 @@ async function main(): Promise<void> {
     await drive(1); // warm-up: JIT, connections
     if (flag("heap", "") !== "") {
       let requests = 0;
+      const survivors = flag("heap", "") === "survivors";
       const head = await allocationsWhile(`127.0.0.1:${inspectPort}`, async () => {
         requests = await drive(duration);
-      });
+      }, { survivors });
       const frames = allocationsByFrame(head);
       const total = frames.reduce((sum, [, bytes]) => sum + bytes, 0);
       console.log(
-        `${server} c=${concurrency}: ${requests} requests, ${
-          Math.round(total / requests)
-        } bytes allocated per request (sampled, the main isolate)`,
+        `${server} c=${concurrency}: ${requests} requests, ${Math.round(total / requests)} bytes ${
+          survivors ? "per request that outlived a scavenge" : "allocated per request"
+        } (sampled, the main isolate)`,
       );
       for (const [frame, bytes] of frames.slice(0, Number(flag("top", "25")))) {
         console.log(`${String(Math.round(bytes / requests)).padStart(7)} B/req  ${frame}`);
