@@ -30,7 +30,7 @@ export interface BatchCalls {
   /** The context the callable receives for the batch. */
   readonly context: InferContext;
   /** Whether the callable made a call (most batches make none: their end needs no wait). */
-  readonly called: boolean;
+  called(): boolean;
   /**
    * Cancels the calls still running (the callable is done with the batch) and resolves once
    * every call of the batch has settled.
@@ -239,9 +239,9 @@ export function batchCalls(
   const context = { ...base, infer, inferStream } as InferContext;
   return {
     context,
-    get called() {
-      return done !== undefined;
-    },
+    // A method, not a getter: a literal's getter closing over the batch would keep the batch's
+    // requests alive until the next full collection (see RequestContext in the HTTP front end).
+    called: () => done !== undefined,
     settle: async () => {
       ended = true;
       done?.abort(
@@ -263,7 +263,7 @@ export function batchCalls(
  * @param release Releases the instance.
  */
 export function settleThen(calls: BatchCalls, release: () => void): void {
-  const called = calls.called;
+  const called = calls.called();
   const settled = calls.settle();
   if (called) void settled.finally(release);
   else release();

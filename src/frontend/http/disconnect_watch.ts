@@ -11,6 +11,9 @@
  * @module
  */
 
+import { muteLegacyAbortWarning } from "./legacy_abort.ts";
+import type { RouteContext } from "./router.ts";
+
 /**
  * Runs each scheduled callback once it has waited between `delayMs` and twice that, unless it is
  * cancelled first. The interval runs only while something waits.
@@ -68,5 +71,84 @@ export class LateCalls {
       clearInterval(this.#timer);
       this.#timer = undefined;
     }
+  }
+}
+
+/**
+ * The route context of one request, whose `signal` aborts when the client disconnects while the
+ * request is handled: the signal is built when a route first reads it, and linked to
+ * `request.signal` only once the request has run for a while (see the module's notes).
+ *
+ * A class and not an object literal with `get signal()`: with a fresh getter closing over the
+ * request in every context, V8 promoted the whole request (its headers, body and tensors) to the
+ * old generation, where only a full collection frees it. Our reading is that the getter is kept
+ * with the object's shape, which V8 allocates in the old generation, so the young closure is
+ * reached from there at every scavenge. Measured on add_sub, c=8 (`--v8-flags=--trace-gc-nvp`):
+ * 0.66 KB promoted per `/v2/health/ready` request and 2.97 KB per inference before, 0.00 and 1.07
+ * after (the rest was a getter in `batchCalls`, see `callable/calls.ts`).
+ *
+ * @example The signal aborts once the client is gone
+ * ```ts
+ * import { LateCalls, RequestContext } from "./disconnect_watch.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const client = new AbortController();
+ * const request = new Request("http://x/", { signal: client.signal });
+ * const context = new RequestContext(request, {}, new LateCalls(5));
+ * const signal = context.signal;
+ * client.abort(new Error("gone"));
+ * await new Promise((resolve) => setTimeout(resolve, 30));
+ * assert.ok(signal.aborted);
+ * context.end();
+ * ```
+ */
+export class RequestContext implements RouteContext {
+  /** The request. */
+  readonly request: Request;
+  /** Decoded path parameters. */
+  readonly params: Readonly<Record<string, string>>;
+  #late: LateCalls;
+  #disconnect: AbortController | undefined;
+  #cancelLink: (() => void) | undefined;
+  #onAbort: (() => void) | undefined;
+
+  /**
+   * @param request The request.
+   * @param params Its path parameters.
+   * @param late Where its link to `request.signal` waits.
+   */
+  constructor(request: Request, params: Readonly<Record<string, string>>, late: LateCalls) {
+    this.request = request;
+    this.params = params;
+    this.#late = late;
+  }
+
+  /** Aborted when the client disconnects before the response is ready. */
+  get signal(): AbortSignal {
+    if (this.#disconnect === undefined) {
+      this.#disconnect = new AbortController();
+      this.#cancelLink = this.#late.schedule(() => this.#link());
+    }
+    return this.#disconnect.signal;
+  }
+
+  /** Stops watching the client (the response is ready). */
+  end(): void {
+    this.#cancelLink?.();
+    if (this.#onAbort !== undefined) {
+      this.request.signal.removeEventListener("abort", this.#onAbort);
+    }
+  }
+
+  #link(): void {
+    const disconnect = this.#disconnect!;
+    const { signal } = this.request;
+    muteLegacyAbortWarning();
+    if (signal.aborted) {
+      disconnect.abort(signal.reason);
+      return;
+    }
+    this.#onAbort = (): void => disconnect.abort(signal.reason);
+    signal.addEventListener("abort", this.#onAbort, { once: true });
   }
 }

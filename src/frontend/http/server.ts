@@ -18,8 +18,7 @@ import { HttpThreads } from "./threads.ts";
 import { compileHeaderForwardPattern } from "../../protocol/request_parameters.ts";
 import { Logger } from "../../log.ts";
 import { errorResponse, errorToResponse } from "./errors.ts";
-import { LateCalls } from "./disconnect_watch.ts";
-import { muteLegacyAbortWarning } from "./legacy_abort.ts";
+import { LateCalls, RequestContext } from "./disconnect_watch.ts";
 import type { RouteHandler, Router } from "./router.ts";
 import { buildRoutes, type RouteSettings, runHandler } from "./routes.ts";
 import { type AccessCheck, httpAccessCheck } from "./access.ts";
@@ -281,24 +280,11 @@ export function handlerOver(
     // Reading it is not free, so it is watched only once the request has run for a while
     // (disconnect_watch.ts); a client that left before that is seen then, as the signal is
     // already aborted when first read.
-    const disconnect = new AbortController();
-    const onAbort = (): void => disconnect.abort(request.signal.reason);
-    let linked = false;
-    let cancelLink: (() => void) | undefined;
-    const link = (): void => {
-      linked = true;
-      muteLegacyAbortWarning();
-      if (request.signal.aborted) onAbort();
-      else request.signal.addEventListener("abort", onAbort, { once: true });
-    };
-    const context = {
+    const context = new RequestContext(
       request,
-      params: found.kind === "found" ? found.params : {},
-      get signal(): AbortSignal {
-        cancelLink ??= lateLinks.schedule(link);
-        return disconnect.signal;
-      },
-    };
+      found.kind === "found" ? found.params : {},
+      lateLinks,
+    );
     try {
       if (accessCheck !== undefined && group !== undefined) {
         const refused = await accessCheck(request, group);
@@ -317,8 +303,7 @@ export function handlerOver(
       }
       return errorToResponse(error);
     } finally {
-      cancelLink?.();
-      if (linked) request.signal.removeEventListener("abort", onAbort);
+      context.end();
     }
   };
   if (options.cors === undefined) return handle;
