@@ -43,6 +43,10 @@ const LINGER_MS = 50;
 
 // The bridge routes each event by the queue id in a tag's top 16 bits.
 const QUEUE_SHIFT = 48n;
+// Below it, a serial number, then the request's slot in the handler table (its low 20 bits).
+const SLOT_BITS = 20n;
+const SLOT_MASK = (1n << SLOT_BITS) - 1n;
+const SERIAL_MASK = (1n << (QUEUE_SHIFT - SLOT_BITS)) - 1n;
 
 /**
  * Dispatches bridge events to pending requests, pumping only while any are pending. Each pump
@@ -51,8 +55,16 @@ const QUEUE_SHIFT = 48n;
 export class CompletionPump implements Disposable {
   #bridge: BridgeLibrary;
   #id: bigint;
-  #handlers = new Map<bigint, CompletionHandlers>();
-  #nextTag: bigint;
+  // The handlers by slot, with the tag each slot serves now, and the free slots. Not a Map: a
+  // long-lived Map that every request adds to and deletes from made V8 promote every request's
+  // objects (a Map's table, once old, keeps the tables after it, and their entries, alive
+  // through young-generation collections; measured in bench/profile_engines.ts --heap survivors).
+  #slots: (CompletionHandlers | undefined)[] = [];
+  #tags: bigint[] = [];
+  #free: number[] = [];
+  #count = 0;
+  #base: bigint;
+  #serial = 0n;
   #closed = false;
   #pump: Promise<void> | undefined;
   #polled = new BigUint64Array(BATCH * 3);
@@ -70,7 +82,7 @@ export class CompletionPump implements Disposable {
     this.#bridge = bridge;
     this.#id = bridge.dt_events_open();
     if (this.#id === 0n) throw new Error("Cannot open a DenoTriton event queue: out of memory");
-    this.#nextTag = (this.#id << QUEUE_SHIFT) | 1n;
+    this.#base = this.#id << QUEUE_SHIFT;
   }
 
   /** Closes the C-side queue; call once the pump is idle (see {@linkcode CompletionPump.idle}). */
@@ -82,7 +94,7 @@ export class CompletionPump implements Disposable {
 
   /** How many requests wait for events. */
   get pending(): number {
-    return this.#handlers.size;
+    return this.#count;
   }
 
   /**
@@ -92,8 +104,14 @@ export class CompletionPump implements Disposable {
    * @returns The tag.
    */
   register(handlers: CompletionHandlers): bigint {
-    const tag = this.#nextTag++;
-    this.#handlers.set(tag, handlers);
+    const slot = this.#free.pop() ?? this.#slots.length;
+    // The serial tells a slot's requests apart: an event for a tag no longer registered (a late
+    // trace event) finds no handlers, not those of the slot's next request.
+    this.#serial = (this.#serial + 1n) & SERIAL_MASK;
+    const tag = this.#base | (this.#serial << SLOT_BITS) | BigInt(slot);
+    this.#slots[slot] = handlers;
+    this.#tags[slot] = tag;
+    this.#count++;
     this.#pump ??= this.#run();
     return tag;
   }
@@ -104,8 +122,13 @@ export class CompletionPump implements Disposable {
    * @param tag The tag.
    */
   unregister(tag: bigint): void {
-    this.#handlers.delete(tag);
-    if (this.#handlers.size === 0 && this.#pump !== undefined) {
+    const slot = Number(tag & SLOT_MASK);
+    if (this.#tags[slot] !== tag) return;
+    this.#slots[slot] = undefined;
+    this.#tags[slot] = 0n;
+    this.#free.push(slot);
+    this.#count--;
+    if (this.#count === 0 && this.#pump !== undefined) {
       this.#idleSince = performance.now();
       // One timer per linger period, not per request: it re-arms itself while requests keep
       // coming and going.
@@ -116,7 +139,7 @@ export class CompletionPump implements Disposable {
   #lingerFor(ms: number): ReturnType<typeof setTimeout> {
     const linger = setTimeout(() => {
       this.#linger = undefined;
-      if (this.#handlers.size > 0) return;
+      if (this.#count > 0) return;
       const idle = performance.now() - this.#idleSince;
       if (idle >= LINGER_MS) this.#stopWaiting();
       else this.#linger = this.#lingerFor(LINGER_MS - idle);
@@ -153,7 +176,7 @@ export class CompletionPump implements Disposable {
 
   /** Resolves when the pump has stopped (nothing pending). */
   async idle(): Promise<void> {
-    if (this.#handlers.size === 0) this.#stopWaiting();
+    if (this.#count === 0) this.#stopWaiting();
     while (this.#pump !== undefined) await this.#pump;
   }
 
@@ -162,7 +185,7 @@ export class CompletionPump implements Disposable {
       clearTimeout(this.#linger);
       this.#linger = undefined;
     }
-    if (this.#handlers.size === 0 && !this.#closed) this.#bridge.dt_wake_events(this.#id);
+    if (this.#count === 0 && !this.#closed) this.#bridge.dt_wake_events(this.#id);
   }
 
   #dispatch(events: BigUint64Array, count: number): void {
@@ -170,7 +193,8 @@ export class CompletionPump implements Disposable {
       const tag = events[i * 3]!;
       const kindFlags = Number(events[i * 3 + 1]!);
       const value = events[i * 3 + 2]!;
-      const handlers = this.#handlers.get(tag);
+      const slot = Number(tag & SLOT_MASK);
+      const handlers = this.#tags[slot] === tag ? this.#slots[slot] : undefined;
       const kind = kindFlags & 0xff;
       const flags = kindFlags >> 8;
       try {
@@ -193,7 +217,7 @@ export class CompletionPump implements Disposable {
 
   async #run(): Promise<void> {
     try {
-      while (this.#handlers.size > 0) {
+      while (this.#count > 0) {
         // The wait only reports that events are queued; taking them here, on this thread, keeps
         // them in the order they were pushed.
         const count = await this.#bridge.dt_wait_events(this.#id, 1000);
@@ -203,7 +227,7 @@ export class CompletionPump implements Disposable {
     } finally {
       this.#pump = undefined;
       // A request registered while the last wait was finishing needs a fresh pump.
-      if (this.#handlers.size > 0 && !this.#closed) this.#pump = this.#run();
+      if (this.#count > 0 && !this.#closed) this.#pump = this.#run();
     }
   }
 }

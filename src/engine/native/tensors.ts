@@ -88,8 +88,14 @@ export function addressOf(bytes: Uint8Array): bigint {
 
 // JavaScript memory handed to the core (request inputs, results lent to responses), by address,
 // with a count per address (requests in flight may share the same bytes, e.g. one shared-memory
-// region, and an identity model's result is its request's input).
-const lent = new Map<bigint, { bytes: Uint8Array; count: number }>();
+// region, and an identity model's result is its request's input). An address given back keeps
+// its entry, empty, until many are: the allocator hands the same addresses out again, and a
+// long-lived Map that every request adds to and deletes from made V8 promote every request's
+// objects (see `CompletionPump` in events.ts).
+const lent = new Map<bigint, { bytes: Uint8Array | undefined; count: number }>();
+let lentNow = 0;
+let idleEntries = 0;
+const IDLE_ENTRIES_KEPT = 4096;
 
 /**
  * Records bytes handed to the core (a request's input, a result lent to its response), so that
@@ -105,10 +111,17 @@ const lent = new Map<bigint, { bytes: Uint8Array; count: number }>();
 export function lend(bytes: Uint8Array): bigint {
   const address = addressOf(bytes);
   const entry = lent.get(address);
-  if (entry === undefined) lent.set(address, { bytes, count: 1 });
-  else {
+  if (entry === undefined) {
+    lent.set(address, { bytes, count: 1 });
+    lentNow++;
+  } else if (entry.count === 0) {
+    entry.bytes = bytes;
+    entry.count = 1;
+    idleEntries--;
+    lentNow++;
+  } else {
     entry.count++;
-    if (bytes.byteLength > entry.bytes.byteLength) entry.bytes = bytes;
+    if (bytes.byteLength > entry.bytes!.byteLength) entry.bytes = bytes;
   }
   return address;
 }
@@ -121,8 +134,15 @@ export function lend(bytes: Uint8Array): bigint {
  */
 export function returnLent(address: bigint): boolean {
   const entry = lent.get(address);
-  if (entry === undefined) return false;
-  if (--entry.count === 0) lent.delete(address);
+  if (entry === undefined || entry.count === 0) return false;
+  if (--entry.count === 0) {
+    entry.bytes = undefined;
+    lentNow--;
+    if (++idleEntries > IDLE_ENTRIES_KEPT) {
+      for (const [key, { count }] of lent) if (count === 0) lent.delete(key);
+      idleEntries = 0;
+    }
+  }
   return true;
 }
 
@@ -132,7 +152,7 @@ export function returnLent(address: bigint): boolean {
  * @returns The count.
  */
 export function lentCount(): number {
-  return lent.size;
+  return lentNow;
 }
 
 /**
