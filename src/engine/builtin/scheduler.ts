@@ -20,6 +20,7 @@ import type {
 import type { ResolvedQueuePolicy } from "../../config/model_config.ts";
 import type { ModelInfo } from "../../config/model_info.ts";
 import { InferenceError, QUEUE_FULL_MESSAGE, toInferenceError } from "../../errors.ts";
+import { SlotSet } from "../../slot_set.ts";
 import type { ModelInstance } from "../../instances/instance.ts";
 import { type ModelStatsRecorder, nsBetween } from "./statistics.ts";
 import type { RequestTrace } from "../../telemetry/request_trace.ts";
@@ -130,6 +131,8 @@ interface Entry {
   timer: ReturnType<typeof setTimeout> | undefined;
   held: (() => void) | undefined;
   onAbort: (() => void) | undefined;
+  /** Its slot in the scheduler's active set. */
+  slot: number;
 }
 
 interface Level {
@@ -242,7 +245,8 @@ export class ModelScheduler implements Scheduler {
   #pumpQueued = false;
   #delayTimer: ReturnType<typeof setTimeout> | undefined;
   #delayImmediate: ReturnType<typeof setImmediate> | undefined;
-  #active = new Set<Entry>();
+  // Slots, not a Set: every request comes and goes (see slot_set.ts).
+  #active = new SlotSet<Entry>();
   #order: Entry[] = [];
   #closed = false;
   #idleWaiters: (() => void)[] = [];
@@ -337,6 +341,7 @@ export class ModelScheduler implements Scheduler {
       timer: undefined,
       held: undefined,
       onAbort: undefined,
+      slot: 0,
     };
     let timeoutUs = policy.defaultTimeoutMicroseconds;
     const asked = item.timeoutMicroseconds ?? 0;
@@ -353,7 +358,7 @@ export class ModelScheduler implements Scheduler {
     }
     item.trace?.activity("QUEUE_START");
     level.queue.push(entry);
-    this.#active.add(entry);
+    entry.slot = this.#active.add(entry);
     if (this.#preserveOrdering) this.#order.push(entry);
     this.#schedulePump();
   }
@@ -381,7 +386,7 @@ export class ModelScheduler implements Scheduler {
   abort(error: InferenceError): void {
     this.#closed = true;
     this.#clearDelay();
-    for (const entry of [...this.#active]) {
+    for (const entry of this.#active.values()) {
       if (entry.state === "queued") this.#dequeue(entry);
       entry.item.controller.abort(error);
       this.#finish(entry, false, () => entry.item.sink.error(error));
@@ -461,7 +466,7 @@ export class ModelScheduler implements Scheduler {
       entry.item.signal?.removeEventListener("abort", entry.onAbort);
       entry.onAbort = undefined;
     }
-    this.#active.delete(entry);
+    this.#active.delete(entry.slot, entry);
     if (this.#preserveOrdering && ordered) {
       entry.held = deliver;
       while (this.#order.length > 0 && this.#order[0]!.held !== undefined) {

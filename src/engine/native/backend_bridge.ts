@@ -37,6 +37,7 @@ import {
 } from "../../errors.ts";
 import type { ModelInstance, NativeTensorLocation } from "../../instances/instance.ts";
 import type { Logger } from "../../log.ts";
+import { SlotSet } from "../../slot_set.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { decodeParent, PARENT_PARAMETER } from "../calls.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
@@ -185,7 +186,8 @@ const CANCEL_POLL_MS = 20;
 
 // The cancellation checks of the running batches. One interval serves them all and stops at the
 // first tick that finds none, so batches do not each start and clear a timer.
-const watching = new Set<() => unknown>();
+// Slots, not a Set: every batch comes and goes (see slot_set.ts).
+const watching = new SlotSet<() => unknown>();
 let watcher: ReturnType<typeof setInterval> | undefined;
 
 function watch(): void {
@@ -195,7 +197,7 @@ function watch(): void {
       watcher = undefined;
       return;
     }
-    for (const check of watching) check();
+    for (const check of watching.values()) check();
   }, CANCEL_POLL_MS);
 }
 
@@ -258,7 +260,7 @@ function stopped(): InferenceError {
 }
 
 // The works racing each `stopping` signal: one abort listener per signal, not one per batch.
-const stopWaiters = new WeakMap<AbortSignal, Set<() => void>>();
+const stopWaiters = new WeakMap<AbortSignal, SlotSet<() => void>>();
 
 /** Settles like `work`, or rejects with {@linkcode stopped} once `signal` aborts. */
 function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
@@ -269,22 +271,21 @@ function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Pr
   }
   let waiters = stopWaiters.get(signal);
   if (waiters === undefined) {
-    const all = new Set<() => void>();
+    const all = new SlotSet<() => void>();
     signal.addEventListener("abort", () => {
-      for (const waiter of all) waiter();
-      all.clear();
+      for (const waiter of all.values()) waiter();
     }, { once: true });
     stopWaiters.set(signal, waiters = all);
   }
   const pending = waiters;
   return new Promise<T>((resolve, reject) => {
     const onStop = (): void => reject(stopped());
-    pending.add(onStop);
+    const at = pending.add(onStop);
     work.then((value) => {
-      pending.delete(onStop);
+      pending.delete(at, onStop);
       resolve(value);
     }, (error) => {
-      pending.delete(onStop);
+      pending.delete(at, onStop);
       reject(error);
     });
   });
@@ -633,7 +634,7 @@ async function runBatch(
     });
     return live === 0;
   };
-  watching.add(allCancelled);
+  const watched = watching.add(allCancelled);
   watch();
   // The core times the batch itself (COMPUTE_* come from the statistics the bridge reports); the
   // traces learn where it ran, and the callable runs in the first traced request's compute span
@@ -717,7 +718,7 @@ async function runBatch(
     });
     if (error instanceof TritonUnrecoverableError) options.onUnrecoverable?.(error);
   } finally {
-    watching.delete(allCancelled);
+    watching.delete(watched, allCancelled);
   }
   await untilDone(options, views);
 }

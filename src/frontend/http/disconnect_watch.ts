@@ -11,6 +11,7 @@
  * @module
  */
 
+import { SlotSet } from "../../slot_set.ts";
 import { muteLegacyAbortWarning } from "./legacy_abort.ts";
 import type { RouteContext } from "./router.ts";
 
@@ -34,9 +35,11 @@ import type { RouteContext } from "./router.ts";
  */
 export class LateCalls {
   #delayMs: number;
-  // Two generations: a sweep runs what waited a whole period, then the newer become the older.
-  #older = new Set<() => void>();
-  #newer = new Set<() => void>();
+  // Slots, not a Set: one entry per inference request comes and goes (see slot_set.ts).
+  #waiting = new SlotSet<{ callback: () => void; sweep: number; slot: number }>();
+  // Sweeps so far: an entry runs at the first sweep after the one that followed its scheduling,
+  // so it has waited a whole period at least, and two at most.
+  #sweeps = 0;
   #timer: ReturnType<typeof setInterval> | undefined;
 
   /**
@@ -53,21 +56,20 @@ export class LateCalls {
    * @returns A function that cancels it (harmless once it ran).
    */
   schedule(callback: () => void): () => void {
-    const entry = (): void => callback();
-    this.#newer.add(entry);
+    const entry = { callback, sweep: this.#sweeps, slot: 0 };
+    entry.slot = this.#waiting.add(entry);
     this.#timer ??= setInterval(() => this.#sweep(), this.#delayMs);
-    return () => {
-      this.#newer.delete(entry);
-      this.#older.delete(entry);
-    };
+    return () => void this.#waiting.delete(entry.slot, entry);
   }
 
   #sweep(): void {
-    const due = this.#older;
-    this.#older = this.#newer;
-    this.#newer = new Set();
-    for (const callback of due) callback();
-    if (this.#older.size === 0 && this.#newer.size === 0) {
+    const sweep = this.#sweeps++;
+    for (const entry of this.#waiting.values()) {
+      if (entry.sweep >= sweep) continue;
+      // Gone already when an earlier callback of this sweep cancelled it.
+      if (this.#waiting.delete(entry.slot, entry)) entry.callback();
+    }
+    if (this.#waiting.size === 0) {
       clearInterval(this.#timer);
       this.#timer = undefined;
     }
