@@ -81,3 +81,203 @@ export class SlotSet<T extends object> {
     return members;
   }
 }
+
+// How many slots an id can name: its low part is the slot, its high part a serial number.
+const SLOT_COUNT = 2 ** 20;
+const SERIAL_COUNT = 2 ** 32;
+
+/**
+ * Values under ids the table makes: each id names its value's slot, and a serial number that
+ * tells the slot's successive values apart, so a late lookup of an id whose value has left
+ * finds nothing. For ids that cross to another isolate and come back (requests by id).
+ *
+ * @typeParam V The values.
+ *
+ * @example An id finds its value until it is deleted
+ * ```ts
+ * import { SlotTable } from "./slot_set.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const table = new SlotTable<string>();
+ * const id = table.add("a");
+ * assert.equal(table.get(id), "a");
+ * assert.equal(table.delete(id), "a");
+ * const next = table.add("b");
+ * assert.notEqual(next, id);
+ * assert.equal(table.get(id), undefined);
+ * assert.equal(table.size, 1);
+ * ```
+ */
+export class SlotTable<V> {
+  #ids: number[] = [];
+  #values: (V | undefined)[] = [];
+  #free: number[] = [];
+  #serial = 0;
+  #size = 0;
+
+  /** How many values the table holds. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Adds a value.
+   *
+   * @param value The value.
+   * @returns Its id (a positive safe integer).
+   */
+  add(value: V): number {
+    const slot = this.#free.pop() ?? this.#values.length;
+    if (slot >= SLOT_COUNT) throw new RangeError(`A SlotTable holds at most ${SLOT_COUNT} values`);
+    this.#serial = this.#serial % (SERIAL_COUNT - 1) + 1;
+    const id = this.#serial * SLOT_COUNT + slot;
+    this.#ids[slot] = id;
+    this.#values[slot] = value;
+    this.#size++;
+    return id;
+  }
+
+  /**
+   * The value under an id.
+   *
+   * @param id What {@linkcode SlotTable.add} answered.
+   * @returns The value, or `undefined` once deleted.
+   */
+  get(id: number): V | undefined {
+    const slot = id % SLOT_COUNT;
+    return this.#ids[slot] === id ? this.#values[slot] : undefined;
+  }
+
+  /**
+   * Deletes the value under an id.
+   *
+   * @param id What {@linkcode SlotTable.add} answered.
+   * @returns The value deleted, or `undefined` when there was none.
+   */
+  delete(id: number): V | undefined {
+    const slot = id % SLOT_COUNT;
+    if (this.#ids[slot] !== id) return undefined;
+    const value = this.#values[slot];
+    this.#ids[slot] = 0;
+    this.#values[slot] = undefined;
+    this.#free.push(slot);
+    this.#size--;
+    return value;
+  }
+
+  /**
+   * The values now, in slot order (a copy).
+   *
+   * @returns The values.
+   */
+  values(): V[] {
+    const values: V[] = [];
+    for (let slot = 0; slot < this.#values.length; slot++) {
+      if (this.#ids[slot]! > 0) values.push(this.#values[slot]!);
+    }
+    return values;
+  }
+}
+
+/**
+ * Values under ids made elsewhere (another isolate's {@linkcode SlotTable}, HTTP/2 stream ids):
+ * each goes in the slot its id's low bits name. Two live ids that want one slot (another
+ * isolate's table never makes them; stream ids 2^20 apart, both open, could) share it through a
+ * small side table.
+ *
+ * @typeParam V The values.
+ *
+ * @example Values under another table's ids
+ * ```ts
+ * import { SlotMirror, SlotTable } from "./slot_set.ts";
+ * import assert from "node:assert/strict";
+ *
+ * const ids = new SlotTable<string>();
+ * const mirror = new SlotMirror<number>();
+ * const id = ids.add("request");
+ * mirror.put(id, 7);
+ * assert.equal(mirror.get(id), 7);
+ * assert.deepEqual(mirror.values(), [7]);
+ * const far = id + 2 ** 20; // the same slot
+ * mirror.put(far, 8);
+ * assert.equal(mirror.size, 2);
+ * mirror.delete(id);
+ * assert.equal(mirror.get(id), undefined);
+ * assert.equal(mirror.get(far), 8);
+ * assert.equal(mirror.size, 1);
+ * ```
+ */
+export class SlotMirror<V> {
+  #ids: number[] = [];
+  #values: (V | undefined)[] = [];
+  #others: Map<number, V> | undefined;
+  #size = 0;
+
+  /** How many values it holds. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Keeps a value under an id.
+   *
+   * @param id The id ({@linkcode SlotTable.add}'s, on the other side).
+   * @param value The value.
+   */
+  put(id: number, value: V): void {
+    const slot = id % SLOT_COUNT;
+    const held = this.#ids[slot];
+    if (held === id) {
+      this.#values[slot] = value;
+    } else if (held === undefined || held === 0) {
+      this.#ids[slot] = id;
+      this.#values[slot] = value;
+      this.#size++;
+    } else {
+      this.#others ??= new Map();
+      if (!this.#others.has(id)) this.#size++;
+      this.#others.set(id, value);
+    }
+  }
+
+  /**
+   * The value under an id.
+   *
+   * @param id The id.
+   * @returns The value, or `undefined`.
+   */
+  get(id: number): V | undefined {
+    const slot = id % SLOT_COUNT;
+    return this.#ids[slot] === id ? this.#values[slot] : this.#others?.get(id);
+  }
+
+  /**
+   * Forgets the value under an id.
+   *
+   * @param id The id.
+   */
+  delete(id: number): void {
+    const slot = id % SLOT_COUNT;
+    if (this.#ids[slot] === id) {
+      this.#ids[slot] = 0;
+      this.#values[slot] = undefined;
+      this.#size--;
+    } else if (this.#others?.delete(id) === true) {
+      this.#size--;
+    }
+  }
+
+  /**
+   * The values now (a copy).
+   *
+   * @returns The values.
+   */
+  values(): V[] {
+    const values: V[] = [];
+    for (let slot = 0; slot < this.#values.length; slot++) {
+      if (this.#ids[slot]! > 0) values.push(this.#values[slot]!);
+    }
+    if (this.#others !== undefined) values.push(...this.#others.values());
+    return values;
+  }
+}

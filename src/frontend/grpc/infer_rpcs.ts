@@ -24,6 +24,7 @@ import {
   toInferResponseMessage,
 } from "./infer_messages.ts";
 import { decodeRequest, grpcErrorOf, type ServiceContext } from "./rpc.ts";
+import { SlotSet } from "../../slot_set.ts";
 
 const CLIENT_CANCELLED = "Request cancelled: the client cancelled the gRPC call";
 
@@ -113,7 +114,8 @@ export function modelStreamInfer(
   call: DuplexCall<ModelStreamInferResponse>,
 ): void {
   const { engine, logger } = context;
-  const controllers = new Set<AbortController>();
+  // Slots, not a Set: one entry per request of a long stream comes and goes (see slot_set.ts).
+  const controllers = new SlotSet<AbortController>();
   const endOnError = call.metadata.get(END_ON_ERROR_KEY) === "true";
   let pending = 0;
   let clientDone = false;
@@ -133,14 +135,14 @@ export function modelStreamInfer(
   };
   const abortAll = (): void => {
     closed = true;
-    for (const controller of controllers) {
+    for (const controller of controllers.values()) {
       controller.abort(InferenceError.cancelled(CLIENT_CANCELLED));
     }
   };
 
   const run = async (bytes: Uint8Array): Promise<void> => {
     const controller = new AbortController();
-    controllers.add(controller);
+    const slot = controllers.add(controller);
     let request: InferenceRequest | undefined;
     let modelVersion = "";
     let modelName = "";
@@ -209,7 +211,7 @@ export function modelStreamInfer(
       }
     } finally {
       decoded?.sharedMemory.release();
-      controllers.delete(controller);
+      controllers.delete(slot, controller);
     }
   };
 

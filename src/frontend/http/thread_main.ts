@@ -28,6 +28,7 @@ import {
   versionOf,
 } from "./routes.ts";
 import { handlerOver, routeSettingsOf, socketUnavailable } from "./server.ts";
+import { SlotTable } from "../../slot_set.ts";
 import {
   type CheckedModel,
   type FromThread,
@@ -43,8 +44,9 @@ interface Waiting {
   reject(error: unknown): void;
 }
 
-const waiting = new Map<number, Waiting>();
-let nextId = 1;
+// Slots, not a Map: one entry per request comes and goes (see slot_set.ts); the id the main
+// isolate answers by names the slot.
+const waiting = new SlotTable<Waiting>();
 let server: Deno.HttpServer<Deno.NetAddr> | undefined;
 let logger: Logger | undefined;
 /** The shared Triton core, until the main isolate detaches the thread from it. */
@@ -84,11 +86,11 @@ function ask<T>(
   transfer: Transferable[] = [],
   signal?: AbortSignal,
 ): Promise<T> {
-  const id = nextId++;
   return new Promise<T>((resolve, reject) => {
+    let id = 0;
     const onAbort = (): void => post({ type: "cancel", id });
     signal?.addEventListener("abort", onAbort);
-    waiting.set(id, {
+    id = waiting.add({
       resolve: (value) => {
         signal?.removeEventListener("abort", onAbort);
         resolve(value as T);
@@ -288,9 +290,8 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
 }
 
 function settle(id: number, outcome: { value: unknown } | { error: unknown }): void {
-  const entry = waiting.get(id);
+  const entry = waiting.delete(id);
   if (entry === undefined) return;
-  waiting.delete(id);
   if ("value" in outcome) entry.resolve(outcome.value);
   else entry.reject(outcome.error);
 }

@@ -14,6 +14,7 @@ import { InferenceError, messageOf } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import type { Logger } from "../../log.ts";
 import { inferModel } from "./routes.ts";
+import { SlotMirror } from "../../slot_set.ts";
 import {
   type FromThread,
   fromWireInferRequest,
@@ -45,7 +46,9 @@ type Step = "detach" | "stop";
 class HttpThread {
   readonly index: number;
   readonly worker: Worker;
-  readonly running = new Map<number, AbortController>();
+  // By the thread's ids, in the slots they name: not a Map, which one entry per request churns
+  // (see slot_set.ts).
+  readonly running = new SlotMirror<AbortController>();
   /** Each step's answer ("detached", "stopped"); a crash answers them all. */
   readonly done: Record<Step, PromiseWithResolvers<void>> = {
     detach: Promise.withResolvers<void>(),
@@ -240,7 +243,7 @@ export class HttpThreads {
   ): Promise<void> {
     const { engine } = this.#options;
     const abort = new AbortController();
-    thread.running.set(id, abort);
+    thread.running.put(id, abort);
     try {
       const handle = inferModel(engine, model.modelName, model.modelVersion);
       const request = fromWireInferRequest(message.request, model, abort.signal);
@@ -263,7 +266,7 @@ export class HttpThreads {
     message: Extract<FromThread, { type: "forward" }>,
   ): Promise<void> {
     const abort = new AbortController();
-    thread.running.set(message.id, abort);
+    thread.running.put(message.id, abort);
     try {
       const request = new Request(message.url, {
         method: message.method,

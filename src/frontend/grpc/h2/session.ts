@@ -39,6 +39,7 @@ import { ResetLimit } from "./reset_limit.ts";
 import { type Http2ServerStream, Stream, type StreamOwner } from "./stream.ts";
 import type { Http2Transport } from "./transport.ts";
 import { FrameWriter } from "./writer.ts";
+import { SlotMirror } from "../../../slot_set.ts";
 
 export type { Http2ServerStream } from "./stream.ts";
 
@@ -169,7 +170,9 @@ export class Http2ServerSession {
   readonly #onStream: (stream: Http2ServerStream) => void;
   readonly #decoder: HpackDecoder;
   readonly #encoder = new HpackEncoder();
-  readonly #streams = new Map<number, Stream>();
+  // By id, in slots: not a Map, which one entry per call churns on a long-lived connection (see
+  // slot_set.ts).
+  readonly #streams = new SlotMirror<Stream>();
   // Recently closed streams, oldest first, with how each closed.
   readonly #closedStreams = new Map<number, Closed>();
   readonly #resets: ResetLimit;
@@ -741,7 +744,7 @@ export class Http2ServerSession {
       contentLength: check.contentLength,
     });
     stream.remoteClosed = endStream;
-    this.#streams.set(id, stream);
+    this.#streams.put(id, stream);
     if (tooLarge) {
       this.#sendHeaders(stream, [[":status", "431"]], true);
       return;
@@ -907,7 +910,7 @@ export class Http2ServerSession {
   }
 
   #abortAll(reason: Error): void {
-    for (const stream of [...this.#streams.values()]) this.#forget(stream, reason, undefined);
+    for (const stream of this.#streams.values()) this.#forget(stream, reason, undefined);
   }
 
   #closeIfIdle(): void {
