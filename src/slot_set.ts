@@ -83,8 +83,19 @@ export class SlotSet<T extends object> {
 }
 
 // How many slots an id can name: its low part is the slot, its high part a serial number.
-const SLOT_COUNT = 2 ** 20;
-const SERIAL_COUNT = 2 ** 32;
+const SLOT_BITS = 20;
+const SLOT_COUNT = 2 ** SLOT_BITS;
+
+/** Options of a {@linkcode SlotTable}. */
+export interface SlotTableOptions {
+  /**
+   * How many bits its ids span: the low 20 name the slot, the rest count the slot's successive
+   * values (at most 53, a safe integer; at least 21).
+   *
+   * @default {52}
+   */
+  readonly idBits?: number;
+}
 
 /**
  * Values under ids the table makes: each id names its value's slot, and a serial number that
@@ -113,7 +124,19 @@ export class SlotTable<V> {
   #values: (V | undefined)[] = [];
   #free: number[] = [];
   #serial = 0;
+  #serials: number;
   #size = 0;
+
+  /**
+   * @param options How many bits its ids span.
+   */
+  constructor(options: SlotTableOptions = {}) {
+    const { idBits = 52 } = options;
+    if (!Number.isInteger(idBits) || idBits <= SLOT_BITS || idBits > 53) {
+      throw new RangeError(`A SlotTable's ids span 21 to 53 bits, not ${idBits}`);
+    }
+    this.#serials = 2 ** (idBits - SLOT_BITS);
+  }
 
   /** How many values the table holds. */
   get size(): number {
@@ -129,7 +152,7 @@ export class SlotTable<V> {
   add(value: V): number {
     const slot = this.#free.pop() ?? this.#values.length;
     if (slot >= SLOT_COUNT) throw new RangeError(`A SlotTable holds at most ${SLOT_COUNT} values`);
-    this.#serial = this.#serial % (SERIAL_COUNT - 1) + 1;
+    this.#serial = this.#serial % (this.#serials - 1) + 1;
     const id = this.#serial * SLOT_COUNT + slot;
     this.#ids[slot] = id;
     this.#values[slot] = value;

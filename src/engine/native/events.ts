@@ -13,6 +13,7 @@
  */
 
 import type { BridgeLibrary } from "../../native/ffi.ts";
+import { SlotTable } from "../../slot_set.ts";
 
 /** What a pending request does with its events. */
 export interface CompletionHandlers {
@@ -41,12 +42,10 @@ const BATCH = 64;
 // meanwhile reuses it instead of starting a new nonblocking call.
 const LINGER_MS = 50;
 
-// The bridge routes each event by the queue id in a tag's top 16 bits.
+// The bridge routes each event by the queue id in a tag's top 16 bits; below it, the request's id
+// in the handler table.
 const QUEUE_SHIFT = 48n;
-// Below it, a serial number, then the request's slot in the handler table (its low 20 bits).
-const SLOT_BITS = 20n;
-const SLOT_MASK = (1n << SLOT_BITS) - 1n;
-const SERIAL_MASK = (1n << (QUEUE_SHIFT - SLOT_BITS)) - 1n;
+const ID_MASK = (1n << QUEUE_SHIFT) - 1n;
 
 /**
  * Dispatches bridge events to pending requests, pumping only while any are pending. Each pump
@@ -55,16 +54,10 @@ const SERIAL_MASK = (1n << (QUEUE_SHIFT - SLOT_BITS)) - 1n;
 export class CompletionPump implements Disposable {
   #bridge: BridgeLibrary;
   #id: bigint;
-  // The handlers by slot, with the tag each slot serves now, and the free slots. Not a Map: a
-  // long-lived Map that every request adds to and deletes from made V8 promote every request's
-  // objects (a Map's table, once old, keeps the tables after it, and their entries, alive
-  // through young-generation collections; measured in bench/profile_engines.ts --heap survivors).
-  #slots: (CompletionHandlers | undefined)[] = [];
-  #tags: bigint[] = [];
-  #free: number[] = [];
-  #count = 0;
+  // The handlers by id, in slots: not a Map, which every request adds to and deletes from (see
+  // slot_set.ts). An event for an id no longer registered (a late trace event) finds nothing.
+  #handlers = new SlotTable<CompletionHandlers>({ idBits: Number(QUEUE_SHIFT) });
   #base: bigint;
-  #serial = 0n;
   #closed = false;
   #pump: Promise<void> | undefined;
   #polled = new BigUint64Array(BATCH * 3);
@@ -94,7 +87,7 @@ export class CompletionPump implements Disposable {
 
   /** How many requests wait for events. */
   get pending(): number {
-    return this.#count;
+    return this.#handlers.size;
   }
 
   /**
@@ -104,14 +97,7 @@ export class CompletionPump implements Disposable {
    * @returns The tag.
    */
   register(handlers: CompletionHandlers): bigint {
-    const slot = this.#free.pop() ?? this.#slots.length;
-    // The serial tells a slot's requests apart: an event for a tag no longer registered (a late
-    // trace event) finds no handlers, not those of the slot's next request.
-    this.#serial = (this.#serial + 1n) & SERIAL_MASK;
-    const tag = this.#base | (this.#serial << SLOT_BITS) | BigInt(slot);
-    this.#slots[slot] = handlers;
-    this.#tags[slot] = tag;
-    this.#count++;
+    const tag = this.#base | BigInt(this.#handlers.add(handlers));
     this.#pump ??= this.#run();
     return tag;
   }
@@ -122,13 +108,8 @@ export class CompletionPump implements Disposable {
    * @param tag The tag.
    */
   unregister(tag: bigint): void {
-    const slot = Number(tag & SLOT_MASK);
-    if (this.#tags[slot] !== tag) return;
-    this.#slots[slot] = undefined;
-    this.#tags[slot] = 0n;
-    this.#free.push(slot);
-    this.#count--;
-    if (this.#count === 0 && this.#pump !== undefined) {
+    if (this.#handlers.delete(Number(tag & ID_MASK)) === undefined) return;
+    if (this.#handlers.size === 0 && this.#pump !== undefined) {
       this.#idleSince = performance.now();
       // One timer per linger period, not per request: it re-arms itself while requests keep
       // coming and going.
@@ -139,7 +120,7 @@ export class CompletionPump implements Disposable {
   #lingerFor(ms: number): ReturnType<typeof setTimeout> {
     const linger = setTimeout(() => {
       this.#linger = undefined;
-      if (this.#count > 0) return;
+      if (this.#handlers.size > 0) return;
       const idle = performance.now() - this.#idleSince;
       if (idle >= LINGER_MS) this.#stopWaiting();
       else this.#linger = this.#lingerFor(LINGER_MS - idle);
@@ -176,7 +157,7 @@ export class CompletionPump implements Disposable {
 
   /** Resolves when the pump has stopped (nothing pending). */
   async idle(): Promise<void> {
-    if (this.#count === 0) this.#stopWaiting();
+    if (this.#handlers.size === 0) this.#stopWaiting();
     while (this.#pump !== undefined) await this.#pump;
   }
 
@@ -185,7 +166,7 @@ export class CompletionPump implements Disposable {
       clearTimeout(this.#linger);
       this.#linger = undefined;
     }
-    if (this.#count === 0 && !this.#closed) this.#bridge.dt_wake_events(this.#id);
+    if (this.#handlers.size === 0 && !this.#closed) this.#bridge.dt_wake_events(this.#id);
   }
 
   #dispatch(events: BigUint64Array, count: number): void {
@@ -193,8 +174,7 @@ export class CompletionPump implements Disposable {
       const tag = events[i * 3]!;
       const kindFlags = Number(events[i * 3 + 1]!);
       const value = events[i * 3 + 2]!;
-      const slot = Number(tag & SLOT_MASK);
-      const handlers = this.#tags[slot] === tag ? this.#slots[slot] : undefined;
+      const handlers = this.#handlers.get(Number(tag & ID_MASK));
       const kind = kindFlags & 0xff;
       const flags = kindFlags >> 8;
       try {
@@ -217,7 +197,7 @@ export class CompletionPump implements Disposable {
 
   async #run(): Promise<void> {
     try {
-      while (this.#count > 0) {
+      while (this.#handlers.size > 0) {
         // The wait only reports that events are queued; taking them here, on this thread, keeps
         // them in the order they were pushed.
         const count = await this.#bridge.dt_wait_events(this.#id, 1000);
@@ -227,7 +207,7 @@ export class CompletionPump implements Disposable {
     } finally {
       this.#pump = undefined;
       // A request registered while the last wait was finishing needs a fresh pump.
-      if (this.#count > 0 && !this.#closed) this.#pump = this.#run();
+      if (this.#handlers.size > 0 && !this.#closed) this.#pump = this.#run();
     }
   }
 }
