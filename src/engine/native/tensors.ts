@@ -93,7 +93,6 @@ export function addressOf(bytes: Uint8Array): bigint {
 // long-lived Map that every request adds to and deletes from made V8 promote every request's
 // objects (see `CompletionPump` in events.ts).
 const lent = new Map<bigint, { bytes: Uint8Array | undefined; count: number }>();
-let lentNow = 0;
 let idleEntries = 0;
 const IDLE_ENTRIES_KEPT = 4096;
 
@@ -113,12 +112,10 @@ export function lend(bytes: Uint8Array): bigint {
   const entry = lent.get(address);
   if (entry === undefined) {
     lent.set(address, { bytes, count: 1 });
-    lentNow++;
   } else if (entry.count === 0) {
     entry.bytes = bytes;
     entry.count = 1;
     idleEntries--;
-    lentNow++;
   } else {
     entry.count++;
     if (bytes.byteLength > entry.bytes!.byteLength) entry.bytes = bytes;
@@ -137,7 +134,6 @@ export function returnLent(address: bigint): boolean {
   if (entry === undefined || entry.count === 0) return false;
   if (--entry.count === 0) {
     entry.bytes = undefined;
-    lentNow--;
     if (++idleEntries > IDLE_ENTRIES_KEPT) {
       for (const [key, { count }] of lent) if (count === 0) lent.delete(key);
       idleEntries = 0;
@@ -152,7 +148,9 @@ export function returnLent(address: bigint): boolean {
  * @returns The count.
  */
 export function lentCount(): number {
-  return lentNow;
+  let count = 0;
+  for (const entry of lent.values()) if (entry.count > 0) count++;
+  return count;
 }
 
 /**
