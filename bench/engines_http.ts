@@ -16,13 +16,20 @@
  *
  * Usage: `deno task bench:engines [--duration 5] [--warmup 1] [--concurrency 1,8]
  * [--client-processes 1] [--servers echo,builtin,triton] [--clients identity,fetch] [--rounds 3]
- * [--http-threads 1] [--elements 8] [--queue-delay-us 100] [--out bench/results/engines-<date>.md]`
+ * [--http-threads 1] [--elements 8] [--queue-delay-us 100] [--settle 8]
+ * [--out bench/results/engines-<date>.md]`
+ *
+ * `--settle S` drives each server S seconds at the run's highest load before the first round:
+ * V8 optimizes a server's code on helper threads while it serves, and with a one-second warm-up
+ * its background compiler still ran through the measured windows (about 0.3 s of CPU in 3 s
+ * measured on the built-in engine, 0.6 s with two HTTP threads, on the 2-core VM); the report's
+ * "V8 helpers" column shows what remains.
  *
  * `--elements N` sends N elements per input tensor (8 by default). `--queue-delay-us N` binds
  * add_sub with that dynamic-batching queue delay instead of its 100 µs: at 0 the engines' own
  * cost per request shows without the wait for more requests (which bounds c=1 by itself).
  * `--http-threads N` serves both engines with `httpThreadCount: N` (their subprocesses then run
- * with `--unstable-net`, which that needs). `--client-processes 1,4,8` spreads the load over that
+ * with `--unstable-net`, which that needs), and the echo on N Workers sharing the port. `--client-processes 1,4,8` spreads the load over that
  * many client processes, each running `--concurrency` closed loops and all starting at the same
  * moment: on a host with many cores one client process saturates before the server does (issue 16
  * measures "8 clients × 16" that way). `--out` names the results file.
@@ -33,7 +40,7 @@
 import { Triton } from "../mod.ts";
 import { bindAddSub } from "../examples/add_sub/model.ts";
 import type { EngineKind } from "../src/engine/engine.ts";
-import { cpuSeconds, firstLine } from "./process.ts";
+import { cpuSeconds, firstLine, threadsCpuSeconds } from "./process.ts";
 import { flag, option } from "./args.ts";
 import { formatWritten } from "./report.ts";
 
@@ -71,6 +78,11 @@ interface MeasuredWindow {
   cpuUsPerRequest: number;
   /** The same for the server's main thread alone. */
   mainCpuUsPerRequest: number;
+  /**
+   * The same for V8's helper threads (background compiler, parallel garbage collection): while
+   * it is large, V8 is still optimizing the code, and the window is not the steady state.
+   */
+  helperCpuUsPerRequest: number;
 }
 
 /** A row of the report: one server's median window at a load level, over the rounds. */
@@ -81,10 +93,33 @@ interface Measurement extends MeasuredWindow {
 
 /** `httpThreadCount` of the DenoTriton servers. */
 const HTTP_THREADS = Number(flag("http-threads", "1"));
+/** The name (cut to 15 characters by Linux) of V8's helper threads in a Deno process. */
+const V8_HELPERS = "V8 DefaultWorke";
 /** add_sub's queue delay in µs (`--queue-delay-us`). */
 const QUEUE_DELAY_US = Number(flag("queue-delay-us", "100"));
 
 async function serve(server: Server): Promise<void> {
+  if (server === "echo" && HTTP_THREADS > 1) {
+    // The same echo on as many Workers as DenoTriton's HTTP threads, sharing the port.
+    let port = 0;
+    const workers: Worker[] = [];
+    for (let index = 1; index <= HTTP_THREADS; index++) {
+      const worker = new Worker(new URL("./echo_thread.ts", import.meta.url), {
+        type: "module",
+        name: `http${index}`,
+      });
+      workers.push(worker);
+      const listening = new Promise<number>((resolve) => {
+        worker.onmessage = (event: MessageEvent<number>) => resolve(event.data);
+      });
+      worker.postMessage({ port });
+      port = await listening;
+    }
+    console.log(JSON.stringify({ url: `http://127.0.0.1:${port}`, engine: "echo" }));
+    for await (const _ of Deno.stdin.readable) { /* wait for EOF */ }
+    for (const worker of workers) worker.terminate();
+    return;
+  }
   if (server === "echo") {
     // The ceiling: read the same body, parse it and answer it as JSON, nothing else.
     const echo = Deno.serve(
@@ -360,6 +395,7 @@ async function measureLevel(
   // The main thread's own share (its task id is the process id): the engine's thread, and with
   // httpThreadCount 1 the HTTP front end's too.
   const mainBefore = cpuSeconds(`/proc/${pid}/task/${pid}/stat`);
+  const helpersBefore = threadsCpuSeconds(pid, V8_HELPERS);
   const { latencies, errors, compressed, elapsed, perProcess } = await driveFrom(
     running,
     level,
@@ -367,6 +403,7 @@ async function measureLevel(
   );
   const cpu = cpuSeconds(`/proc/${pid}/stat`) - cpuBefore;
   const mainCpu = cpuSeconds(`/proc/${pid}/task/${pid}/stat`) - mainBefore;
+  const helperCpu = threadsCpuSeconds(pid, V8_HELPERS) - helpersBefore;
   latencies.sort((a, b) => a - b);
   const row: MeasuredWindow = {
     server,
@@ -382,6 +419,7 @@ async function measureLevel(
     compressed,
     cpuUsPerRequest: cpu * 1e6 / Math.max(1, latencies.length + errors),
     mainCpuUsPerRequest: mainCpu * 1e6 / Math.max(1, latencies.length + errors),
+    helperCpuUsPerRequest: helperCpu * 1e6 / Math.max(1, latencies.length + errors),
   };
   console.log(
     `${server.padEnd(8)} ${client.padEnd(8)} ${processes}×c=${concurrency}: ${
@@ -389,7 +427,9 @@ async function measureLevel(
     } req/s, ` +
       `p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, ${errors} errors, ` +
       `${compressed} compressed, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req ` +
-      `(main thread ${row.mainCpuUsPerRequest.toFixed(0)})` +
+      `(main thread ${row.mainCpuUsPerRequest.toFixed(0)}, V8 helpers ${
+        row.helperCpuUsPerRequest.toFixed(0)
+      })` +
       (perProcess === undefined ? "" : `; by client process ${perProcess.join(" + ")}`),
   );
   return row;
@@ -420,6 +460,7 @@ function report(
   rows: readonly Measurement[],
   seconds: number,
   warmup: number,
+  settle: number,
   rounds: number,
 ): string {
   const date = new Date().toISOString();
@@ -444,10 +485,17 @@ function report(
     "measured window (Linux `/proc`, 10 ms ticks): less sensitive to other load on a shared " +
     "machine than req/s; main thread CPU is the share of the server's main thread alone: the " +
     "engine's thread, and with `httpThreadCount` 1 the HTTP front end's too (above 1 the front " +
-    "end runs on that many Workers).",
+    "end runs on that many Workers); V8 helpers CPU is that of V8's helper threads (its " +
+    "background compiler and parallel garbage collection). " +
+    `Before the first round each server was driven ${settle} s at the highest concurrency, so that ` +
+    "V8 has optimized its code before anything is measured (with one second, its background " +
+    "compiler still ran during the measured windows, counted in the server's CPU). " +
+    (HTTP_THREADS > 1
+      ? `The echo runs on ${HTTP_THREADS} Workers sharing the port, as the HTTP threads do.`
+      : ""),
     "",
-    "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | req/s of the rounds | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| server | client | client processes | concurrency (each) | requests | errors | compressed | req/s | req/s of the rounds | p50 ms | p99 ms | server CPU µs/req | main thread CPU µs/req | V8 helpers CPU µs/req |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows.map((r) =>
       `| ${
         SERVER_NAMES[r.server]
@@ -456,7 +504,8 @@ function report(
       `${r.rpsRange[0].toFixed(0)}–${r.rpsRange[1].toFixed(0)} | ` +
       `${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ` +
       `${Number.isNaN(r.cpuUsPerRequest) ? "—" : r.cpuUsPerRequest.toFixed(0)} | ` +
-      `${Number.isNaN(r.mainCpuUsPerRequest) ? "—" : r.mainCpuUsPerRequest.toFixed(0)} |`
+      `${Number.isNaN(r.mainCpuUsPerRequest) ? "—" : r.mainCpuUsPerRequest.toFixed(0)} | ` +
+      `${Number.isNaN(r.helperCpuUsPerRequest) ? "—" : r.helperCpuUsPerRequest.toFixed(0)} |`
     ),
     "",
     "| client | client processes | concurrency (each) | req/s core/builtin | p50 core/builtin | " +
@@ -493,6 +542,7 @@ if (import.meta.main) {
   } else {
     const seconds = Number(flag("duration", "5"));
     const warmup = Number(flag("warmup", "1"));
+    const settle = Number(flag("settle", "8"));
     const levels = flag("concurrency", "1,8").split(",").map(Number);
     const processLevels = flag("client-processes", "1").split(",").map(Number);
     for (const processes of processLevels) {
@@ -525,6 +575,12 @@ if (import.meta.main) {
       await using stack = new AsyncDisposableStack();
       const running: RunningServer[] = [];
       for (const server of servers) running.push(stack.use(await startServer(server)));
+      // V8 optimizes a server's code while it serves, on helper threads whose CPU counts in the
+      // server's: each is driven until that has settled (see the report's text).
+      const hardest = levelList.reduce((a, b) =>
+        b.processes * b.concurrency > a.processes * a.concurrency ? b : a
+      );
+      for (const server of running) await driveFrom(server, hardest, settle);
       for (let round = 0; round < rounds; round++) {
         for (const level of levelList) {
           for (let turn = 0; turn < running.length; turn++) {
@@ -548,7 +604,7 @@ if (import.meta.main) {
       servers.indexOf(a.server) - servers.indexOf(b.server) || a.processes - b.processes ||
       a.concurrency - b.concurrency
     );
-    const text = report(rows, seconds, warmup, rounds);
+    const text = report(rows, seconds, warmup, settle, rounds);
     console.log(`\n${text}`);
     const path = option("out") ??
       new URL(`./results/engines-${new Date().toISOString().slice(0, 10)}.md`, import.meta.url)

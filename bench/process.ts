@@ -203,6 +203,36 @@ export function cpuSeconds(statPath: string): number {
 }
 
 /**
+ * CPU seconds (user + system) used so far by the threads of a process whose name starts with
+ * `prefix` (`/proc/<pid>/task/<tid>/comm`): V8's helper threads are `V8 DefaultWorker` (cut to
+ * 15 characters there), where its background compiler and parallel garbage collection run.
+ *
+ * @param pid The process.
+ * @param prefix The start of the threads' name.
+ * @returns The seconds; NaN when `/proc` cannot be read.
+ */
+export function threadsCpuSeconds(pid: number, prefix: string): number {
+  let sum = 0;
+  try {
+    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
+      const dir = `/proc/${pid}/task/${task.name}`;
+      let name: string;
+      try {
+        name = Deno.readTextFileSync(`${dir}/comm`);
+      } catch {
+        continue; // The thread ended meanwhile.
+      }
+      if (!name.startsWith(prefix)) continue;
+      const seconds = cpuSeconds(`${dir}/stat`);
+      if (!Number.isNaN(seconds)) sum += seconds;
+    }
+  } catch {
+    return NaN;
+  }
+  return sum;
+}
+
+/**
  * Sums one number from the `/proc/<pid>/stat` of a process and all its descendants.
  *
  * @param root The root pid.

@@ -33,6 +33,8 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
         "0.5",
         "--warmup",
         "0.2",
+        "--settle",
+        "0.2",
         "--rounds",
         "2",
         "--queue-delay-us",
@@ -66,6 +68,8 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
       assert.ok(low > 0, cells.join(" | "));
       assert.equal(cells[5], "0", `Errors: ${cells.join(" | ")}`);
       assert.equal(cells[6], "0", `Compressed for an identity client: ${cells.join(" | ")}`);
+      // V8's helper threads were found and measured (Linux /proc: CI's host).
+      assert.match(cells[13]!, /^\d+$/, `V8 helpers: ${cells.join(" | ")}`);
     }
     // Two client processes each answered some of the load.
     assert.match(output, /2×c=2: .*; by client process [1-9]\d* \+ [1-9]\d*\n/);
@@ -74,6 +78,42 @@ Deno.test(`bench:engines with 1 and 2 client processes on ${servers.join(", ")}`
     assert.match(await Deno.readTextFile(out), /dynamic batching up to 128, 50\s+µs queue delay/);
     // The ratio table has one row per level.
     assert.match(output, /\| identity \| 2 \| 2 \|/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("bench:engines with 2 HTTP threads serves the echo on 2 Workers too", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "denotriton_bench_engines_" });
+  const out = `${dir}/engines.md`;
+  try {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../bench/engines_http.ts", import.meta.url).pathname,
+        ...["--servers", "echo,builtin", "--clients", "identity", "--concurrency", "4"],
+        ...["--duration", "0.5", "--warmup", "0.2", "--settle", "0.2", "--rounds", "1"],
+        ...["--http-threads", "2", "--out", out],
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const decoder = new TextDecoder();
+    const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+    assert.equal(result.code, 0, `bench:engines failed:\n${output}`);
+    const text = await Deno.readTextFile(out);
+    assert.match(text, /httpThreadCount 2/);
+    assert.match(text, /The echo runs on 2 Workers sharing the port/);
+    const rows = text.split("\n")
+      .filter((line) => /^\| (Deno\.serve echo|built-in) /.test(line))
+      .map((line) => line.split("|").slice(1, -1).map((cell) => cell.trim()));
+    assert.deepEqual(rows.map((cells) => cells[0]), [NAMES.echo, NAMES.builtin]);
+    for (const cells of rows) {
+      assert.ok(Number(cells[4]) > 0, `No request answered: ${cells.join(" | ")}`);
+      assert.equal(cells[5], "0", `Errors: ${cells.join(" | ")}`);
+    }
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
