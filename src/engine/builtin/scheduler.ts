@@ -583,12 +583,14 @@ export class ModelScheduler implements Scheduler {
         if (this.#instances.every(isDown)) this.#failQueued();
         return;
       }
-      const { batch, wait } = this.#formBatch(performance.now());
+      // One clock reading per batch formed: it decides the wait, and dates the dispatch and the
+      // start of the run (a reading costs as much as a small request's share of a batch).
+      const now = performance.now();
+      const { batch, wait } = this.#formBatch(now);
       if (wait !== undefined) {
         this.#delayPump(wait);
         return;
       }
-      const now = performance.now();
       for (const entry of batch) {
         this.#dequeue(entry);
         clearTimeout(entry.timer);
@@ -599,15 +601,14 @@ export class ModelScheduler implements Scheduler {
       this.#busy.add(instance);
       // After a failed batch too, the instance takes no other one until it is idle (a timed-out
       // callable still runs).
-      this.#run(instance, batch).catch(() => {}).then(() => instance.idle?.()).finally(() => {
+      this.#run(instance, batch, now).catch(() => {}).then(() => instance.idle?.()).finally(() => {
         this.#busy.delete(instance);
         this.#schedulePump();
       });
     }
   }
 
-  async #run(instance: ModelInstance, given: Entry[]): Promise<void> {
-    const started = performance.now();
+  async #run(instance: ModelInstance, given: Entry[], started: number): Promise<void> {
     // A request of a sequence whose state the instance no longer holds (its Worker crashed)
     // fails alone, as on the core.
     const batch = given.filter((entry) => {
@@ -659,9 +660,9 @@ export class ModelScheduler implements Scheduler {
         computeOutput: 0,
       };
       this.#stats.recordExecution(batchSize, timings, inferencesOf(batch));
-      // One reading for the batch: its requests end together (a clock read per request was
-      // a measurable share of a small request's cost).
-      const ended = performance.now();
+      // The batch's requests end together, when the callable returned (a clock read per request
+      // was a measurable share of a small request's cost).
+      const ended = inferEnd;
       batch.forEach((entry, index) => {
         if (entry.state === "done") return;
         if (entry.item.signal?.aborted) {
