@@ -202,33 +202,71 @@ export function cpuSeconds(statPath: string): number {
   }
 }
 
+/** What the threads of one name in a process used so far. */
+export interface ThreadGroup {
+  /** CPU seconds, user + system. */
+  seconds: number;
+  /** Context switches, voluntary and not. */
+  switches: number;
+  /** How many threads have the name. */
+  threads: number;
+}
+
+/**
+ * The threads of a process grouped by name (`/proc/<pid>/task/<tid>/comm`, cut to 15 characters
+ * by Linux): their CPU seconds and context switches so far. A thread that ended is no longer
+ * counted, one that started is counted whole.
+ *
+ * @param pid The process.
+ * @returns The groups by name; empty when `/proc` cannot be read.
+ */
+export function threadsByName(pid: number): Map<string, ThreadGroup> {
+  const groups = new Map<string, ThreadGroup>();
+  let tasks: Deno.DirEntry[];
+  try {
+    tasks = [...Deno.readDirSync(`/proc/${pid}/task`)];
+  } catch {
+    return groups;
+  }
+  for (const task of tasks) {
+    const dir = `/proc/${pid}/task/${task.name}`;
+    let name: string;
+    let status: string;
+    try {
+      name = Deno.readTextFileSync(`${dir}/comm`).trimEnd();
+      status = Deno.readTextFileSync(`${dir}/status`);
+    } catch {
+      continue; // The thread ended meanwhile.
+    }
+    const seconds = cpuSeconds(`${dir}/stat`);
+    if (Number.isNaN(seconds)) continue;
+    const switches = [...status.matchAll(/ctxt_switches:\s+(\d+)/g)]
+      .reduce((sum, match) => sum + Number(match[1]), 0);
+    const group = groups.get(name);
+    if (group === undefined) groups.set(name, { seconds, switches, threads: 1 });
+    else {
+      group.seconds += seconds;
+      group.switches += switches;
+      group.threads++;
+    }
+  }
+  return groups;
+}
+
 /**
  * CPU seconds (user + system) used so far by the threads of a process whose name starts with
- * `prefix` (`/proc/<pid>/task/<tid>/comm`): V8's helper threads are `V8 DefaultWorker` (cut to
- * 15 characters there), where its background compiler and parallel garbage collection run.
+ * `prefix`: V8's helper threads are `V8 DefaultWorker` (`V8 DefaultWorke` in `/proc`), where its
+ * background compiler and parallel garbage collection run.
  *
  * @param pid The process.
  * @param prefix The start of the threads' name.
  * @returns The seconds; NaN when `/proc` cannot be read.
  */
 export function threadsCpuSeconds(pid: number, prefix: string): number {
+  const groups = threadsByName(pid);
+  if (groups.size === 0) return NaN;
   let sum = 0;
-  try {
-    for (const task of Deno.readDirSync(`/proc/${pid}/task`)) {
-      const dir = `/proc/${pid}/task/${task.name}`;
-      let name: string;
-      try {
-        name = Deno.readTextFileSync(`${dir}/comm`);
-      } catch {
-        continue; // The thread ended meanwhile.
-      }
-      if (!name.startsWith(prefix)) continue;
-      const seconds = cpuSeconds(`${dir}/stat`);
-      if (!Number.isNaN(seconds)) sum += seconds;
-    }
-  } catch {
-    return NaN;
-  }
+  for (const [name, group] of groups) if (name.startsWith(prefix)) sum += group.seconds;
   return sum;
 }
 

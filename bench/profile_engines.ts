@@ -7,8 +7,15 @@
  * the main thread's CPU per request), and the top frames bottom-up with their callers.
  *
  *     deno run -A bench/profile_engines.ts --server builtin|triton|echo [--concurrency 8]
- *       [--duration 4] [--queue-delay-us 0] [--http-threads 1] [--top 25] [--files 15]
- *       [--out x.cpuprofile] [--heap 1|survivors]
+ *       [--duration 4] [--warmup 1] [--queue-delay-us 0] [--http-threads 1] [--top 25]
+ *       [--files 15] [--out x.cpuprofile] [--heap 1|survivors] [--by-thread]
+ *
+ * `--warmup S` drives the server S seconds before anything is measured (V8 optimizes on helper
+ * threads meanwhile; see `engines_http.ts`'s `--settle`). `--by-thread` profiles nothing: it
+ * prints the server's CPU µs and context switches per request by thread name (Linux `/proc`), the
+ * main thread, the HTTP threads (`worker-N`), V8's helpers, and the Triton core's own threads
+ * (named after the thread that started them: `tokio-runtime-w`, Deno's blocking pool, where the
+ * core was created).
  *
  * `--heap 1` samples allocations instead of CPU (V8's sampling heap profiler, freed objects
  * counted) and prints the bytes allocated per request by frame: the garbage each request leaves.
@@ -33,7 +40,7 @@ import {
   type CpuProfile,
   profileWhile,
 } from "./profile.ts";
-import { cpuSeconds, firstLine } from "./process.ts";
+import { cpuSeconds, firstLine, threadsByName } from "./process.ts";
 
 const ENGINES = new URL("./engines_http.ts", import.meta.url).pathname;
 
@@ -111,7 +118,35 @@ async function main(): Promise<void> {
       const load = JSON.parse(new TextDecoder().decode(output.stdout)) as { latencies: number[] };
       return load.latencies.length;
     };
-    await drive(1); // warm-up: JIT, connections
+    await drive(Number(flag("warmup", "1"))); // warm-up: JIT, connections
+    if (flag("by-thread", "") !== "") {
+      const before = threadsByName(child.pid);
+      const requests = await drive(duration);
+      const after = threadsByName(child.pid);
+      console.log(
+        `${server} c=${concurrency} threads=${threads}: ${requests} requests; by thread name, ` +
+          "CPU µs and context switches per request:",
+      );
+      const rows = [...after].map(([name, group]) => {
+        const was = before.get(name) ?? { seconds: 0, switches: 0, threads: 0 };
+        return {
+          name,
+          us: Math.max(0, group.seconds - was.seconds) * 1e6 / requests,
+          // A thread that ended meanwhile takes its counts along (see threadsByName).
+          switches: Math.max(0, group.switches - was.switches) / requests,
+          threads: group.threads,
+        };
+      }).sort((a, b) => b.us - a.us);
+      for (const row of rows) {
+        console.log(
+          `${row.us.toFixed(1).padStart(7)} µs  ${row.switches.toFixed(2).padStart(5)} switches  ` +
+            `${row.name} (${row.threads} thread${row.threads === 1 ? "" : "s"})`,
+        );
+      }
+      const total = rows.reduce((sum, row) => sum + row.us, 0);
+      console.log(`${total.toFixed(1).padStart(7)} µs  all threads`);
+      return;
+    }
     if (flag("heap", "") !== "") {
       let requests = 0;
       const survivors = flag("heap", "") === "survivors";
