@@ -306,6 +306,12 @@ export function openCuda(path: string): CudaDriverLibrary {
  * the core's memory: V8 counts every such buffer as external memory, and one of megabytes per
  * request triggers a garbage collection per request. (Results go the other way inside
  * `dt_output`, which copies them in C.)
+ *
+ * `addressOf` is `memset(bytes, 0, 0)`, which writes nothing and returns its first argument: the
+ * address of JavaScript bytes lent to the core (`engine/native/tensors.ts`, each request's
+ * inputs). `Deno.UnsafePointer.of` answers the same, but also records every pointer it makes in
+ * a `WeakMap` (to keep the buffer alive while the pointer lives, which the lent table does here),
+ * and that cost about a microsecond per request on the core's path.
  */
 export const LIBC_SYMBOLS = {
   open: { parameters: [B, "i32"], result: "i32" },
@@ -319,6 +325,7 @@ export const LIBC_SYMBOLS = {
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
   memcpyFrom: { name: "memcpy", parameters: [B, P, "usize"], result: P },
+  addressOf: { name: "memset", parameters: [B, "i32", "usize"], result: "u64" },
 } as const;
 
 /** The libc functions DenoTriton calls, `shm_open` always present. */
@@ -347,6 +354,8 @@ export interface LibcLibrary {
   readonly sysconf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["sysconf"];
   /** `memcpy(destination, source, count)`, out of foreign memory. */
   readonly memcpyFrom: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["memcpyFrom"];
+  /** `memset(bytes, 0, 0)`: the address of `bytes`, nothing written. */
+  readonly addressOf: Deno.DynamicLibrary<typeof LIBC_SYMBOLS>["symbols"]["addressOf"];
 }
 
 let libc: LibcLibrary | undefined;

@@ -83,8 +83,12 @@ export function dtypeOfTriton(value: number): DType {
  */
 export function addressOf(bytes: Uint8Array): bigint {
   void bytes.buffer;
-  return Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes));
+  // Empty bytes keep Deno's own answer (it takes their exact address, whatever it is); the rest
+  // ask libc, without the WeakMap entry `UnsafePointer.of` makes per call (see `LIBC_SYMBOLS`).
+  if (bytes.byteLength === 0) return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
+  return (libc ??= openLibc()).addressOf(bytes, 0, 0n);
 }
+let libc: ReturnType<typeof openLibc> | undefined;
 
 // JavaScript memory handed to the core (request inputs, results lent to responses), by address,
 // with a count per address (requests in flight may share the same bytes, e.g. one shared-memory
