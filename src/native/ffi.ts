@@ -324,7 +324,8 @@ export const LIBC_SYMBOLS = {
   __errno_location: { parameters: [], result: P },
   strerror: { parameters: ["i32"], result: P },
   sysconf: { parameters: ["i32"], result: "i64" },
-  memcpyFrom: { name: "memcpy", parameters: [B, P, "usize"], result: P },
+  // The source as a plain address and no result: no pointer object made per call.
+  memcpyFrom: { name: "memcpy", parameters: [B, "usize", "usize"], result: "void" },
   addressOf: { name: "memset", parameters: [B, "i32", "usize"], result: "u64" },
 } as const;
 

@@ -240,7 +240,7 @@ export function tensorCopy(
   const { address, size } = memory;
   const copy = new Uint8Array(size);
   if (size > 0 && address !== 0 && address !== 0n) {
-    openLibc().memcpyFrom(copy, Deno.UnsafePointer.create(BigInt(address)), BigInt(size));
+    (libc ??= openLibc()).memcpyFrom(copy, BigInt(address), BigInt(size));
   }
   return fromRawBytes(dtype, shape, copy);
 }
