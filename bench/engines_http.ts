@@ -29,10 +29,11 @@
  * add_sub with that dynamic-batching queue delay instead of its 100 µs: at 0 the engines' own
  * cost per request shows without the wait for more requests (which bounds c=1 by itself).
  * `--http-threads N` serves both engines with `httpThreadCount: N` (their subprocesses then run
- * with `--unstable-net`, which that needs), and the echo on N Workers sharing the port. `--client-processes 1,4,8` spreads the load over that
- * many client processes, each running `--concurrency` closed loops and all starting at the same
- * moment: on a host with many cores one client process saturates before the server does (issue 16
- * measures "8 clients × 16" that way). `--out` names the results file.
+ * with `--unstable-net`, which that needs), and the echo on N Workers sharing the port.
+ * `--client-processes 1,4,8` spreads the load over that many client processes, each running
+ * `--concurrency` closed loops and all starting at the same moment: on a host with many cores one
+ * client process saturates before the server does (issue 16 measures "8 clients × 16" that way).
+ * `--out` names the results file.
  *
  * @module
  */

@@ -1,0 +1,69 @@
+/**
+ * The measuring tools of issue 38 still work: `bench/process.ts` groups a process's threads by
+ * name, `bench/isolate_round_trip.ts` measures its three kinds of crossing, and
+ * `bench/profile_engines.ts --by-thread` prints a server's CPU and context switches per request by
+ * thread. Nothing here depends on speed: the figures only have to be there.
+ */
+
+import assert from "node:assert/strict";
+import { threadsByName, threadsCpuSeconds } from "../bench/process.ts";
+
+const BENCH = new URL("../bench/", import.meta.url);
+
+async function run(args: readonly string[]): Promise<string> {
+  const result = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", ...args],
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+    // A watchdog: a tool that never ends fails the test instead of hanging CI.
+    signal: AbortSignal.timeout(120_000),
+  }).output();
+  const decoder = new TextDecoder();
+  const output = decoder.decode(result.stdout) + decoder.decode(result.stderr);
+  assert.equal(result.code, 0, output);
+  return output;
+}
+
+Deno.test("threadsByName finds a busy Worker's thread and counts its CPU", async () => {
+  const source = "let x = 0; const end = Date.now() + 300; while (Date.now() < end) x++; " +
+    "postMessage(x);";
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const worker = new Worker(url, { type: "module" });
+  try {
+    await new Promise((resolve) => worker.onmessage = resolve);
+    const groups = threadsByName(Deno.pid);
+    const workers = [...groups].filter(([name]) => name.startsWith("worker-"));
+    assert.ok(workers.length > 0, `No Worker thread among ${[...groups.keys()].join(", ")}`);
+    assert.ok(workers.some(([, group]) => group.seconds > 0 && group.switches >= 0));
+    assert.ok(groups.get("deno")!.threads >= 1);
+    assert.ok(threadsCpuSeconds(Deno.pid, "worker-") > 0);
+    assert.ok(Number.isNaN(threadsCpuSeconds(2 ** 30, "deno")));
+  } finally {
+    worker.terminate();
+    URL.revokeObjectURL(url);
+  }
+});
+
+Deno.test("isolate_round_trip measures its three crossings", async () => {
+  const output = await run([
+    new URL("isolate_round_trip.ts", BENCH).pathname,
+    ...["--round-trips", "200", "--rounds", "1"],
+  ]);
+  for (const mode of ["post small", "post infer", "atomics"]) {
+    assert.match(
+      output,
+      new RegExp(`${mode} +\\d+\\.\\d µs CPU, \\d+\\.\\d µs wall per round trip`),
+    );
+  }
+});
+
+Deno.test("profile_engines --by-thread prints the built-in server's threads", async () => {
+  const output = await run([
+    new URL("profile_engines.ts", BENCH).pathname,
+    ...["--server", "builtin", "--by-thread", "1", "--warmup", "0.3", "--duration", "0.5"],
+  ]);
+  assert.match(output, /^builtin c=8 threads=1: [1-9]\d* requests; by thread name/m);
+  assert.match(output, /^ +\d+\.\d µs +\d+\.\d\d switches +deno \(\d+ threads?\)$/m);
+  assert.match(output, /^ +\d+\.\d µs +all threads$/m);
+});
