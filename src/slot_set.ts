@@ -97,6 +97,15 @@ export interface SlotTableOptions {
   readonly idBits?: number;
 }
 
+/** The values of the slots that hold an id (a slot given back holds 0), in slot order. */
+function heldValues<V>(ids: readonly number[], values: readonly (V | undefined)[]): V[] {
+  const held: V[] = [];
+  for (let slot = 0; slot < values.length; slot++) {
+    if (ids[slot]! > 0) held.push(values[slot]!);
+  }
+  return held;
+}
+
 /**
  * Values under ids the table makes: each id names its value's slot, and a serial number that
  * tells the slot's successive values apart, so a late lookup of an id whose value has left
@@ -194,11 +203,7 @@ export class SlotTable<V> {
    * @returns The values.
    */
   values(): V[] {
-    const values: V[] = [];
-    for (let slot = 0; slot < this.#values.length; slot++) {
-      if (this.#ids[slot]! > 0) values.push(this.#values[slot]!);
-    }
-    return values;
+    return heldValues(this.#ids, this.#values);
   }
 }
 
@@ -296,10 +301,7 @@ export class SlotMirror<V> {
    * @returns The values.
    */
   values(): V[] {
-    const values: V[] = [];
-    for (let slot = 0; slot < this.#values.length; slot++) {
-      if (this.#ids[slot]! > 0) values.push(this.#values[slot]!);
-    }
+    const values = heldValues(this.#ids, this.#values);
     if (this.#others !== undefined) values.push(...this.#others.values());
     return values;
   }
