@@ -86,9 +86,8 @@ export function addressOf(bytes: Uint8Array): bigint {
   // Empty bytes keep Deno's own answer (it takes their exact address, whatever it is); the rest
   // ask libc, without the WeakMap entry `UnsafePointer.of` makes per call (see `LIBC_SYMBOLS`).
   if (bytes.byteLength === 0) return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(bytes)));
-  return (libc ??= openLibc()).addressOf(bytes, 0, 0n);
+  return openLibc().addressOf(bytes, 0, 0n);
 }
-let libc: ReturnType<typeof openLibc> | undefined;
 
 // JavaScript memory handed to the core (request inputs, results lent to responses), by address,
 // with a count per address (requests in flight may share the same bytes, e.g. one shared-memory
@@ -240,7 +239,7 @@ export function tensorCopy(
   const { address, size } = memory;
   const copy = new Uint8Array(size);
   if (size > 0 && address !== 0 && address !== 0n) {
-    (libc ??= openLibc()).memcpyFrom(copy, BigInt(address), BigInt(size));
+    openLibc().memcpyFrom(copy, BigInt(address), BigInt(size));
   }
   return fromRawBytes(dtype, shape, copy);
 }
