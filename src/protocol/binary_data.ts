@@ -307,6 +307,11 @@ export class BinaryDataWriter {
     return { [BINARY_DATA_SIZE]: bytes.byteLength };
   }
 
+  /** Whether no tensor was added: the body is then the JSON header alone. */
+  get empty(): boolean {
+    return this.#tensors.length === 0;
+  }
+
   /**
    * Encodes the JSON header, which must carry the parameters {@linkcode BinaryDataWriter.add}
    * returned.

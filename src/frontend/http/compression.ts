@@ -11,6 +11,8 @@ import { InferenceError, messageOf } from "../../errors.ts";
 import { HttpError } from "./errors.ts";
 import { concatBytes } from "../../tensor/bytes.ts";
 
+const textEncoder = new TextEncoder();
+
 /** A compression Triton's HTTP front end speaks. */
 export type Encoding = "gzip" | "deflate";
 
@@ -377,6 +379,12 @@ export interface BodyChunks {
 }
 
 /**
+ * A reply body: text (Deno encodes a string body as it sends it, where bytes given to `Response`
+ * are copied), or bytes in pieces.
+ */
+export type ReplyBody = string | BodyChunks;
+
+/**
  * A body of one piece.
  *
  * @param bytes The body.
@@ -387,7 +395,7 @@ export function oneChunk(bytes: Uint8Array<ArrayBuffer>): BodyChunks {
 }
 
 /**
- * A body's bytes in one buffer (the piece itself when there is one).
+ * A body's bytes in one buffer (the piece itself when there is one; text encoded as UTF-8).
  *
  * @param body The body.
  * @returns Its bytes.
@@ -401,7 +409,8 @@ export function oneChunk(bytes: Uint8Array<ArrayBuffer>): BodyChunks {
  * assert.deepEqual(joinChunks(body), new Uint8Array([1, 2, 3]));
  * ```
  */
-export function joinChunks(body: BodyChunks): Uint8Array<ArrayBuffer> {
+export function joinChunks(body: ReplyBody): Uint8Array<ArrayBuffer> {
+  if (typeof body === "string") return textEncoder.encode(body);
   return concatBytes(body.chunks, body.byteLength) as Uint8Array<ArrayBuffer>;
 }
 
@@ -413,10 +422,14 @@ function tail(body: BodyChunks, size: number): Uint8Array<ArrayBuffer> {
   return whole.subarray(Math.max(0, whole.byteLength - size));
 }
 
-/** A response body as it goes on the wire. */
-export interface ResponseBody {
-  /** The bytes to send. */
-  readonly body: BodyChunks;
+/**
+ * A response body as it goes on the wire.
+ *
+ * @typeParam B The body given to compress: sent as it is, or compressed into bytes.
+ */
+export interface ResponseBody<B extends ReplyBody = ReplyBody> {
+  /** What to send. */
+  readonly body: B | BodyChunks;
   /** The `Content-Encoding` of `body`, or `undefined` when it is sent as it is. */
   readonly encoding: Encoding | undefined;
 }
@@ -427,7 +440,8 @@ export interface ResponseBody {
  * sample of their end (where binary tensors are) compresses, and a compressed body that is
  * not smaller than the original is dropped for the original.
  *
- * @param body The encoded response body.
+ * @typeParam B The body given: text or bytes.
+ * @param reply The encoded response body.
  * @param encoding What the client accepts (from {@linkcode responseEncoding}), or `undefined`.
  * @returns The body to send and its encoding.
  *
@@ -444,12 +458,16 @@ export interface ResponseBody {
  * assert.ok(packed.body.byteLength < large.byteLength);
  * ```
  */
-export async function compressResponseBody(
-  body: BodyChunks,
+export async function compressResponseBody<B extends ReplyBody>(
+  reply: B,
   encoding: Encoding | undefined,
-): Promise<ResponseBody> {
-  const plain = { body, encoding: undefined };
-  if (encoding === undefined || body.byteLength < COMPRESS_MIN_BYTES) return plain;
+): Promise<ResponseBody<B>> {
+  if (encoding === undefined) return { body: reply, encoding: undefined };
+  const body: BodyChunks = typeof reply === "string"
+    ? oneChunk(textEncoder.encode(reply))
+    : reply as BodyChunks;
+  const plain = { body: reply, encoding: undefined };
+  if (body.byteLength < COMPRESS_MIN_BYTES) return plain;
   if (body.byteLength >= SAMPLE_FROM_BYTES) {
     const sample = tail(body, SAMPLE_BYTES);
     const packedSample = await compress(sample, encoding);
@@ -464,8 +482,8 @@ export async function compressResponseBody(
 const STREAM_FROM_BYTES = 64 * 1024;
 
 /**
- * A response with a body of bytes, without copying large bodies: those are sent as a stream of
- * their pieces, with their `Content-Length` set (it is not chunked).
+ * A response with a reply body, without copying large bodies: those are sent as a stream of
+ * their pieces, with their `Content-Length` set (it is not chunked); text is sent as text.
  *
  * @param body The body; its pieces must not change until they are sent.
  * @param headers The response headers.
@@ -482,8 +500,10 @@ const STREAM_FROM_BYTES = 64 * 1024;
  * assert.equal((await large.bytes()).byteLength, 100_010);
  * ```
  */
-export function bytesResponse(body: BodyChunks, headers: Record<string, string>): Response {
-  if (body.byteLength < STREAM_FROM_BYTES) return new Response(joinChunks(body), { headers });
+export function bytesResponse(body: ReplyBody, headers: Record<string, string>): Response {
+  if (typeof body === "string" || body.byteLength < STREAM_FROM_BYTES) {
+    return new Response(typeof body === "string" ? body : joinChunks(body), { headers });
+  }
   const stream = new ReadableStream<Uint8Array>({
     start(controller): void {
       for (const chunk of body.chunks) if (chunk.byteLength > 0) controller.enqueue(chunk);

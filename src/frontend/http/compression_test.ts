@@ -225,6 +225,27 @@ Deno.test("compressResponseBody() samples the end of a body in pieces", async ()
   assert.deepEqual(back, joinChunks(zeros));
 });
 
+Deno.test("compressResponseBody() and bytesResponse() keep a text reply as text, or compress its UTF-8", async () => {
+  const small = '{"outputs":[{"data":["é"]}]}';
+  assert.deepEqual(await compressResponseBody(small, undefined), {
+    body: small,
+    encoding: undefined,
+  });
+  assert.deepEqual(await compressResponseBody(small, "gzip"), { body: small, encoding: undefined });
+  const sent = bytesResponse(small, { "content-type": "application/json" });
+  assert.equal(sent.headers.get("content-type"), "application/json");
+  assert.deepEqual(await sent.bytes(), encoder.encode(small));
+
+  const large = JSON.stringify({ outputs: [{ data: new Array(2000).fill("é") }] });
+  const packed = await compressResponseBody(large, "gzip");
+  assert.equal(packed.encoding, "gzip");
+  assert.notEqual(typeof packed.body, "string");
+  const back = await new Response(
+    bytesResponse(packed.body, {}).body!.pipeThrough(new DecompressionStream("gzip")),
+  ).text();
+  assert.equal(back, large);
+});
+
 Deno.test("bytesResponse() sends large bodies' pieces as they are, with their length", async () => {
   const small = bytesResponse({
     chunks: [encoder.encode("ab"), encoder.encode("c")],

@@ -16,7 +16,7 @@ import { hostTensor } from "../../tensor/device_tensor.ts";
 import type { OutputFormat } from "./infer_request.ts";
 import { ndarrayToJson } from "../../protocol/json_tensor.ts";
 import { isOwnMemory } from "../../tensor/foreign_memory.ts";
-import { type BodyChunks, oneChunk } from "./compression.ts";
+import type { BodyChunks, ReplyBody } from "./compression.ts";
 import { BinaryDataWriter } from "../../protocol/binary_data.ts";
 
 const encoder = new TextEncoder();
@@ -53,9 +53,10 @@ export interface EncodeInferOptions {
 export interface EncodedInferResponse {
   /**
    * The body: JSON, then binary outputs; large outputs in JavaScript's own memory are their
-   * tensors' bytes, not copies (see {@linkcode BY_REFERENCE_FROM_BYTES}).
+   * tensors' bytes, not copies (see {@linkcode BY_REFERENCE_FROM_BYTES}). A body of JSON alone
+   * is its text.
    */
-  readonly body: BodyChunks;
+  readonly body: ReplyBody;
   /** `content-type`, and `inference-header-content-length` when binary data follows. */
   readonly headers: Record<string, string>;
 }
@@ -260,10 +261,12 @@ export function encodeInferResponse(
     json["parameters"] = response.parameters;
   }
   json["outputs"] = outputs;
-  const body = binary.finish(json);
-  if (body.tensors.length === 0) {
-    return { body: oneChunk(body.json), headers: { "content-type": "application/json" } };
+  if (binary.empty) {
+    // Text: Deno encodes a string body as it sends it, where bytes would be encoded here and
+    // then copied by `Response`.
+    return { body: JSON.stringify(json), headers: { "content-type": "application/json" } };
   }
+  const body = binary.finish(json);
   return {
     body: bodyOf(body.json, body.tensors, body.byteLength),
     headers: { "content-type": "application/octet-stream", ...body.headers },

@@ -24,6 +24,11 @@ Deno.test("encodeInferResponse() writes literal JSON without binary outputs", ()
     ]),
   });
   assert.deepEqual(headers, { "content-type": "application/json" });
+  // JSON alone stays text (Deno encodes it as it sends it).
+  assert.equal(
+    typeof encodeInferResponse({ modelName: "m", modelVersion: "1", outputs: new Map() }).body,
+    "string",
+  );
   assert.equal(
     decoder.decode(body),
     '{"model_name":"m","model_version":"3","id":"abc","parameters":{"final":true},"outputs":[' +

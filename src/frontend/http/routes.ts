@@ -225,10 +225,11 @@ export async function inferReply(
     // The regions outlive the request (an unregister meanwhile unmaps them only now).
     decoded.sharedMemory.release();
   }
-  const reply = await compressResponseBody(
-    encoded.body,
-    responseEncoding(options.acceptEncoding ?? null),
-  );
+  const encoding = responseEncoding(options.acceptEncoding ?? null);
+  // Most clients accept no compression: their reply is sent without waiting on a promise.
+  const reply = encoding === undefined
+    ? { body: encoded.body, encoding }
+    : await compressResponseBody(encoded.body, encoding);
   return bytesResponse(
     reply.body,
     reply.encoding === undefined
