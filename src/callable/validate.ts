@@ -170,6 +170,36 @@ function checkShape(
   }
 }
 
+/** A model's outputs by name, with its implicit states' outputs, and the states' names. */
+interface OutputSpecs {
+  readonly declared: ReadonlyMap<string, ModelInfo["outputs"][number]>;
+  readonly states: ReadonlySet<string>;
+}
+
+// Built once per model, not per batch: a loaded model's outputs do not change.
+const outputSpecs = new WeakMap<ModelInfo, OutputSpecs>();
+
+function outputSpecsOf(model: ModelInfo): OutputSpecs {
+  let specs = outputSpecs.get(model);
+  if (specs !== undefined) return specs;
+  const declared = new Map(model.outputs.map((spec) => [spec.name, spec]));
+  // Implicit states (sequence batching) come back as outputs of their own, checked like declared
+  // outputs and always kept: the engine takes them as the sequences' next states.
+  const states = new Set<string>();
+  for (const state of model.config.sequenceBatching?.states ?? []) {
+    states.add(state.outputName);
+    declared.set(state.outputName, {
+      name: state.outputName,
+      dtype: state.dtype,
+      shape: state.shape,
+      optional: false,
+    });
+  }
+  specs = { declared, states };
+  outputSpecs.set(model, specs);
+  return specs;
+}
+
 function dtypeMismatch(name: string, got: DType, wanted: DType): string {
   return `output '${name}' has dtype ${got}, expected ${wanted}`;
 }
@@ -222,19 +252,7 @@ export function validateResults(
     );
   }
   const batching = model.config.batching;
-  const declared = new Map(model.outputs.map((spec) => [spec.name, spec]));
-  // Implicit states (sequence batching) come back as outputs of their own, checked like declared
-  // outputs and always kept: the engine takes them as the sequences' next states.
-  const states = new Set<string>();
-  for (const state of model.config.sequenceBatching?.states ?? []) {
-    states.add(state.outputName);
-    declared.set(state.outputName, {
-      name: state.outputName,
-      dtype: state.dtype,
-      shape: state.shape,
-      optional: false,
-    });
-  }
+  const { declared, states } = outputSpecsOf(model);
   return results.map((entry: unknown, index) => {
     // A request given back as its result (PyTriton's identity, `requests => requests`): its inputs
     // are the outputs.
@@ -248,10 +266,11 @@ export function validateResults(
       );
     }
     const request = requests[index]!;
-    const requested = new Set(request.requestedOutputNames);
+    // A few names: a scan costs less than building a Set per result.
+    const requested = request.requestedOutputNames;
     const batchSize = batching ? batchSizeOf(request) : undefined;
     const cleaned: InferResult<AnyTensors> = {};
-    const checkBatch = (tensor: Tensor): void => {
+    const checkBatch = (name: string, tensor: Tensor): void => {
       if (!batching) return;
       if (tensor.shape.length === 0) {
         throw fail(model, `output '${name}' is a scalar but the model batches: axis 0 is missing`);
@@ -265,9 +284,9 @@ export function validateResults(
         );
       }
     };
-    let name = "";
-    for (const [key, value] of Object.entries(result)) {
-      name = key;
+    for (const name in result) {
+      if (!Object.hasOwn(result, name)) continue;
+      const value = (result as Record<string, unknown>)[name];
       const spec = declared.get(name);
       if (isDeviceTensor(value) && spec !== undefined) {
         if (!spec.deviceTensor) {
@@ -279,9 +298,9 @@ export function validateResults(
         if (value.dtype !== spec.dtype) {
           throw fail(model, dtypeMismatch(name, value.dtype, spec.dtype));
         }
-        checkBatch(value);
+        checkBatch(name, value);
         if (model.strict) checkShape(model, name, value.shape, spec.shape, batching);
-        if (requested.has(name)) cleaned[name] = value;
+        if (requested.includes(name)) cleaned[name] = value;
         continue;
       }
       // An undeclared device tensor is dropped, or refused (strict), like any undeclared output.
@@ -298,7 +317,7 @@ export function validateResults(
         continue;
       }
       let array = checked;
-      checkBatch(array);
+      checkBatch(name, array);
       if (model.strict) {
         if (array.dtype !== spec.dtype) {
           throw fail(model, dtypeMismatch(name, array.dtype, spec.dtype));
@@ -310,7 +329,7 @@ export function validateResults(
         }
         array = convertNumeric(model, name, array, spec.dtype);
       }
-      if (!requested.has(name) && !states.has(name)) continue;
+      if (!requested.includes(name) && !states.has(name)) continue;
       cleaned[name] = array;
     }
     return cleaned;

@@ -22,6 +22,19 @@ function sortedNames(request: InferRequest): string[] {
   return Object.keys(request.data).sort();
 }
 
+/** Whether a request carries exactly the inputs named (no sorting: this runs per request). */
+function hasInputs(request: InferRequest, names: readonly string[]): boolean {
+  const data = request.data;
+  let count = 0;
+  for (const name in data) {
+    if (!Object.hasOwn(data, name)) continue;
+    count++;
+  }
+  if (count !== names.length) return false;
+  for (const name of names) if (!Object.hasOwn(data, name)) return false;
+  return true;
+}
+
 function splitOutputs(
   output: BatchOutput,
   requests: readonly InferRequest[],
@@ -29,8 +42,8 @@ function splitOutputs(
   total: number,
   context: InferContext | undefined,
 ): InferResult[] {
-  const outputs = convertOutput(output, context?.model);
-  const mismatched = Object.entries(outputs).filter(([, tensor]) => tensor.shape[0] !== total);
+  const outputs = Object.entries(convertOutput(output, context?.model));
+  const mismatched = outputs.filter(([, tensor]) => tensor.shape[0] !== total);
   if (mismatched.length > 0) {
     throw new TritonRuntimeError(
       `Received output tensors with different batch sizes: ${
@@ -38,15 +51,13 @@ function splitOutputs(
       }; expected batch size: ${total}`,
     );
   }
-  const results: InferResult[] = [];
+  const results: InferResult[] = new Array(requests.length);
   let start = 0;
   for (let index = 0; index < requests.length; index++) {
     const size = sizes[index]!;
     const result: Record<string, NDArray> = {};
-    for (const [name, tensor] of Object.entries(outputs)) {
-      result[name] = sliceBatch(tensor, start, start + size);
-    }
-    results.push(result);
+    for (const [name, tensor] of outputs) result[name] = sliceBatch(tensor, start, start + size);
+    results[index] = result;
     start += size;
   }
   return results;
@@ -130,21 +141,30 @@ export function batch(fn: BatchCallable): InferFunc {
   return (requests: InferRequest[], context: InferContext): InferReturn => {
     requireRequests(requests, "batch");
     if (requests.length === 0) return [];
-    const names = sortedNames(requests[0]!);
-    requests.forEach((request, index) => {
-      const other = sortedNames(request);
-      if (other.length !== names.length || other.some((name, i) => name !== names[i])) {
+    const names = Object.keys(requests[0]!.data);
+    for (let index = 1; index < requests.length; index++) {
+      const request = requests[index]!;
+      if (!hasInputs(request, names)) {
         throw new TritonValidationError(
-          `Cannot batch requests with different sets of inputs: request 0 has [${names}], request ${index} has [${other}]`,
+          `Cannot batch requests with different sets of inputs: request 0 has [${
+            sortedNames(requests[0]!)
+          }], request ${index} has [${sortedNames(request)}]`,
         );
       }
-    });
-    const inputs: Record<string, NDArray> = {};
-    for (const name of Object.keys(requests[0]!.data)) {
-      inputs[name] = concatBatch(requests.map((request) => request.data[name]!));
     }
-    const sizes = requests.map((request) => getInferenceRequestBatchSize(request));
-    const total = sizes.reduce((sum, size) => sum + size, 0);
+    const inputs: Record<string, NDArray> = {};
+    const column: NDArray[] = new Array(requests.length);
+    for (const name of names) {
+      for (let index = 0; index < requests.length; index++) {
+        column[index] = requests[index]!.data[name]!;
+      }
+      inputs[name] = concatBatch(column);
+    }
+    const sizes: number[] = new Array(requests.length);
+    let total = 0;
+    for (let index = 0; index < requests.length; index++) {
+      total += sizes[index] = getInferenceRequestBatchSize(requests[index]!);
+    }
     return mapReturn<BatchOutput, InferResult[]>(
       inner(inputs, context),
       (output) => splitOutputs(output, requests, sizes, total, context),
