@@ -316,6 +316,19 @@ function alignedAt(bytes: Uint8Array, alignAt: number): Uint8Array {
  */
 export function responseEncoding(header: string | null): Encoding | undefined {
   if (header === null) return undefined;
+  // A client sends the same header with every request: the last answer is kept.
+  if (header === lastAccepted.header) return lastAccepted.encoding;
+  const encoding = parseAcceptEncoding(header);
+  lastAccepted = { header, encoding };
+  return encoding;
+}
+
+let lastAccepted: { header: string; encoding: Encoding | undefined } = {
+  header: "",
+  encoding: undefined,
+};
+
+function parseAcceptEncoding(header: string): Encoding | undefined {
   const accepted = new Set<string>();
   for (const part of header.split(",")) {
     const [name, ...params] = part.trim().toLowerCase().split(";");

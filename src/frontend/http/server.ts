@@ -27,6 +27,7 @@ import { addDocRoutes } from "./docs_page.ts";
 import type { ResolvedSecurityConfig } from "../../config/security_config.ts";
 import type { SharedMemoryRegistry } from "../../shm/registry.ts";
 import type { Tracer } from "../../telemetry/tracer.ts";
+import { pathOf } from "./url_path.ts";
 
 export type { EndpointGroup } from "./router.ts";
 
@@ -265,9 +266,9 @@ export function handlerOver(
     (options.security === undefined ? undefined : httpAccessCheck(options.security));
   const lateLinks = new LateCalls(LINK_DELAY_MS);
   const handle = async (request: Request): Promise<Response> => {
-    const url = new URL(request.url);
-    logger.debug(1, () => `HTTP request: ${request.method} ${url.pathname}`);
-    const found = router.match(request.method, url.pathname);
+    const path = pathOf(request.url);
+    logger.debug(1, () => `HTTP request: ${request.method} ${path}`);
+    const found = router.match(request.method, path);
     if (found.kind !== "found" && unmatched !== undefined) return unmatched(request);
     if (found.kind === "not-found") return errorResponse(404, "Not Found");
     if (found.kind === "method-not-allowed") {
@@ -294,12 +295,12 @@ export function handlerOver(
     } catch (error) {
       if (!(error instanceof InferenceError)) {
         logger.error(
-          `HTTP ${request.method} ${url.pathname} failed: ${
+          `HTTP ${request.method} ${path} failed: ${
             error instanceof Error ? error.stack ?? error.message : String(error)
           }`,
         );
       } else {
-        logger.debug(1, () => `HTTP ${request.method} ${url.pathname}: ${error.message}`);
+        logger.debug(1, () => `HTTP ${request.method} ${path}: ${error.message}`);
       }
       return errorToResponse(error);
     } finally {
@@ -312,7 +313,7 @@ export function handlerOver(
   return async (request: Request): Promise<Response> => {
     if (cors.isPreflight(request)) {
       // A path this table lacks may be the main isolate's (an HTTP thread's table is partial).
-      if (unmatched !== undefined && methodsAt(new URL(request.url).pathname).length === 0) {
+      if (unmatched !== undefined && methodsAt(pathOf(request.url)).length === 0) {
         return unmatched(request);
       }
       return cors.preflight(request, methodsAt);
