@@ -101,7 +101,9 @@ class MainThreadInstance implements ModelInstance {
 
   async execute(requests: InferRequest<AnyTensors>[]): Promise<InferResult<AnyTensors>[]> {
     this.#ledger.ran(requests);
-    const acquired = await this.#gate.acquire();
+    // A free gate (the usual case: the scheduler runs one batch per instance) is entered
+    // without waiting on a promise.
+    const acquired = this.#gate.tryAcquire() ?? await this.#gate.acquire();
     const calls = batchCalls(this.#context, requests, this.#caller);
     // The calls the callable left running end before the instance takes another batch.
     const release = (): void => settleThen(calls, acquired);

@@ -160,6 +160,8 @@ function tracesOf(batch: readonly Entry[]): RequestTrace[] | undefined {
   return traces;
 }
 
+const RESOLVED = Promise.resolve();
+
 function isUnrecoverable(error: unknown): error is Error {
   return error instanceof Error && error.name === "TritonUnrecoverableError";
 }
@@ -460,7 +462,7 @@ export class ModelScheduler implements Scheduler {
   #finish(entry: Entry, ordered: boolean, deliver: () => void): void {
     if (entry.state === "done") return;
     entry.state = "done";
-    clearTimeout(entry.timer);
+    if (entry.timer !== undefined) clearTimeout(entry.timer);
     entry.timer = undefined;
     if (entry.onAbort !== undefined) {
       entry.item.signal?.removeEventListener("abort", entry.onAbort);
@@ -489,12 +491,15 @@ export class ModelScheduler implements Scheduler {
   #schedulePump(): void {
     if (this.#pumpQueued) return;
     this.#pumpQueued = true;
-    // A microtask lets requests submitted in the same tick join one batch.
-    queueMicrotask(() => {
-      this.#pumpQueued = false;
-      this.#pump();
-    });
+    // A microtask lets requests submitted in the same tick join one batch (a promise reaction:
+    // `queueMicrotask` costs an op call in Deno).
+    RESOLVED.then(this.#pumpTask);
   }
+
+  #pumpTask = (): void => {
+    this.#pumpQueued = false;
+    this.#pump();
+  };
 
   #idleInstance(): ModelInstance | undefined {
     const count = this.#instances.length;
@@ -593,18 +598,30 @@ export class ModelScheduler implements Scheduler {
       }
       for (const entry of batch) {
         this.#dequeue(entry);
-        clearTimeout(entry.timer);
+        if (entry.timer !== undefined) clearTimeout(entry.timer);
         entry.timer = undefined;
         entry.state = "running";
         entry.dispatched = now;
       }
       this.#busy.add(instance);
+      void this.#dispatch(instance, batch, now);
+    }
+  }
+
+  /** Runs a batch on an instance, which takes the next batch once it is idle. */
+  async #dispatch(instance: ModelInstance, batch: Entry[], started: number): Promise<void> {
+    try {
+      await this.#run(instance, batch, started);
+    } catch {
+      // #run delivered the failure to each request.
+    }
+    try {
       // After a failed batch too, the instance takes no other one until it is idle (a timed-out
       // callable still runs).
-      this.#run(instance, batch, now).catch(() => {}).then(() => instance.idle?.()).finally(() => {
-        this.#busy.delete(instance);
-        this.#schedulePump();
-      });
+      if (instance.idle !== undefined) await instance.idle();
+    } finally {
+      this.#busy.delete(instance);
+      this.#schedulePump();
     }
   }
 
