@@ -162,6 +162,17 @@ function tracesOf(batch: readonly Entry[]): RequestTrace[] | undefined {
 
 const RESOLVED = Promise.resolve();
 
+/** A batch being formed from the queues, in order (see `#formBatch`). */
+interface BatchForm {
+  batch: Entry[];
+  /** The batch's size: its requests' batch sizes summed. */
+  size: number;
+  /** The batch's length at its largest preferred size so far (0: none). */
+  best: number;
+  /** Whether the next queued entry did not fit, or the batch reached the largest size. */
+  full: boolean;
+}
+
 function isUnrecoverable(error: unknown): error is Error {
   return error instanceof Error && error.name === "TritonUnrecoverableError";
 }
@@ -252,6 +263,8 @@ export class ModelScheduler implements Scheduler {
   #order: Entry[] = [];
   #closed = false;
   #idleWaiters: (() => void)[] = [];
+  /** Entries in the levels' queues (waiting and delayed). */
+  #queuedCount = 0;
 
   /**
    * Creates the scheduler of a loaded model.
@@ -304,9 +317,7 @@ export class ModelScheduler implements Scheduler {
 
   /** Requests waiting in the queues. */
   get queued(): number {
-    let count = 0;
-    for (const level of this.#levels.values()) count += level.queue.length + level.delayed.length;
-    return count;
+    return this.#queuedCount;
   }
 
   /**
@@ -360,6 +371,7 @@ export class ModelScheduler implements Scheduler {
     }
     item.trace?.activity("QUEUE_START");
     level.queue.push(entry);
+    this.#queuedCount++;
     entry.slot = this.#active.add(entry);
     if (this.#preserveOrdering) this.#order.push(entry);
     this.#schedulePump();
@@ -453,7 +465,7 @@ export class ModelScheduler implements Scheduler {
 
   #dequeue(entry: Entry): void {
     const level = this.#levels.get(entry.level)!;
-    if (!remove(level.queue, entry)) remove(level.delayed, entry);
+    if (remove(level.queue, entry) || remove(level.delayed, entry)) this.#queuedCount--;
   }
 
   /**
@@ -528,35 +540,48 @@ export class ModelScheduler implements Scheduler {
 
   /** Picks the next batch, or how long to wait for a better one. */
   #formBatch(now: number): { batch: Entry[]; wait?: number } {
-    const batch: Entry[] = [];
-    let size = 0;
-    let best = 0;
-    let full = false;
-    for (const entry of this.#queuedInOrder()) {
-      if (
-        batch.length > 0 &&
-        (entry.item.shapeKey !== batch[0]!.item.shapeKey ||
-          size + entry.item.batchSize > this.#maxBatchSize)
-      ) {
-        full = true;
-        break;
-      }
-      batch.push(entry);
-      size += entry.item.batchSize;
-      if (this.#preferred.has(size)) best = batch.length;
-      if (size >= this.#maxBatchSize) {
-        full = true;
-        break;
-      }
+    const form: BatchForm = { batch: [], size: 0, best: 0, full: false };
+    for (const number of this.#levelOrder) {
+      const level = this.#levels.get(number)!;
+      if (this.#fill(form, level.queue) || this.#fill(form, level.delayed)) break;
     }
+    const { batch, size, best, full } = form;
     if (batch.length === 0) return { batch };
-    const oldest = Math.min(...batch.map((entry) => entry.enqueued));
+    let oldest = batch[0]!.enqueued;
+    for (const entry of batch) if (entry.enqueued < oldest) oldest = entry.enqueued;
     const waited = now - oldest;
     const delayExceeded = waited >= this.#delayMs;
     if (best > 0 && !delayExceeded) return { batch: batch.slice(0, best) };
     if (full || delayExceeded || size >= this.#maxPreferred) return { batch };
     return { batch: [], wait: this.#delayMs - waited };
   }
+
+  /**
+   * Adds a queue's entries, in order, to the batch being formed while they fit.
+   *
+   * @returns Whether the batch is full (an entry did not fit, or it reached the largest size).
+   */
+  #fill(form: BatchForm, queue: readonly Entry[]): boolean {
+    for (const entry of queue) {
+      if (
+        form.batch.length > 0 &&
+        (entry.item.shapeKey !== form.batch[0]!.item.shapeKey ||
+          form.size + entry.item.batchSize > this.#maxBatchSize)
+      ) {
+        form.full = true;
+        return true;
+      }
+      form.batch.push(entry);
+      form.size += entry.item.batchSize;
+      if (this.#preferred.has(form.size)) form.best = form.batch.length;
+      if (form.size >= this.#maxBatchSize) {
+        form.full = true;
+        return true;
+      }
+    }
+    return false;
+  }
+
 
   #clearDelay(): void {
     clearTimeout(this.#delayTimer);
