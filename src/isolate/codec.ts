@@ -19,6 +19,7 @@ import {
 import type { DType } from "../tensor/dtype.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
 import { foreignBuffer, isForeign, markForeign } from "../tensor/foreign_memory.ts";
+import { isSharedChunk } from "../tensor/small_tensors.ts";
 import { fromRawBytes, type NDArray } from "../tensor/ndarray.ts";
 import { DeviceTensor } from "../tensor/device_tensor.ts";
 
@@ -138,7 +139,9 @@ export function toWireTensor(
     counts.moved += data.byteLength;
     return { dtype, shape, buffer, byteOffset: data.byteOffset, byteLength: data.byteLength };
   }
-  const movable = !(buffer as ArrayBuffer).resizable && !(buffer as ArrayBuffer).detached;
+  // A shared chunk holds other tensors too: moving it would detach them.
+  const movable = !(buffer as ArrayBuffer).resizable && !(buffer as ArrayBuffer).detached &&
+    !isSharedChunk(buffer);
   const whole = data.byteOffset === 0 && data.byteLength === buffer.byteLength;
   if (movable && (whole || options.moveViews)) {
     // The same buffer may back two tensors of one message; transfer it once.

@@ -8,7 +8,8 @@
  */
 
 import { InferenceError } from "../errors.ts";
-import { arrayConstructorOf, type DType, kserveName } from "../tensor/dtype.ts";
+import { type DType, kserveName } from "../tensor/dtype.ts";
+import { smallTypedArray } from "../tensor/small_tensors.ts";
 import type { NDArray, NumericNDArray } from "../tensor/ndarray.ts";
 import type { WireTensorSpec } from "./tensor_contents.ts";
 
@@ -136,6 +137,21 @@ const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 const UINT64_MAX = 2n ** 64n - 1n;
 
+/** Refuses element `index` of an input's data, naming what was expected. */
+function badElement(
+  name: string,
+  dtype: DType,
+  flat: readonly unknown[],
+  index: number,
+  expected: string,
+): never {
+  throw InferenceError.invalidArg(
+    `Unable to parse 'data' of input '${name}': element ${index} is ${
+      describe(flat[index])
+    }, expected ${expected} for ${kserveName(dtype)}`,
+  );
+}
+
 function describe(value: unknown): string {
   if (typeof value === "bigint") return value.toString();
   if (typeof value === "string") {
@@ -153,7 +169,8 @@ function describe(value: unknown): string {
  * @param name The input name, for messages.
  * @param spec The input's dtype and shape.
  * @param data The `data` field: nested or flat arrays (or a single scalar for a scalar shape).
- * @returns The tensor.
+ * @returns The tensor; a small numeric one is a view of a chunk other tensors share
+ *   (`tensor/small_tensors.ts`), as binary inputs are views of their request's body.
  * @throws {InferenceError} (INVALID_ARG) For FP16/BF16, wrong element types, out-of-range values
  *   (an FP32 or FP64 value must be finite once stored: `1e400` and, for FP32, `1e39` are
  *   refused), arrays nested more than 64 levels deep (or the shape's rank), or an element count
@@ -191,33 +208,26 @@ export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown)
       `Unable to parse 'data' of input '${name}': shape [${shape}] needs ${count} elements but 'data' has ${flat.length}`,
     );
   }
-  const fail = (index: number, expected: string): never => {
-    throw InferenceError.invalidArg(
-      `Unable to parse 'data' of input '${name}': element ${index} is ${
-        describe(flat[index])
-      }, expected ${expected} for ${kserveName(dtype)}`,
-    );
-  };
   if (dtype === "bytes") {
     const elements = new Array<Uint8Array>(count);
     for (let i = 0; i < count; i++) {
       const value = flat[i];
-      if (typeof value !== "string") fail(i, "a string");
+      if (typeof value !== "string") badElement(name, dtype, flat, i, "a string");
       elements[i] = encoder.encode(value as string);
     }
     return { dtype, shape, data: elements };
   }
   if (dtype === "bool") {
-    const out = new Uint8Array(count);
+    const out = smallTypedArray("bool", count) as Uint8Array;
     for (let i = 0; i < count; i++) {
       const value = flat[i];
-      if (typeof value !== "boolean") fail(i, "true or false");
+      if (typeof value !== "boolean") badElement(name, dtype, flat, i, "true or false");
       out[i] = value ? 1 : 0;
     }
     return { dtype, shape, data: out };
   }
   if (dtype === "int64" || dtype === "uint64") {
-    const out = dtype === "int64" ? new BigInt64Array(count) : new BigUint64Array(count);
+    const out = smallTypedArray(dtype, count) as BigInt64Array | BigUint64Array;
     const [min, max] = dtype === "int64" ? [INT64_MIN, INT64_MAX] : [0n, UINT64_MAX];
     const what = dtype === "int64" ? "a 64-bit integer" : "a non-negative 64-bit integer";
     for (let i = 0; i < count; i++) {
@@ -225,14 +235,13 @@ export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown)
       let big: bigint;
       if (typeof value === "bigint") big = value;
       else if (typeof value === "number" && Number.isInteger(value)) big = BigInt(value);
-      else big = fail(i, what);
-      if (big < min || big > max) fail(i, what);
+      else big = badElement(name, dtype, flat, i, what);
+      if (big < min || big > max) badElement(name, dtype, flat, i, what);
       out[i] = big;
     }
     return { dtype, shape, data: out } as NumericNDArray;
   }
-  const Ctor = arrayConstructorOf(dtype) as Float64ArrayConstructor;
-  const out = new Ctor(count);
+  const out = smallTypedArray(dtype, count) as Float64Array;
   const range = INT_RANGE[dtype];
   if (range === undefined) {
     // JSON.parse turns literals beyond FP64 (1e400) into Infinity, and a Float32Array stores
@@ -246,9 +255,9 @@ export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown)
         ? value
         : typeof value === "bigint"
         ? Number(value)
-        : fail(i, "a number");
+        : badElement(name, dtype, flat, i, "a number");
       out[i] = number;
-      if (!Number.isFinite(out[i]!)) fail(i, what);
+      if (!Number.isFinite(out[i]!)) badElement(name, dtype, flat, i, what);
     }
   } else {
     const [min, max] = range;
@@ -256,7 +265,7 @@ export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown)
     for (let i = 0; i < count; i++) {
       const value = flat[i];
       if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-        fail(i, what);
+        badElement(name, dtype, flat, i, what);
       }
       out[i] = value as number;
     }
@@ -270,13 +279,19 @@ export function jsonToNDArray(name: string, spec: WireTensorSpec, data: unknown)
 const MAX_DATA_DEPTH = 64;
 
 /** Flattens `data` row-major, without recursion and at most {@linkcode MAX_DATA_DEPTH} deep. */
-function flatten(name: string, shape: readonly number[], data: unknown): unknown[] {
+function flatten(name: string, shape: readonly number[], data: unknown): readonly unknown[] {
+  if (!Array.isArray(data)) return [data];
+  // Flat data, the usual form, is its own flat list: no copy.
+  let nested = false;
+  for (let i = 0; i < data.length; i++) {
+    if (Array.isArray(data[i])) {
+      nested = true;
+      break;
+    }
+  }
+  if (!nested) return data;
   const maxDepth = Math.max(shape.length, MAX_DATA_DEPTH);
   const out: unknown[] = [];
-  if (!Array.isArray(data)) {
-    out.push(data);
-    return out;
-  }
   // Each entry: an array and the index of its next element.
   const stack: [unknown[], number][] = [[data, 0]];
   while (stack.length > 0) {

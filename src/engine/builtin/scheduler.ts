@@ -582,7 +582,6 @@ export class ModelScheduler implements Scheduler {
     return false;
   }
 
-
   #clearDelay(): void {
     clearTimeout(this.#delayTimer);
     this.#delayTimer = undefined;
