@@ -132,6 +132,11 @@ export interface InferRequestFields<I = Tensors> {
   /**
    * Input tensors by name; optional inputs the client left out are absent. With batching, axis 0
    * is this request's batch.
+   *
+   * An input's `data` is often a view of memory the server owns and shares: the request body
+   * (binary data), a shared-memory region, the Triton core's memory, or a chunk that holds other
+   * requests' small tensors (JSON data). Read it between `byteOffset` and its end, never transfer
+   * or detach its `buffer`, and copy it (`data.slice()`) to keep it past the call.
    */
   readonly data: I;
   /** KServe request parameters merged with forwarded headers (header values are strings). */
