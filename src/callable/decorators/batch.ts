@@ -42,7 +42,8 @@ function splitOutputs(
   total: number,
   context: InferContext | undefined,
 ): InferResult[] {
-  const outputs = Object.entries(convertOutput(output, context?.model));
+  const named = convertOutput(output, context?.model);
+  const outputs = Object.entries(named);
   const mismatched = outputs.filter(([, tensor]) => tensor.shape[0] !== total);
   if (mismatched.length > 0) {
     throw new TritonRuntimeError(
@@ -51,6 +52,9 @@ function splitOutputs(
       }; expected batch size: ${total}`,
     );
   }
+  // A batch of one request is that request's result: nothing to split (a copy of the object, so
+  // that the result is not the function's own).
+  if (requests.length === 1) return [{ ...named }];
   const results: InferResult[] = new Array(requests.length);
   let start = 0;
   for (let index = 0; index < requests.length; index++) {
