@@ -45,8 +45,10 @@ export function submit(
 ): AbortController {
   const { validated, arrival, sink, trace } = submission;
   const controller = new AbortController();
+  const data: Record<string, Tensor> = {};
+  for (const [name, tensor] of request.inputs) data[name] = tensor;
   const callableRequest: InferRequest<AnyTensors> = {
-    data: Object.fromEntries(request.inputs),
+    data,
     parameters: { ...request.parameters },
     requestedOutputNames: validated.outputs,
     signal: controller.signal,
