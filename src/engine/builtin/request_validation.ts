@@ -50,6 +50,18 @@ function declaredOf(model: ModelInfo): Declared {
 }
 
 /** Whether `shape` fits the declared `dims` (after the batch dimension when `from` is 1). */
+// Per model too: a request that names no outputs gets them all, the same list every time.
+const outputNames = new WeakMap<ModelInfo["outputs"], readonly string[]>();
+
+function outputNamesOf(model: ModelInfo): readonly string[] {
+  let names = outputNames.get(model.outputs);
+  if (names === undefined) {
+    names = Object.freeze(model.outputs.map((spec) => spec.name));
+    outputNames.set(model.outputs, names);
+  }
+  return names;
+}
+
 function fits(shape: readonly number[], dims: readonly number[], from: number): boolean {
   if (shape.length !== dims.length + from) return false;
   for (let i = 0; i < dims.length; i++) {
@@ -166,10 +178,13 @@ export function validateInferenceRequest(
     // marks a present input, so an absent optional one differs from a present scalar.
     keyParts[at] = "+" + (batching ? shape.slice(1).join(",") : shape.join(","));
   }
-  refuseMissingInputs(model, (name) => request.inputs.has(name));
-  let outputs: string[];
+  // Each input was found among the declared ones above: as many as declared means all of them.
+  if (request.inputs.size < model.inputs.length) {
+    refuseMissingInputs(model, (name) => request.inputs.has(name));
+  }
+  let outputs: readonly string[];
   if (request.outputs === undefined || request.outputs.length === 0) {
-    outputs = model.outputs.map((spec) => spec.name);
+    outputs = outputNamesOf(model);
   } else {
     const asked = new Set(request.outputs);
     for (const name of asked) {
