@@ -226,8 +226,8 @@ if (import.meta.main) {
         `| ${kind} | ${trace} | ${delay} | ${concurrency} | ` +
           `${median(list.map((r) => r.rps)).toFixed(0)} | ` +
           `${median(list.map((r) => r.p50Us)).toFixed(0)} | ` +
-          `${median(list.map((r) => r.cpuUs)).toFixed(0)} | ` +
-          `${median(list.map((r) => r.mainCpuUs)).toFixed(0)} |`,
+          `${median(list.map((r) => r.cpuUs)).toFixed(1)} | ` +
+          `${median(list.map((r) => r.mainCpuUs)).toFixed(1)} |`,
       );
     }
     if (traces.includes("opentelemetry")) {

@@ -1,6 +1,7 @@
 /**
  * The measuring tools of issue 38 still work: `bench/process.ts` groups a process's threads by
- * name, `bench/isolate_round_trip.ts` measures its three kinds of crossing, and
+ * name, `bench/isolate_round_trip.ts` measures its three kinds of crossing,
+ * `bench/http_handler.ts` the HTTP handler in process against the echo, and
  * `bench/profile_engines.ts --by-thread` prints a server's CPU and context switches per request by
  * thread. Nothing here depends on speed: the figures only have to be there.
  */
@@ -43,6 +44,17 @@ Deno.test("threadsByName finds a busy Worker's thread and counts its CPU", async
     worker.terminate();
     URL.revokeObjectURL(url);
   }
+});
+
+Deno.test("http_handler measures the handler in process against the echo", async () => {
+  const output = await run([
+    new URL("http_handler.ts", BENCH).pathname,
+    ...["--rounds", "1", "--duration", "0.2", "--warmup", "0.2"],
+  ]);
+  assert.match(
+    output,
+    /CPU µs per request: echo \d+\.\d\d, handler \d+\.\d\d \(\d+\.\d\d×\)/,
+  );
 });
 
 Deno.test("isolate_round_trip measures its three crossings", async () => {
