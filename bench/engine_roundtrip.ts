@@ -19,12 +19,8 @@
  * @module
  */
 
-import { addSub } from "../examples/add_sub/model.ts";
-import type { InferCallable } from "../src/callable/types.ts";
-import { resolveModelConfig } from "../src/config/model_config.ts";
-import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import type { Engine, EngineKind, InferenceRequest } from "../src/engine/engine.ts";
-import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { addSubDefinition } from "./add_sub_definition.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 import { median } from "./perf.ts";
 import { cpuSeconds } from "./process.ts";
@@ -93,25 +89,7 @@ async function measure(
           tracer === undefined ? {} : { tracer },
         );
       await engine.start();
-      await engine.loadModel({
-        name: "AddSub",
-        version: 1,
-        strict: false,
-        inputs: resolveTensorSpecs([
-          { name: "a", dtype: "float32", shape: [-1] },
-          { name: "b", dtype: "float32", shape: [-1] },
-        ], "input"),
-        outputs: resolveTensorSpecs([
-          { name: "add", dtype: "float32", shape: [-1] },
-          { name: "sub", dtype: "float32", shape: [-1] },
-        ], "output"),
-        config: resolveModelConfig({
-          maxBatchSize: 128,
-          batcher: { maxQueueDelayMicroseconds: delay },
-        }),
-        // Typed for bind(); the engines take the untyped callable bind() hands them.
-        instances: new MainThreadInstances([addSub as InferCallable]),
-      });
+      await engine.loadModel(addSubDefinition(delay));
       try {
         for (const concurrency of levels) {
           const drive = async (s: number): Promise<number[]> => {

@@ -12,13 +12,9 @@
  * @module
  */
 
-import { addSub } from "../examples/add_sub/model.ts";
-import type { InferCallable } from "../src/callable/types.ts";
-import { resolveModelConfig } from "../src/config/model_config.ts";
-import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
 import { BuiltinEngine } from "../src/engine/builtin/engine.ts";
 import { createHttpHandler } from "../src/frontend/http/server.ts";
-import { MainThreadInstances } from "../src/instances/main_thread.ts";
+import { addSubDefinition } from "./add_sub_definition.ts";
 import { flag } from "./args.ts";
 import { median } from "./perf.ts";
 import { cpuSeconds } from "./process.ts";
@@ -38,21 +34,7 @@ const BODY = JSON.stringify({
 
 const engine = new BuiltinEngine({});
 await engine.start();
-await engine.loadModel({
-  name: "AddSub",
-  version: 1,
-  strict: false,
-  inputs: resolveTensorSpecs([
-    { name: "a", dtype: "float32", shape: [-1] },
-    { name: "b", dtype: "float32", shape: [-1] },
-  ], "input"),
-  outputs: resolveTensorSpecs([
-    { name: "add", dtype: "float32", shape: [-1] },
-    { name: "sub", dtype: "float32", shape: [-1] },
-  ], "output"),
-  config: resolveModelConfig({ maxBatchSize: 128, batcher: { maxQueueDelayMicroseconds: 0 } }),
-  instances: new MainThreadInstances([addSub as InferCallable]),
-});
+await engine.loadModel(addSubDefinition(0));
 const handler = createHttpHandler(engine, {});
 
 function request(): Request {
