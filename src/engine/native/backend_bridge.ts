@@ -41,6 +41,7 @@ import { SlotSet } from "../../slot_set.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { decodeParent, PARENT_PARAMETER } from "../calls.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
+import { isSharedChunk } from "../../tensor/small_tensors.ts";
 import {
   DEFAULT_CUDA_DRIVER,
   DeviceTensor,
@@ -310,7 +311,9 @@ async function untilDone(options: ConsumeOptions, views: readonly Uint8Array[]):
   }
   for (const view of views) {
     const buffer = view.buffer as ArrayBuffer;
-    if (!buffer.detached) buffer.transferToFixedLength(0);
+    // A shared chunk of small tensors (the front end's JSON inputs, lent to the core) also holds
+    // other requests' inputs, which the core may still read: it stays.
+    if (!buffer.detached && !isSharedChunk(buffer)) buffer.transferToFixedLength(0);
   }
 }
 
