@@ -6,8 +6,8 @@
  *
  * A chunk's bytes are handed out once and never reused, so each view owns its elements; the
  * garbage collector frees a chunk with its last view (a view kept for long keeps its chunk, at
- * most {@linkcode CHUNK_BYTES}). A view's `byteOffset` is not 0 and its `buffer` holds other
- * tensors, as for binary inputs viewed in the request body. Chunks are marked
+ * most {@linkcode CHUNK_BYTES}). A view's `byteOffset` may be other than 0 and its `buffer`
+ * holds other tensors, as for binary inputs viewed in the request body. Chunks are marked
  * ({@linkcode isSharedChunk}): moving or detaching one would detach every tensor in it, so the
  * isolate codec copies their views instead, and the Triton engine, which revokes its views of a
  * batch's inputs when the server gives up on the batch, leaves a chunk alone.

@@ -263,8 +263,6 @@ export class ModelScheduler implements Scheduler {
   #order: Entry[] = [];
   #closed = false;
   #idleWaiters: (() => void)[] = [];
-  /** Entries in the levels' queues (waiting and delayed). */
-  #queuedCount = 0;
 
   /**
    * Creates the scheduler of a loaded model.
@@ -317,7 +315,9 @@ export class ModelScheduler implements Scheduler {
 
   /** Requests waiting in the queues. */
   get queued(): number {
-    return this.#queuedCount;
+    let count = 0;
+    for (const level of this.#levels.values()) count += level.queue.length + level.delayed.length;
+    return count;
   }
 
   /**
@@ -371,7 +371,6 @@ export class ModelScheduler implements Scheduler {
     }
     item.trace?.activity("QUEUE_START");
     level.queue.push(entry);
-    this.#queuedCount++;
     entry.slot = this.#active.add(entry);
     if (this.#preserveOrdering) this.#order.push(entry);
     this.#schedulePump();
@@ -465,7 +464,7 @@ export class ModelScheduler implements Scheduler {
 
   #dequeue(entry: Entry): void {
     const level = this.#levels.get(entry.level)!;
-    if (remove(level.queue, entry) || remove(level.delayed, entry)) this.#queuedCount--;
+    if (!remove(level.queue, entry)) remove(level.delayed, entry);
   }
 
   /**

@@ -475,11 +475,11 @@ export async function compressResponseBody<B extends ReplyBody>(
   reply: B,
   encoding: Encoding | undefined,
 ): Promise<ResponseBody<B>> {
-  if (encoding === undefined) return { body: reply, encoding: undefined };
+  const plain = { body: reply, encoding: undefined };
+  if (encoding === undefined) return plain;
   const body: BodyChunks = typeof reply === "string"
     ? oneChunk(textEncoder.encode(reply))
     : reply as BodyChunks;
-  const plain = { body: reply, encoding: undefined };
   if (body.byteLength < COMPRESS_MIN_BYTES) return plain;
   if (body.byteLength >= SAMPLE_FROM_BYTES) {
     const sample = tail(body, SAMPLE_BYTES);
@@ -514,9 +514,8 @@ const STREAM_FROM_BYTES = 64 * 1024;
  * ```
  */
 export function bytesResponse(body: ReplyBody, headers: Record<string, string>): Response {
-  if (typeof body === "string" || body.byteLength < STREAM_FROM_BYTES) {
-    return new Response(typeof body === "string" ? body : joinChunks(body), { headers });
-  }
+  if (typeof body === "string") return new Response(body, { headers });
+  if (body.byteLength < STREAM_FROM_BYTES) return new Response(joinChunks(body), { headers });
   const stream = new ReadableStream<Uint8Array>({
     start(controller): void {
       for (const chunk of body.chunks) if (chunk.byteLength > 0) controller.enqueue(chunk);

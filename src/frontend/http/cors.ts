@@ -19,6 +19,7 @@ import { TritonValidationError } from "../../errors.ts";
 import { HEADER_LENGTH_HEADER } from "../../protocol/binary_data.ts";
 import { ACCESS_TOKEN_HEADER } from "./access.ts";
 import { errorResponse } from "./errors.ts";
+import { pathOf } from "./url_path.ts";
 
 /** CORS settings of the HTTP front end (plain data: HTTP threads get a copy). */
 export interface CorsSettings {
@@ -165,7 +166,7 @@ export class Cors {
   preflight(request: Request, allowedMethods: AllowedMethods): Response {
     const origin = request.headers.get("origin")!;
     const vary = { vary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers" };
-    const methods = allowedMethods(new URL(request.url).pathname);
+    const methods = allowedMethods(pathOf(request.url));
     if (methods.length === 0) return errorResponse(404, "Not Found", vary);
     if (!this.#allowed(origin)) {
       return errorResponse(403, `CORS: origin '${origin}' is not allowed`, vary);
