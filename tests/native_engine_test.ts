@@ -13,6 +13,7 @@ import { lentCount } from "../src/engine/native/tensors.ts";
 import { InferenceError } from "../src/errors.ts";
 import { MainThreadInstances } from "../src/instances/main_thread.ts";
 import { hostTensor } from "../src/tensor/device_tensor.ts";
+import { foreignBuffer } from "../src/tensor/foreign_memory.ts";
 import { ndarray } from "../src/tensor/ndarray.ts";
 import { testInOwnProcess, watchdog } from "./_helpers.ts";
 
@@ -537,5 +538,58 @@ Deno.test(
     }
     // Every lent input and result was given back.
     assert.equal(lentCount(), before);
+  },
+);
+
+Deno.test(
+  {
+    name: "native engine: a batch given up at stop loses only its views of foreign memory",
+    ignore,
+  },
+  async () => {
+    const engine = await started({ exitTimeoutSecs: 1 });
+    // The caller's own bytes, and foreign ones (a buffer over a pointer, as a shared-memory
+    // region's view is): memory this test keeps alive, so the foreign view stays readable here.
+    const own = new Float32Array([1, 2, 3]);
+    const backing = new Float32Array([4, 5, 6]);
+    const foreign = new Float32Array(foreignBuffer(Deno.UnsafePointer.of(backing)!, 12));
+    const seen: Float32Array[] = [];
+    let running!: () => void;
+    const callableRan = new Promise<void>((resolve) => running = resolve);
+    let pending: Promise<unknown> | undefined;
+    try {
+      const model = define([(requests) => {
+        for (const r of requests) {
+          seen.push(r.data.x!.data as Float32Array, r.data.z!.data as Float32Array);
+        }
+        running();
+        return new Promise<never>(() => {});
+      }]);
+      await engine.loadModel({
+        ...model,
+        inputs: resolveTensorSpecs([
+          { name: "x", dtype: "float32", shape: [-1] },
+          { name: "z", dtype: "float32", shape: [-1] },
+        ], "input"),
+      });
+      pending = engine.infer({
+        modelName: "m",
+        parameters: {},
+        inputs: new Map([["x", ndarray(own, [1, 3])], ["z", ndarray(foreign, [1, 3])]]),
+      }).catch((error) => error);
+      await callableRan;
+      assert.equal(seen[0]!.buffer, own.buffer);
+    } finally {
+      await engine.stop();
+    }
+    const error = await pending;
+    assert.ok(error instanceof InferenceError, String(error));
+    assert.equal(error.code, "UNAVAILABLE");
+    // The foreign view is revoked: the callable, still running, sees an empty array.
+    assert.equal(seen[1]!.length, 0);
+    // The caller's own input is not the server's to take away.
+    assert.equal(own.buffer.detached, false);
+    assert.deepEqual([...own], [1, 2, 3]);
+    assert.deepEqual([...seen[0]!], [1, 2, 3]);
   },
 );

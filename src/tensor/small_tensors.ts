@@ -9,8 +9,8 @@
  * most {@linkcode CHUNK_BYTES}). A view's `byteOffset` may be other than 0 and its `buffer`
  * holds other tensors, as for binary inputs viewed in the request body. Chunks are marked
  * ({@linkcode isSharedChunk}): moving or detaching one would detach every tensor in it, so the
- * isolate codec copies their views instead, and the Triton engine, which revokes its views of a
- * batch's inputs when the server gives up on the batch, leaves a chunk alone.
+ * isolate codec copies their views instead. (The Triton engine, which revokes its views of a
+ * batch's inputs when the server gives up on the batch, revokes only views of foreign memory.)
  *
  * @module
  */

@@ -15,8 +15,8 @@
  * a shared-memory region's view: see `lend` in `tensors.ts`), they are views of its
  * `ArrayBuffer`, not new ones over the core's pointer. A batch is released only once its
  * instance is done with it (a timed-out callable keeps its batch until it returns); when the
- * server gives up on a running batch at stop, main-thread views are revoked (detached) first,
- * and Worker instances must have ended.
+ * server gives up on a running batch at stop, main-thread views of foreign memory are revoked
+ * (detached) first, and Worker instances must have ended.
  *
  * @module
  */
@@ -41,7 +41,7 @@ import { SlotSet } from "../../slot_set.ts";
 import { refuseMissingInputs } from "../required_inputs.ts";
 import { decodeParent, PARENT_PARAMETER } from "../calls.ts";
 import { type NDArray, toRawBytes } from "../../tensor/ndarray.ts";
-import { isSharedChunk } from "../../tensor/small_tensors.ts";
+import { isForeign } from "../../tensor/foreign_memory.ts";
 import {
   DEFAULT_CUDA_DRIVER,
   DeviceTensor,
@@ -294,8 +294,9 @@ function unlessStopped<T>(work: Promise<T>, signal: AbortSignal | undefined): Pr
 
 /**
  * Waits until the instance is done with the batch's inputs. When the server gives up first, the
- * main thread's views are detached (the callable then sees empty arrays); a Worker reads the
- * memory through views of its own, so only its end makes the batch safe to release.
+ * main thread's views of foreign memory are detached (the callable then sees empty arrays); a
+ * Worker reads the memory through views of its own, so only its end makes the batch safe to
+ * release.
  */
 async function untilDone(options: ConsumeOptions, views: readonly Uint8Array[]): Promise<void> {
   const { instance, stopping } = options;
@@ -311,9 +312,7 @@ async function untilDone(options: ConsumeOptions, views: readonly Uint8Array[]):
   }
   for (const view of views) {
     const buffer = view.buffer as ArrayBuffer;
-    // A shared chunk of small tensors (the front end's JSON inputs, lent to the core) also holds
-    // other requests' inputs, which the core may still read: it stays.
-    if (!buffer.detached && !isSharedChunk(buffer)) buffer.transferToFixedLength(0);
+    if (!buffer.detached) buffer.transferToFixedLength(0);
   }
 }
 
@@ -576,7 +575,11 @@ async function runBatch(
           ? stringControlSize(input.address, input.size)
           : input.size;
         const view = viewAt(input.address, size);
-        views.push(view);
+        // Only foreign memory (the core's, a shared-memory mapping) can go away under a callable
+        // the server gave up on. JavaScript's own bytes lent to the core (a request's input, a
+        // shared chunk of small tensors) stay: detaching them would free memory that the caller,
+        // other requests and the core may still hold.
+        if (isForeign(view.buffer)) views.push(view);
         data[input.name] = tensorInPlace(dtypeOfTriton(input.datatype), input.shape, view);
         if (native !== undefined) {
           locations[input.name] = { address: input.address, byteLength: size };
