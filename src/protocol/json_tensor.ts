@@ -82,11 +82,16 @@ export function parseJsonExact(text: string): unknown {
  * ```
  */
 export function parseJsonBytes(bytes: Uint8Array): unknown {
-  let text: string;
-  try {
-    text = strictDecoder.decode(bytes);
-  } catch {
-    throw new SyntaxError(`the JSON text is not valid UTF-8 (${firstInvalidUtf8(bytes)})`);
+  // The lenient decoder is Deno's fast path (about a third of the strict one's CPU on a small
+  // request). Its text is exact unless it holds U+FFFD, which is the client's own character or
+  // stands for bad bytes: only then does the strict decoder decide.
+  let text = decoder.decode(bytes);
+  if (text.includes("\uFFFD")) {
+    try {
+      text = strictDecoder.decode(bytes);
+    } catch {
+      throw new SyntaxError(`the JSON text is not valid UTF-8 (${firstInvalidUtf8(bytes)})`);
+    }
   }
   return parseJsonExact(text);
 }
