@@ -93,6 +93,16 @@ export class Inspector implements AsyncDisposable {
       if (message.error) waiter.reject(new Error(`Inspector: ${message.error.message}`));
       else waiter.resolve(message.result);
     };
+    // A connection that ends fails what waits on it, rather than leaving it waiting forever.
+    socket.onclose = (event: CloseEvent): void => {
+      const error = new Error(
+        `Inspector: the connection closed (code ${event.code}${
+          event.reason === "" ? "" : `: ${event.reason}`
+        }) with ${this.#pending.size} command(s) unanswered`,
+      );
+      for (const waiter of this.#pending.values()) waiter.reject(error);
+      this.#pending.clear();
+    };
   }
 
   /**
@@ -153,31 +163,65 @@ export interface HeapNode {
  * Samples the target's allocations while `work` runs, counting the objects the garbage
  * collector has freed again too: those are the garbage a request leaves.
  *
+ * The profile is taken in segments of {@linkcode HEAP_SEGMENT_MS}, each stopped and its tree
+ * kept: a profile that keeps collected objects lists every sample, and one of a few seconds of
+ * serving (millions of samples) is a message larger than the inspector's WebSocket takes.
+ *
  * @param hostPort Where `--inspect` listens.
  * @param work What to run while sampling.
  * @param options `survivors`: leave out what a scavenge freed, keeping only the objects that lived
  *   through one (those the scavenger copies, and promotes to the old space: the costly garbage).
- * @returns The root of the allocation tree.
+ * @returns The root of the allocation tree: the segments' roots are its children.
  */
-export function allocationsWhile(
+export async function allocationsWhile(
   hostPort: string,
   work: () => Promise<unknown>,
   options: { survivors?: boolean } = {},
 ): Promise<HeapNode> {
-  return sampleWhile(hostPort, work, {
-    start: async (inspector) => {
-      await inspector.send("HeapProfiler.enable");
-      await inspector.send("HeapProfiler.startSampling", {
-        samplingInterval: 128,
-        includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: options.survivors !== true,
-      });
+  await using inspector = await Inspector.connect(hostPort);
+  await inspector.send("HeapProfiler.enable");
+  const start = (): Promise<unknown> =>
+    inspector.send("HeapProfiler.startSampling", {
+      samplingInterval: 128,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: options.survivors !== true,
+    });
+  const stop = async (): Promise<HeapNode> =>
+    (await inspector.send<{ profile: { head: HeapNode } }>("HeapProfiler.stopSampling"))
+      .profile.head;
+  let done = false;
+  let failure: unknown;
+  const running = work().then(
+    () => done = true,
+    (error) => {
+      failure = error ?? new Error("The profiled work failed");
+      done = true;
     },
-    stop: async (inspector) =>
-      (await inspector.send<{ profile: { head: HeapNode } }>("HeapProfiler.stopSampling"))
-        .profile.head,
-  });
+  );
+  const segments: HeapNode[] = [];
+  await start();
+  while (!done) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      running,
+      new Promise((resolve) => timer = setTimeout(resolve, HEAP_SEGMENT_MS)),
+    ]);
+    clearTimeout(timer);
+    // The target builds the segment's profile on its main thread, serving nothing meanwhile;
+    // only the requests of the round trip to the next start go unsampled.
+    segments.push(await stop());
+    if (!done) await start();
+  }
+  if (failure !== undefined) throw failure;
+  return {
+    callFrame: { functionName: "(root)", url: "", lineNumber: 0 },
+    selfSize: 0,
+    children: segments,
+  };
 }
+
+/** How long each segment of {@linkcode allocationsWhile}'s profile lasts, in milliseconds. */
+export const HEAP_SEGMENT_MS = 500;
 
 /**
  * Bytes allocated per frame (self), summed over the tree, largest first; a built-in's bytes are

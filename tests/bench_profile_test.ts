@@ -3,7 +3,8 @@
  * name, `bench/isolate_round_trip.ts` measures its three kinds of crossing,
  * `bench/http_handler.ts` the HTTP handler in process against the echo, and
  * `bench/profile_engines.ts --by-thread` prints a server's CPU and context switches per request by
- * thread. Nothing here depends on speed: the figures only have to be there.
+ * thread, and `--heap 1` the bytes a request allocates. Nothing here depends on speed: the figures
+ * only have to be there.
  */
 
 import assert from "node:assert/strict";
@@ -78,4 +79,17 @@ Deno.test("profile_engines --by-thread prints the built-in server's threads", as
   assert.match(output, /^builtin c=8 threads=1: [1-9]\d* requests; by thread name/m);
   assert.match(output, /^ +\d+\.\d µs +\d+\.\d\d switches +deno \(\d+ threads?\)$/m);
   assert.match(output, /^ +\d+\.\d µs +all threads$/m);
+});
+
+Deno.test("profile_engines --heap 1 prints the bytes a request allocates, by frame", async () => {
+  // Longer than one segment of the heap profile (allocationsWhile), so several are summed.
+  const output = await run([
+    new URL("profile_engines.ts", BENCH).pathname,
+    ...["--server", "builtin", "--heap", "1", "--warmup", "0.3", "--duration", "1.2", "--top", "5"],
+  ]);
+  assert.match(
+    output,
+    /^builtin c=8: [1-9]\d* requests, [1-9]\d* bytes allocated per request \(sampled, the main isolate\)$/m,
+  );
+  assert.match(output, /^ +[1-9]\d* B\/req  \S.* \(\w+\.ts:\d+\)$/m);
 });
