@@ -253,7 +253,9 @@ export class ModelScheduler implements Scheduler {
   #maxPreferred: number;
   #delayMs: number;
   #preserveOrdering: boolean;
-  #busy = new Set<ModelInstance>();
+  // Which instances run a batch, by their place in #instances: a flag, not a Set, as instances
+  // come and go with every batch (see slot_set.ts).
+  #busy: boolean[];
   #cursor = 0;
   #pumpQueued = false;
   #delayTimer: ReturnType<typeof setTimeout> | undefined;
@@ -278,6 +280,7 @@ export class ModelScheduler implements Scheduler {
   ) {
     this.#model = model;
     this.#instances = instances;
+    this.#busy = instances.map(() => false);
     this.#stats = options.stats;
     this.#options = options;
     const { config } = model;
@@ -512,7 +515,8 @@ export class ModelScheduler implements Scheduler {
     this.#pump();
   };
 
-  #idleInstance(): ModelInstance | undefined {
+  /** The place in #instances of the instance to run the next batch; -1 when none is free. */
+  #idleInstance(): number {
     const count = this.#instances.length;
     // A live instance first; else one that is restarting (its batch waits for the restart,
     // as the core's instance threads do), never one that gave up.
@@ -520,13 +524,13 @@ export class ModelScheduler implements Scheduler {
       for (let step = 0; step < count; step++) {
         const index = (this.#cursor + step) % count;
         const instance = this.#instances[index]!;
-        if (usable(instance) && !this.#busy.has(instance)) {
+        if (usable(instance) && !this.#busy[index]) {
           this.#cursor = (index + 1) % count;
-          return instance;
+          return index;
         }
       }
     }
-    return undefined;
+    return -1;
   }
 
   *#queuedInOrder(): Generator<Entry> {
@@ -606,8 +610,8 @@ export class ModelScheduler implements Scheduler {
     this.#clearDelay();
     while (true) {
       if (this.queued === 0) return;
-      const instance = this.#idleInstance();
-      if (instance === undefined) {
+      const place = this.#idleInstance();
+      if (place < 0) {
         if (this.#instances.every(isDown)) this.#failQueued();
         return;
       }
@@ -626,13 +630,14 @@ export class ModelScheduler implements Scheduler {
         entry.state = "running";
         entry.dispatched = now;
       }
-      this.#busy.add(instance);
-      void this.#dispatch(instance, batch, now);
+      this.#busy[place] = true;
+      void this.#dispatch(place, batch, now);
     }
   }
 
   /** Runs a batch on an instance, which takes the next batch once it is idle. */
-  async #dispatch(instance: ModelInstance, batch: Entry[], started: number): Promise<void> {
+  async #dispatch(place: number, batch: Entry[], started: number): Promise<void> {
+    const instance = this.#instances[place]!;
     try {
       await this.#run(instance, batch, started);
     } catch {
@@ -643,7 +648,7 @@ export class ModelScheduler implements Scheduler {
       // callable still runs).
       if (instance.idle !== undefined) await instance.idle();
     } finally {
-      this.#busy.delete(instance);
+      this.#busy[place] = false;
       this.#schedulePump();
     }
   }
