@@ -91,5 +91,5 @@ Deno.test("profile_engines --heap 1 prints the bytes a request allocates, by fra
     output,
     /^builtin c=8: [1-9]\d* requests, [1-9]\d* bytes allocated per request \(sampled, the main isolate\)$/m,
   );
-  assert.match(output, /^ +[1-9]\d* B\/req  \S.* \(\w+\.ts:\d+\)$/m);
+  assert.match(output, /^ +[1-9]\d* B\/req {2}\S.* \(\w+\.ts:\d+\)$/m);
 });
