@@ -186,12 +186,13 @@ Deno.test("parseJsonBytes() refuses text that is not UTF-8 and names the byte", 
 });
 
 Deno.test("parseJsonBytes() keeps a client's own U+FFFD and drops a byte order mark", () => {
-  // U+FFFD sent as its UTF-8 bytes (EF BF BD) is text like any other, beside bad bytes or not.
+  // U+FFFD sent as its UTF-8 bytes (EF BF BD, bytes 7 to 9 here) is text like any other; a bad
+  // byte after it is still refused.
   const replacement = new TextEncoder().encode('{"s":"a\uFFFDb"}');
   assert.deepEqual(parseJsonBytes(replacement), { s: "a\uFFFDb" });
   assert.throws(
-    () => parseJsonBytes(new Uint8Array([...replacement.subarray(0, 7), 0xff, 0x22, 0x7d])),
-    { message: "the JSON text is not valid UTF-8 (byte 7 is 0xff)" },
+    () => parseJsonBytes(new Uint8Array([...replacement.subarray(0, 10), 0xff, 0x22, 0x7d])),
+    { message: "the JSON text is not valid UTF-8 (byte 10 is 0xff)" },
   );
   // A byte order mark is dropped, as the strict decoder did.
   assert.deepEqual(parseJsonBytes(new Uint8Array([0xef, 0xbb, 0xbf, 0x5b, 0x31, 0x5d])), [1]);
