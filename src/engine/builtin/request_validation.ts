@@ -31,37 +31,33 @@ function shown(shape: readonly number[]): string {
   return `[${shape.join(",")}]`;
 }
 
-/** A model's inputs by name with their declared position, built once per model. */
-type Declared = ReadonlyMap<
-  string,
-  { readonly spec: ModelInfo["inputs"][number]; readonly at: number }
->;
+/** What validation looks up in a model, built once per model. */
+interface ModelLookups {
+  /** Its inputs by name, with their declared position. */
+  readonly inputs: ReadonlyMap<
+    string,
+    { readonly spec: ModelInfo["inputs"][number]; readonly at: number }
+  >;
+  /** Its output names in declared order: the outputs of a request that names none. */
+  readonly outputNames: readonly string[];
+}
 
-// Per model, not per request: every request of a model looks its inputs up in the same map.
-const declaredInputs = new WeakMap<ModelInfo["inputs"], Declared>();
+// Per model, not per request: a loaded model's inputs and outputs do not change.
+const lookups = new WeakMap<ModelInfo, ModelLookups>();
 
-function declaredOf(model: ModelInfo): Declared {
-  let declared = declaredInputs.get(model.inputs);
-  if (declared === undefined) {
-    declared = new Map(model.inputs.map((spec, at) => [spec.name, { spec, at }]));
-    declaredInputs.set(model.inputs, declared);
+function lookupsOf(model: ModelInfo): ModelLookups {
+  let found = lookups.get(model);
+  if (found === undefined) {
+    found = {
+      inputs: new Map(model.inputs.map((spec, at) => [spec.name, { spec, at }])),
+      outputNames: Object.freeze(model.outputs.map((spec) => spec.name)),
+    };
+    lookups.set(model, found);
   }
-  return declared;
+  return found;
 }
 
 /** Whether `shape` fits the declared `dims` (after the batch dimension when `from` is 1). */
-// Per model too: a request that names no outputs gets them all, the same list every time.
-const outputNames = new WeakMap<ModelInfo["outputs"], readonly string[]>();
-
-function outputNamesOf(model: ModelInfo): readonly string[] {
-  let names = outputNames.get(model.outputs);
-  if (names === undefined) {
-    names = Object.freeze(model.outputs.map((spec) => spec.name));
-    outputNames.set(model.outputs, names);
-  }
-  return names;
-}
-
 function fits(shape: readonly number[], dims: readonly number[], from: number): boolean {
   if (shape.length !== dims.length + from) return false;
   for (let i = 0; i < dims.length; i++) {
@@ -108,7 +104,7 @@ export function validateInferenceRequest(
   request: InferenceRequest,
 ): ValidatedRequest {
   const batching = model.config.maxBatchSize > 0;
-  const declared = declaredOf(model);
+  const { inputs: declared, outputNames } = lookupsOf(model);
   let batchSize: number | undefined;
   let batchFrom = "";
   // One part per declared input, in declared order: the key is the same whatever order the
@@ -184,7 +180,7 @@ export function validateInferenceRequest(
   }
   let outputs: readonly string[];
   if (request.outputs === undefined || request.outputs.length === 0) {
-    outputs = outputNamesOf(model);
+    outputs = outputNames;
   } else {
     const asked = new Set(request.outputs);
     for (const name of asked) {
