@@ -533,7 +533,8 @@ async function runBatch(
   const native: Record<string, NativeTensorLocation>[] | undefined = instance.isolated
     ? []
     : undefined;
-  // Every view of the core's memory, to revoke if the server gives up on the batch.
+  // Every view of foreign memory (the core's, a shared-memory mapping), to revoke if the server
+  // gives up on the batch.
   const views: Uint8Array[] = [];
   const sequencing = model.config.sequenceBatching;
   const stringId = sequencing?.correlationId?.dtype === "bytes"
