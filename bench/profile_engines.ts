@@ -7,7 +7,7 @@
  * the main thread's CPU per request), and the top frames bottom-up with their callers.
  *
  *     deno run -A bench/profile_engines.ts --server builtin|triton|echo [--concurrency 8]
- *       [--duration 4] [--warmup 1] [--queue-delay-us 0] [--http-threads 1] [--top 25]
+ *       [--client-processes 1] [--duration 4] [--warmup 1] [--queue-delay-us 0] [--http-threads 1] [--top 25]
  *       [--files 15] [--out x.cpuprofile] [--heap 1|survivors] [--by-thread]
  *
  * `--warmup S` drives the server S seconds before anything is measured (V8 optimizes on helper
@@ -94,7 +94,9 @@ async function main(): Promise<void> {
     const line = await firstLine(lines);
     if (line === undefined) throw new Error(`The ${server} server exited before it served`);
     const { url } = JSON.parse(line) as { url: string };
-    const drive = async (seconds: number): Promise<number> => {
+    // Several client processes, started together, load a many-core host as bench:engines does.
+    const clientProcesses = Number(flag("client-processes", "1"));
+    const driveOne = async (seconds: number): Promise<number> => {
       const output = await new Deno.Command(Deno.execPath(), {
         args: [
           "run",
@@ -118,13 +120,19 @@ async function main(): Promise<void> {
       const load = JSON.parse(new TextDecoder().decode(output.stdout)) as { latencies: number[] };
       return load.latencies.length;
     };
+    const drive = async (seconds: number): Promise<number> => {
+      const counts = await Promise.all(
+        Array.from({ length: clientProcesses }, () => driveOne(seconds)),
+      );
+      return counts.reduce((sum, count) => sum + count, 0);
+    };
     await drive(Number(flag("warmup", "1"))); // warm-up: JIT, connections
     if (flag("by-thread", "") !== "") {
       const before = threadsByName(child.pid);
       const requests = await drive(duration);
       const after = threadsByName(child.pid);
       console.log(
-        `${server} c=${concurrency} threads=${threads}: ${requests} requests; by thread name, ` +
+        `${server} ${clientProcesses}×c=${concurrency} threads=${threads}: ${requests} requests; by thread name, ` +
           "CPU µs and context switches per request:",
       );
       const rows = [...after].map(([name, group]) => {
@@ -156,7 +164,9 @@ async function main(): Promise<void> {
       const frames = allocationsByFrame(head);
       const total = frames.reduce((sum, [, bytes]) => sum + bytes, 0);
       console.log(
-        `${server} c=${concurrency}: ${requests} requests, ${Math.round(total / requests)} bytes ${
+        `${server} ${clientProcesses}×c=${concurrency}: ${requests} requests, ${
+          Math.round(total / requests)
+        } bytes ${
           survivors ? "per request that outlived a scavenge" : "allocated per request"
         } (sampled, the main isolate)`,
       );
@@ -188,7 +198,7 @@ async function main(): Promise<void> {
     const mainUs = 1e6 * mainCpu / requests;
     const usPerSample = busy === 0 ? 0 : mainUs / busy;
     console.log(
-      `${server} c=${concurrency} threads=${threads}: ${requests} requests in ${
+      `${server} ${clientProcesses}×c=${concurrency} threads=${threads}: ${requests} requests in ${
         seconds.toFixed(1)
       } s (${Math.round(requests / seconds)} req/s under the profiler), server CPU ${
         Math.round(1e6 * cpu / requests)
