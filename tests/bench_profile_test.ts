@@ -71,12 +71,13 @@ Deno.test("isolate_round_trip measures its three crossings", async () => {
   }
 });
 
-Deno.test("profile_engines --by-thread prints the built-in server's threads", async () => {
+Deno.test("profile_engines --by-thread prints the built-in server's threads, loaded by two client processes", async () => {
   const output = await run([
     new URL("profile_engines.ts", BENCH).pathname,
     ...["--server", "builtin", "--by-thread", "1", "--warmup", "0.3", "--duration", "0.5"],
+    ...["--client-processes", "2"],
   ]);
-  assert.match(output, /^builtin c=8 threads=1: [1-9]\d* requests; by thread name/m);
+  assert.match(output, /^builtin 2×c=8 threads=1: [1-9]\d* requests; by thread name/m);
   assert.match(output, /^ +\d+\.\d µs +\d+\.\d\d switches +deno \(\d+ threads?\)$/m);
   assert.match(output, /^ +\d+\.\d µs +all threads$/m);
 });
@@ -89,7 +90,7 @@ Deno.test("profile_engines --heap 1 prints the bytes a request allocates, by fra
   ]);
   assert.match(
     output,
-    /^builtin c=8: [1-9]\d* requests, [1-9]\d* bytes allocated per request \(sampled, the main isolate\)$/m,
+    /^builtin 1×c=8: [1-9]\d* requests, [1-9]\d* bytes allocated per request \(sampled, the main isolate\)$/m,
   );
   assert.match(output, /^ +[1-9]\d* B\/req {2}\S.* \(\w+\.ts:\d+\)$/m);
 });
