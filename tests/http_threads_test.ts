@@ -291,6 +291,7 @@ async function checkServer(url: string): Promise<void> {
       { name: "AddSub", version: "1", state: "READY" },
       { name: "Big", version: "1", state: "READY" },
       { name: "ParamsAndHeaders", version: "1", state: "READY" },
+      { name: "Slow", version: "1", state: "READY" },
       { name: "Upper", version: "1", state: "READY" },
     ]);
     const generated = await send(`${url}/v2/models/AddSub/generate`, {
@@ -343,6 +344,43 @@ async function checkServer(url: string): Promise<void> {
 }
 
 /**
+ * A client that leaves mid-request: the model, in the main isolate, sees its request's signal
+ * abort, whether the thread handed the request over (the built-in engine) or submitted it to the
+ * core itself. Reads the server's stdout until the model's lines come.
+ */
+async function checkDisconnect(
+  url: string,
+  lines: ReadableStreamDefaultReader<string>,
+): Promise<void> {
+  let out = "";
+  const until = async (text: string): Promise<void> => {
+    while (!out.includes(text)) {
+      const { value, done } = await watchdog(lines.read(), `the server's line ${text}`);
+      if (done) throw new Error(`The server's stdout ended without ${text}: ${out}`);
+      out += value;
+    }
+  };
+  for (let i = 0; i < 3; i++) {
+    // A raw socket closed mid-request is a deterministic disconnect.
+    const connection = await Deno.connect({
+      hostname: "127.0.0.1",
+      port: Number(new URL(url).port),
+    });
+    const body = JSON.stringify({
+      inputs: [{ name: "x", datatype: "FP32", shape: [1], data: [1] }],
+    });
+    await connection.write(new TextEncoder().encode(
+      `POST /v2/models/Slow/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nTriton-Access-Token: t0k3n\r\n` +
+        `Content-Length: ${body.length}\r\n\r\n${body}`,
+    ));
+    await until('{"running":true}');
+    connection.close();
+    await until('{"aborted":true}');
+    out = "";
+  }
+}
+
+/**
  * After an unload (forwarded to the main isolate), every thread answers an inference request
  * for the model as the main isolate does, though a thread submitting to the core had checked it.
  */
@@ -374,6 +412,7 @@ for (const engine of ENGINES) {
       const { url } = JSON.parse(firstLine) as { url: string };
       await watchdog(checkServer(url), "the requests");
       await watchdog(checkSequences(url), "the sequences");
+      await checkDisconnect(url, lines);
       await watchdog(checkUnloaded(url), "the requests after an unload");
     } finally {
       await child.stdin.close();

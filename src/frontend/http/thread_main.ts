@@ -29,6 +29,8 @@ import {
 } from "./routes.ts";
 import { handlerOver, routeSettingsOf, socketUnavailable } from "./server.ts";
 import { SlotTable } from "../../slot_set.ts";
+import { RingReader, RingWriter } from "../../isolate/ring.ts";
+import { readAnswer, writeInferRequest } from "./thread_lane.ts";
 import {
   type CheckedModel,
   type FromThread,
@@ -53,6 +55,8 @@ let logger: Logger | undefined;
 let shared: SharedEngineClient | undefined;
 /** Models the main isolate checked, for requests submitted to the shared core. */
 const checked = new Map<string, CheckedModel>();
+/** The ring of the inference requests this thread hands to the main isolate. */
+let requests: RingWriter | undefined;
 
 function post(message: FromThread, transfer: Transferable[] = []): void {
   self.postMessage(message, transfer);
@@ -80,12 +84,11 @@ self.addEventListener("unhandledrejection", (event) => {
   uncaught("unhandled rejection", event.reason);
 });
 
-/** Posts a message that the main isolate answers by `id`; an abort of `signal` cancels it there. */
-function ask<T>(
-  make: (id: number) => FromThread,
-  transfer: Transferable[] = [],
-  signal?: AbortSignal,
-): Promise<T> {
+/**
+ * Sends (with `send`) what the main isolate answers by `id`; an abort of `signal` cancels it
+ * there.
+ */
+function ask<T>(send: (id: number) => void, signal?: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let id = 0;
     const onAbort = (): void => post({ type: "cancel", id });
@@ -100,7 +103,7 @@ function ask<T>(
         reject(error);
       },
     });
-    post(make(id), transfer);
+    send(id);
   });
 }
 
@@ -120,8 +123,11 @@ function forward(request: Request, read?: Uint8Array, signal?: AbortSignal): Pro
     ? [body.buffer as ArrayBuffer]
     : [body];
   return ask<Response>(
-    (id) => ({ type: "forward", id, method: request.method, url: request.url, headers, body }),
-    transfer,
+    (id) =>
+      post(
+        { type: "forward", id, method: request.method, url: request.url, headers, body },
+        transfer,
+      ),
     signal,
   );
 }
@@ -134,7 +140,7 @@ function modelRef(params: RouteContext["params"]): ModelRef {
 }
 
 function checkModel(model: ModelRef): Promise<CheckedModel> {
-  return ask<CheckedModel>((id) => ({ type: "check", id, model }));
+  return ask<CheckedModel>((id) => post({ type: "check", id, model }));
 }
 
 function modelKey(model: ModelRef): string {
@@ -207,11 +213,15 @@ function inferRoute(settings: ReturnType<typeof routeSettingsOf>): RouteHandler 
         batching,
       });
     }
-    const transfer: Transferable[] = [];
-    const wire = toWireInferRequest(decoded.request, transfer);
     const { response, batching } = await ask<{ response: InferenceResponse; batching: boolean }>(
-      (id) => ({ type: "infer", id, model, request: wire }),
-      transfer,
+      (id) => {
+        if (requests !== undefined && writeInferRequest(requests, id, model, decoded.request)) {
+          return;
+        }
+        const transfer: Transferable[] = [];
+        const wire = toWireInferRequest(decoded.request, transfer);
+        post({ type: "infer", id, model, request: wire }, transfer);
+      },
       context.signal,
     );
     return await inferReply(decoded, response, {
@@ -243,6 +253,18 @@ async function start(index: number, settings: ThreadSettings): Promise<void> {
   });
   const { file: _file, ...change } = log;
   logger.update(change);
+  if (settings.lanes !== undefined) {
+    requests = new RingWriter(settings.lanes.toMain);
+    void new RingReader(settings.lanes.toThread).pump((_kind, payload) => {
+      const answer = readAnswer(payload);
+      settle(
+        answer.id,
+        "error" in answer
+          ? { error: fromWireError(answer.error) }
+          : { value: { response: answer.response, batching: answer.batching } },
+      );
+    }, (error) => uncaught("reading an answer", error));
+  }
   const pattern = settings.headerForwardPattern;
   const routeSettings = routeSettingsOf({
     maxRequestBytes: settings.maxRequestBytes,

@@ -47,6 +47,11 @@ export interface ThreadSettings {
   readonly cors?: Required<CorsSettings>;
   /** The engine, when the thread may submit to it itself (the Triton core). */
   readonly engine?: SharedEngineData;
+  /**
+   * The rings of the inference requests the thread hands to the main isolate, and of their
+   * answers (`thread_lane.ts`).
+   */
+  readonly lanes?: { readonly toMain: SharedArrayBuffer; readonly toThread: SharedArrayBuffer };
 }
 
 /** What a thread keeps of a model the main isolate checked. */

@@ -9,12 +9,19 @@
  * @module
  */
 
-import type { Engine, EngineShare } from "../../engine/engine.ts";
+import type { Engine, EngineShare, InferenceRequest } from "../../engine/engine.ts";
 import { InferenceError, messageOf } from "../../errors.ts";
 import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import type { Logger } from "../../log.ts";
 import { inferModel } from "./routes.ts";
 import { SlotMirror } from "../../slot_set.ts";
+import { ringBuffer, RingReader, RingWriter } from "../../isolate/ring.ts";
+import {
+  LANE_INFER,
+  readInferRequest,
+  writeInferFailure,
+  writeInferResponse,
+} from "./thread_lane.ts";
 import {
   type FromThread,
   fromWireInferRequest,
@@ -25,6 +32,12 @@ import {
 } from "./thread_protocol.ts";
 
 const ENTRY = new URL("./thread_main.ts", import.meta.url).href;
+
+/**
+ * Each ring's data bytes, one each way per thread: an add_sub request takes about 250, and a
+ * record over half of it goes by `postMessage` (where its buffers move instead of being copied).
+ */
+const LANE_BYTES = 256 * 1024;
 
 /** What the threads are started with. */
 export interface HttpThreadsOptions {
@@ -58,6 +71,12 @@ class HttpThread {
   readonly released = Promise.withResolvers<void>();
   /** The Worker ended on an uncaught error. */
   crashed = false;
+  /** The rings' memory, for the thread's settings. */
+  readonly lanes = { toMain: ringBuffer(LANE_BYTES), toThread: ringBuffer(LANE_BYTES) };
+  /** The inference requests the thread hands over (`thread_lane.ts`). */
+  readonly requests = new RingReader(this.lanes.toMain);
+  /** Their answers. */
+  readonly answers = new RingWriter(this.lanes.toThread);
   #asked = new Set<Step>();
 
   constructor(index: number) {
@@ -126,7 +145,10 @@ export class HttpThreads {
       );
       if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
     } catch (reason) {
-      for (const thread of running.#threads) thread.worker.terminate();
+      for (const thread of running.#threads) {
+        thread.requests.close();
+        thread.worker.terminate();
+      }
       // Nothing is left to detach or wait for when the engine stops.
       running.#threads = [];
       running.#logSubscription[Symbol.dispose]();
@@ -161,18 +183,34 @@ export class HttpThreads {
         reject(new Error(`HTTP thread ${index} failed to start: ${event.message}`));
       };
     });
-    thread.post({ type: "start", index, settings });
+    thread.post({ type: "start", index, settings: { ...settings, lanes: thread.lanes } });
     return listening;
   }
 
   #serve(thread: HttpThread): void {
     const { logger } = this.#options;
+    const onRecord = (kind: number, payload: Uint8Array): void => {
+      if (kind !== LANE_INFER) throw new Error(`Unknown record kind ${kind}`);
+      const abort = new AbortController();
+      const { id, model, request } = readInferRequest(payload, abort.signal);
+      this.#infer(thread, id, model, request, abort);
+    };
+    void thread.requests.pump(
+      onRecord,
+      (error) => logger.error(`HTTP thread ${thread.index}'s requests: ${messageOf(error)}`),
+    );
     thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
       const message = event.data;
+      // What the thread wrote to its ring before it posted this comes first: a "cancel" finds
+      // its request running.
+      thread.requests.drain(onRecord);
       switch (message.type) {
-        case "infer":
-          this.#infer(thread, message.id, message.model, message);
+        case "infer": {
+          const abort = new AbortController();
+          const request = fromWireInferRequest(message.request, message.model, abort.signal);
+          this.#infer(thread, message.id, message.model, request, abort);
           break;
+        }
         case "check":
           this.#check(thread, message.id, message.model);
           break;
@@ -213,6 +251,7 @@ export class HttpThreads {
       // Its requests in the core are never released now: the engine then leaves the core
       // undeleted, as for a batch that never ends.
       thread.crashed = true;
+      thread.requests.close();
       thread.done.detach.resolve();
       thread.done.stop.resolve();
     };
@@ -235,27 +274,28 @@ export class HttpThreads {
     }
   }
 
+  /** Runs a request a thread handed over, and answers it on the ring, or else by a message. */
   async #infer(
     thread: HttpThread,
     id: number,
     model: ModelRef,
-    message: Extract<FromThread, { type: "infer" }>,
+    request: InferenceRequest,
+    abort: AbortController,
   ): Promise<void> {
     const { engine } = this.#options;
-    const abort = new AbortController();
     thread.running.put(id, abort);
     try {
       const handle = inferModel(engine, model.modelName, model.modelVersion);
-      const request = fromWireInferRequest(message.request, model, abort.signal);
       const response = await engine.infer(request, handle);
-      thread.post({
-        type: "inferred",
-        id,
-        response: toWireInferResponse(response),
-        batching: handle.maxBatchSize > 0,
-      });
+      const batching = handle.maxBatchSize > 0;
+      if (!writeInferResponse(thread.answers, id, response, batching)) {
+        thread.post({ type: "inferred", id, response: toWireInferResponse(response), batching });
+      }
     } catch (error) {
-      thread.post({ type: "failed", id, error: toWireError(error) });
+      const wire = toWireError(error);
+      if (!writeInferFailure(thread.answers, id, wire)) {
+        thread.post({ type: "failed", id, error: wire });
+      }
     } finally {
       thread.running.delete(id);
     }
@@ -308,7 +348,10 @@ export class HttpThreads {
         this.#threads.filter((thread) => !thread.crashed).map((thread) => thread.released.promise),
       );
       await Promise.all(this.#threads.map((thread) => thread.take("stop")));
-      for (const thread of this.#threads) thread.worker.terminate();
+      for (const thread of this.#threads) {
+        thread.requests.close();
+        thread.worker.terminate();
+      }
       this.#logSubscription[Symbol.dispose]();
     })();
     return this.#stopping;
