@@ -1,11 +1,12 @@
 /**
  * Instance module of `workers_test.ts`: echoes `x` as `y` (a fresh array) and `s` as `t`; in a
- * decoupled model it yields one step per element of `x`.
+ * decoupled model it yields one step per element of `x`. A request with the parameter `count`
+ * increments the model's counter `echo_counted_total` first.
  *
  * @module
  */
 
-import type { InferFunc, InferRequest, InferResult } from "../callable/types.ts";
+import type { InferContext, InferFunc, InferRequest, InferResult } from "../callable/types.ts";
 import { ndarray } from "../tensor/ndarray.ts";
 import type { WorkerContext } from "./worker_protocol.ts";
 
@@ -24,5 +25,16 @@ export default function factory(ctx: WorkerContext): InferFunc {
       for (const value of x) yield requests.map(() => ({ y: ndarray(new Float32Array([value])) }));
     };
   }
-  return (requests: InferRequest[]) => requests.map(echo);
+  return (requests: InferRequest[], context: InferContext) => {
+    for (const request of requests) {
+      if (request.parameters["count"] !== true) continue;
+      context.metrics.family({
+        name: "echo_counted_total",
+        description: "Counted",
+        kind: "counter",
+      })
+        .metric({ labels: {} }).increment();
+    }
+    return requests.map(echo);
+  };
 }

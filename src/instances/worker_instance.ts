@@ -22,7 +22,9 @@ import { WorkerCallRunner } from "./worker_calls.ts";
 import type { SequenceId } from "../config/sequence_batching.ts";
 import { SequenceLedger } from "./sequence_states.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
-import { InferenceError } from "../errors.ts";
+import { InferenceError, messageOf } from "../errors.ts";
+import { ringBuffer, RingReader, RingWriter } from "../isolate/ring.ts";
+import { LANE_RESULTS, readResults, writeBatch } from "./worker_lane.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { type GpuDevice, parseDevice } from "../gpu/devices.ts";
@@ -47,6 +49,9 @@ import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 import { activeTraceparent } from "../telemetry/otel.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
+
+/** Each ring's data bytes, one each way per Worker (`worker_lane.ts`). */
+const LANE_BYTES = 256 * 1024;
 
 /**
  * How many steps of a decoupled batch may be on their way or waiting for the consumer: the
@@ -81,6 +86,12 @@ interface Life {
   readonly next: PromiseWithResolvers<void>;
   /** Runs the calls its callable makes to other models. */
   readonly calls: WorkerCallRunner;
+  /** The rings' memory, for the Worker's "init" (`worker_lane.ts`). */
+  readonly lanes: { readonly toWorker: SharedArrayBuffer; readonly toMain: SharedArrayBuffer };
+  /** Its coupled batches, when they fit. */
+  readonly batchLane: RingWriter;
+  /** Their results. */
+  readonly resultLane: RingReader;
 }
 
 /** One batch in a Worker. */
@@ -231,6 +242,7 @@ export class WorkerInstance implements ModelInstance {
       ...(permissions === "inherit" ? {} : { deno: { permissions } }),
     });
     const channel = new WatchChannel();
+    const lanes = { toWorker: ringBuffer(LANE_BYTES), toMain: ringBuffer(LANE_BYTES) };
     const life: Life = {
       worker,
       watch: channel.port1,
@@ -241,11 +253,26 @@ export class WorkerInstance implements ModelInstance {
       calls: new WorkerCallRunner(this.#caller, (message, transfer) => {
         if (!life.ended) worker.postMessage(message, transfer);
       }),
+      lanes,
+      batchLane: new RingWriter(lanes.toWorker),
+      resultLane: new RingReader(lanes.toMain),
     };
     this.#life = life;
     this.#lives.add(life);
     this.#loading = Promise.withResolvers<void>();
-    worker.onmessage = (event: MessageEvent<FromWorker>) => this.#receive(life, event.data);
+    const onRecord = (kind: number, payload: Uint8Array): void => {
+      if (kind !== LANE_RESULTS) throw new Error(`Unknown record kind ${kind}`);
+      this.#receive(life, readResults(payload));
+    };
+    void life.resultLane.pump(
+      onRecord,
+      (error) => this.#shared.logger.error(`${this.#label}'s results: ${messageOf(error)}`),
+    );
+    worker.onmessage = (event: MessageEvent<FromWorker>) => {
+      // What the Worker wrote to its ring before it posted this comes first.
+      life.resultLane.drain(onRecord);
+      this.#receive(life, event.data);
+    };
     worker.onerror = (event: ErrorEvent) => {
       // Handled here: unhandled, a Worker's error would end the whole process.
       event.preventDefault();
@@ -282,6 +309,7 @@ export class WorkerInstance implements ModelInstance {
       module,
       context,
       watch: channel.port2,
+      lanes,
       ...(this.#cudaDriver === undefined ? {} : { cudaDriver: this.#cudaDriver }),
       ...(this.#telemetry.opentelemetry === undefined
         ? {}
@@ -385,6 +413,7 @@ export class WorkerInstance implements ModelInstance {
     this.#lives.delete(life);
     life.worker.terminate();
     life.watch.close();
+    life.resultLane.close();
     if (life === this.#life) {
       this.#life = undefined;
       this.#alive = false;
@@ -549,19 +578,23 @@ export class WorkerInstance implements ModelInstance {
     life.batches.add(batch);
     this.#ledger.ran(requests);
     void batch.settled.promise.then(() => this.#ledger.ended(requests));
-    worker.postMessage(
-      {
-        type: "batch",
-        id,
-        decoupled: this.#model.config.decoupled,
-        requests: wire,
-        credit: STEP_WINDOW,
-        // The engine runs a traced batch in its compute span's context: the Worker's callable
-        // runs under the same span.
-        ...(this.#telemetry.opentelemetry === undefined ? {} : traceparentField()),
-      } satisfies ToWorker,
-      transfer,
-    );
+    const message: Extract<ToWorker, { type: "batch" }> = {
+      type: "batch",
+      id,
+      decoupled: this.#model.config.decoupled,
+      requests: wire,
+      credit: STEP_WINDOW,
+      // The engine runs a traced batch in its compute span's context: the Worker's callable
+      // runs under the same span.
+      ...(this.#telemetry.opentelemetry === undefined ? {} : traceparentField()),
+    };
+    if (writeBatch(life.batchLane, message)) {
+      // Copied through the ring instead of moved.
+      stats.inputCopiedBytes += counts.moved;
+      stats.inputMovedBytes -= counts.moved;
+    } else {
+      worker.postMessage(message, transfer);
+    }
     return batch;
   }
 

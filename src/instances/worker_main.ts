@@ -31,6 +31,8 @@ import { ModelMetrics } from "../callable/metrics.ts";
 import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 import type { OpenTelemetryExport } from "../telemetry/otel.ts";
 import { SequenceStates } from "./sequence_states.ts";
+import { RingReader, RingWriter } from "../isolate/ring.ts";
+import { LANE_BATCH, readBatch, writeResults } from "./worker_lane.ts";
 
 let callable: InferCallable | undefined;
 let context: InstanceContext | undefined;
@@ -59,7 +61,15 @@ async function startTelemetry(config: OpenTelemetryTraceConfig | undefined): Pro
 /** The states of the sequences this instance runs (a model with sequence batching). */
 const sequences = new SequenceStates();
 
+/** Messages posted so far: results take the ring only if none was posted during their batch. */
+let posted = 0;
+/** The ring of results to the main isolate (`worker_lane.ts`), once "init" gave it. */
+let resultLane: RingWriter | undefined;
+/** The ring of batches from it. */
+let batchLane: RingReader | undefined;
+
 function post(message: FromWorker, transfer: Transferable[] = []): void {
+  posted++;
   self.postMessage(message, transfer);
 }
 
@@ -139,7 +149,12 @@ function toRequests(id: number, wire: readonly WireRequest[]): InferRequest<AnyT
   });
 }
 
-function postResults(id: number, results: InferResult<AnyTensors>[]): void {
+/**
+ * Sends a batch's results: on the ring when `onRing` (nothing was posted during the batch, so no
+ * message of it, a metric or a call, is still on its way ahead of them) and they fit, else by
+ * message.
+ */
+function postResults(id: number, results: InferResult<AnyTensors>[], onRing = false): void {
   const transfer: Transferable[] = [];
   const counts = zeroCounts();
   const wire = results.map((result) => {
@@ -153,7 +168,9 @@ function postResults(id: number, results: InferResult<AnyTensors>[]): void {
     }
     return out;
   });
-  post({ type: "results", id, results: wire, counts }, transfer);
+  const message: FromWorker = { type: "results", id, results: wire, counts };
+  if (onRing && resultLane !== undefined && writeResults(resultLane, message)) return;
+  post(message, transfer);
 }
 
 /** Waits until the consumer of a decoupled batch has room for another step, or stopped it. */
@@ -173,6 +190,7 @@ async function runBatch(
 ): Promise<void> {
   let calls: ReturnType<typeof batchCalls> | undefined;
   let requests: ReturnType<typeof toRequests> = [];
+  const postedBefore = posted;
   try {
     if (callable === undefined || context === undefined) {
       throw new Error("The instance received a batch before it was loaded");
@@ -195,7 +213,7 @@ async function runBatch(
       const value = await runCoupled(callable, requests, calls.context);
       const results = validateResults(value, requests, context.model);
       await calls.settle();
-      postResults(id, results);
+      postResults(id, results, posted === postedBefore);
     }
   } catch (error) {
     await calls?.settle();
@@ -208,18 +226,38 @@ async function runBatch(
   }
 }
 
+function startBatch(message: Extract<ToWorker, { type: "batch" }>): void {
+  void underSpan(
+    message.traceparent,
+    () => runBatch(message.id, message.decoupled, message.requests, message.credit),
+  );
+}
+
+function onRecord(kind: number, payload: Uint8Array): void {
+  if (kind !== LANE_BATCH) throw new Error(`Unknown record kind ${kind}`);
+  startBatch(readBatch(payload));
+}
+
 self.onmessage = (event: MessageEvent<ToWorker>): void => {
   const message = event.data;
+  // A batch written to the ring before this message was posted comes first: a "cancel" finds it.
+  batchLane?.drain(onRecord);
   switch (message.type) {
     case "init":
       _watch = message.watch;
+      if (message.lanes !== undefined) {
+        resultLane = new RingWriter(message.lanes.toMain);
+        batchLane = new RingReader(message.lanes.toWorker);
+        void batchLane.pump(onRecord, (error) => {
+          // A record that cannot be read is a bug; its batch then waits for the execution
+          // timeout, if any, while the Worker goes on serving.
+          console.error(`Instance Worker: reading a batch: ${(error as Error)?.stack ?? error}`);
+        });
+      }
       void init(message.module, message.context, message.cudaDriver, message.opentelemetry);
       break;
     case "batch":
-      void underSpan(
-        message.traceparent,
-        () => runBatch(message.id, message.decoupled, message.requests, message.credit),
-      );
+      startBatch(message);
       break;
     case "credit": {
       const credit = credits.get(message.id);

@@ -99,6 +99,8 @@ export type ToWorker =
      * `self.close()`, a crash), which Web Workers do not report otherwise.
      */
     readonly watch: unknown;
+    /** The rings of coupled batches and their results (`worker_lane.ts`). */
+    readonly lanes?: { readonly toWorker: SharedArrayBuffer; readonly toMain: SharedArrayBuffer };
     /** The CUDA driver to make `context.gpu` current through, when it is set. */
     readonly cudaDriver?: string;
     /** The server's OpenTelemetry export, which the Worker's callable's spans go to. */

@@ -6,6 +6,7 @@ import { ndarray } from "../tensor/ndarray.ts";
 import { workers } from "./workers.ts";
 import type { ModelInfo } from "../config/model_info.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
+import type { MetricChange } from "../callable/metrics.ts";
 
 const MODULE = new URL("./_worker_test_instance.ts", import.meta.url);
 const logger = new Logger({ file: Deno.makeTempFileSync() });
@@ -36,7 +37,7 @@ function request(data: InferRequest["data"], outputs = ["y"]): InferRequest {
   };
 }
 
-Deno.test("workers: inputs move or are copied once, outputs move back", async () => {
+Deno.test("workers: a small batch and its results cross the ring, copied", async () => {
   const provider = workers(MODULE, { logger });
   const [instance] = await provider.start(modelInfo());
   try {
@@ -49,18 +50,70 @@ Deno.test("workers: inputs move or are copied once, outputs move back", async ()
     assert.deepEqual([...((a!.y as NDArray).data as Float32Array)], [1, 2, 3, 4]);
     assert.deepEqual([...((b!.y as NDArray).data as Float32Array)], [5, 6]);
     assert.deepEqual(((b!.t as NDArray).data as Uint8Array[]).map((e) => [...e]), [[97, 98], []]);
-    // The whole buffer was moved to the Worker (detached here), the view was copied.
-    assert.equal(whole.byteLength, 0);
+    // Copied through the ring (worker_lane.ts): the caller's arrays stay as they were.
+    assert.deepEqual([...whole], [1, 2, 3, 4]);
     assert.equal(view.byteLength, 8);
     assert.deepEqual({ ...provider.stats }, {
       batches: 1,
       requests: 2,
-      inputCopiedBytes: 8 + 10, // the view, and the packed BYTES (2 prefixes + 2 bytes)
-      inputMovedBytes: 16,
+      inputCopiedBytes: 16 + 8 + 10, // x, the view, the packed BYTES (2 prefixes + 2 bytes)
+      inputMovedBytes: 0,
+      inputNativeBytes: 0,
+      outputCopiedBytes: 16 + 8 + 10,
+      outputMovedBytes: 0,
+    });
+  } finally {
+    await instance![Symbol.asyncDispose]();
+  }
+});
+
+Deno.test("workers: large inputs move or are copied once, outputs move back", async () => {
+  const provider = workers(MODULE, { logger });
+  const [instance] = await provider.start(modelInfo());
+  try {
+    // 128 KiB each: over what the ring copies (worker_lane.ts), so they go by message.
+    const whole = new Float32Array(32768).fill(2);
+    const view = new Float32Array(32770).fill(3).subarray(1, 32769);
+    const [a, b] = await instance!.execute([
+      request({ x: ndarray(whole) }),
+      request({ x: ndarray(view), s: ndarray(["ab", ""]) }, ["y", "t"]),
+    ]);
+    assert.ok(((a!.y as NDArray).data as Float32Array).every((value) => value === 2));
+    assert.ok(((b!.y as NDArray).data as Float32Array).every((value) => value === 3));
+    assert.deepEqual(((b!.t as NDArray).data as Uint8Array[]).map((e) => [...e]), [[97, 98], []]);
+    // The whole buffer was moved to the Worker (detached here), the view was copied.
+    assert.equal(whole.byteLength, 0);
+    assert.equal(view.byteLength, 131072);
+    assert.deepEqual({ ...provider.stats }, {
+      batches: 1,
+      requests: 2,
+      inputCopiedBytes: 131072 + 10, // the view, and the packed BYTES
+      inputMovedBytes: 131072,
       inputNativeBytes: 0,
       outputCopiedBytes: 10, // the BYTES output is packed again; y arrays move
-      outputMovedBytes: 16 + 8,
+      outputMovedBytes: 2 * 131072,
     });
+  } finally {
+    await instance![Symbol.asyncDispose]();
+  }
+});
+
+Deno.test("workers: a metric the callable changed is applied before its batch's results arrive", async () => {
+  const changes: MetricChange[] = [];
+  const provider = workers(MODULE, { logger });
+  const [instance] = await provider.start(modelInfo(), {
+    metrics: { apply: (change) => changes.push(change) },
+  });
+  try {
+    // The results must not overtake the metric (posted first): they go by message, behind it.
+    for (let i = 1; i <= 50; i++) {
+      const before = changes.length;
+      await instance!.execute([{
+        ...request({ x: ndarray(new Float32Array([i])) }),
+        parameters: { count: true },
+      }]);
+      assert.ok(changes.length > before, `no change applied by request ${i}`);
+    }
   } finally {
     await instance![Symbol.asyncDispose]();
   }

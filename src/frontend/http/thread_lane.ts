@@ -1,10 +1,7 @@
 /**
  * The HTTP threads' hot path without `postMessage`: an inference request a thread hands to the
- * main isolate, and its answer, as records on a pair of rings (`isolate/ring.ts`), one each way
- * per thread. A record is a JSON header (the request or response without its tensors, and each
- * tensor's name, dtype, shape and byte count) followed by the tensors' bytes, each at an 8-byte
- * boundary; the reader copies the bytes into one buffer of its own, since the ring's room is
- * reused at once.
+ * main isolate, and its answer, as records (`isolate/records.ts`: a JSON header, then the
+ * tensors' bytes) on a pair of rings (`isolate/ring.ts`), one each way per thread.
  *
  * What does not fit (a record over half the ring, or a ring the reader has not yet emptied) and
  * what JSON cannot carry (a sequence's 64-bit correlation ID) goes by `postMessage` as before
@@ -14,12 +11,10 @@
  */
 
 import type { InferenceRequest, InferenceResponse } from "../../engine/engine.ts";
-import type { WireError } from "../../isolate/codec.ts";
+import { fromWireTensor, type WireError, type WireTensor } from "../../isolate/codec.ts";
 import type { RingWriter } from "../../isolate/ring.ts";
-import { serializeBytes } from "../../tensor/bytes_codec.ts";
+import { readRecord, type RecordTensor, recordTensor, writeRecord } from "../../isolate/records.ts";
 import { hostTensors, type Tensor } from "../../tensor/device_tensor.ts";
-import type { DType } from "../../tensor/dtype.ts";
-import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
 import type { ModelRef } from "./thread_protocol.ts";
 
 /** Record kinds. */
@@ -29,86 +24,20 @@ export const LANE_INFERRED = 2;
 /** Record kinds. */
 export const LANE_FAILED = 3;
 
-/** A tensor's description in a header: name, dtype, shape, bytes. */
-type TensorHead = [string, DType, readonly number[], number];
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-const align8 = (n: number): number => (n + 7) & ~7;
-
-/** The bytes of each host tensor as they cross: its view, or its BYTES elements packed. */
-function tensorBytes(tensors: ReadonlyMap<string, Tensor>): [TensorHead[], Uint8Array[], number] {
-  const heads: TensorHead[] = [];
-  const parts: Uint8Array[] = [];
-  let total = 0;
+/** Host tensors' names, and their bytes for the record. */
+function tensorsOut(tensors: ReadonlyMap<string, Tensor>): [string[], RecordTensor[]] {
+  const names: string[] = [];
+  const out: RecordTensor[] = [];
   for (const [name, array] of hostTensors(tensors)) {
-    const bytes = array.dtype === "bytes"
-      ? serializeBytes(array.data)
-      : new Uint8Array(array.data.buffer, array.data.byteOffset, array.data.byteLength);
-    heads.push([name, array.dtype, array.shape, bytes.byteLength]);
-    parts.push(bytes);
-    total += align8(bytes.byteLength);
+    names.push(name);
+    out.push(recordTensor(array));
   }
-  return [heads, parts, total];
+  return [names, out];
 }
 
-/**
- * Writes a record: a JSON header, then the tensors' bytes.
- *
- * @returns `false` when it does not fit (nothing was written).
- */
-function writeRecord(
-  writer: RingWriter,
-  kind: number,
-  header: unknown,
-  parts: readonly Uint8Array[],
-  partsBytes: number,
-): boolean {
-  const json = JSON.stringify(header);
-  // As many bytes as UTF-16 units if it is ASCII (the usual header), else at most 3 per unit;
-  // the record is committed at its real size.
-  let room: Uint8Array | undefined;
-  let written = -1;
-  for (const perUnit of [1, 3]) {
-    const headRoom = 4 + json.length * perUnit;
-    room = writer.claim(align8(headRoom) + partsBytes);
-    if (room === undefined) return false;
-    const result = encoder.encodeInto(json, room.subarray(4, headRoom));
-    if (result.read === json.length) {
-      written = result.written;
-      break;
-    }
-  }
-  if (room === undefined || written < 0) return false;
-  new DataView(room.buffer, room.byteOffset, 4).setUint32(0, written, true);
-  let at = align8(4 + written);
-  for (const part of parts) {
-    room.set(part, at);
-    at += align8(part.byteLength);
-  }
-  writer.commit(kind, at);
-  return true;
-}
-
-/** A record's header and its tensors, copied out of the ring. */
-function readRecord<H extends { t?: TensorHead[] }>(
-  payload: Uint8Array,
-): [H, Map<string, NDArray>] {
-  const headBytes = new DataView(payload.buffer, payload.byteOffset, 4).getUint32(0, true);
-  const header = JSON.parse(decoder.decode(payload.subarray(4, 4 + headBytes))) as H;
-  const tensors = new Map<string, NDArray>();
-  const heads = header.t ?? [];
-  if (heads.length === 0) return [header, tensors];
-  const start = align8(4 + headBytes);
-  // One buffer for all of them: the ring's room is the writer's again after this call.
-  const copy = payload.slice(start);
-  let at = 0;
-  for (const [name, dtype, shape, byteLength] of heads) {
-    tensors.set(name, fromRawBytes(dtype, shape, copy.subarray(at, at + byteLength)));
-    at += align8(byteLength);
-  }
-  return [header, tensors];
+/** A record's tensors by the names its header gives. */
+function tensorsIn(names: readonly string[], tensors: readonly WireTensor[]): Map<string, Tensor> {
+  return new Map(names.map((name, i) => [name, fromWireTensor(tensors[i]!)]));
 }
 
 /** An inference request's record header. */
@@ -119,8 +48,8 @@ interface InferHead {
   readonly m: ModelRef;
   /** The request without its model, inputs and signal. */
   readonly r: Omit<InferenceRequest, "modelName" | "modelVersion" | "inputs" | "signal">;
-  /** The inputs. */
-  readonly t: TensorHead[];
+  /** The inputs' names, in the record's order. */
+  readonly n: readonly string[];
 }
 
 /**
@@ -172,9 +101,9 @@ export function writeInferRequest(
     inputs,
     ...rest
   } = request;
-  const [heads, parts, bytes] = tensorBytes(inputs);
-  const header: InferHead = { i: id, m: model, r: rest, t: heads };
-  return writeRecord(writer, LANE_INFER, header, parts, bytes);
+  const [names, tensors] = tensorsOut(inputs);
+  const header: InferHead = { i: id, m: model, r: rest, n: names };
+  return writeRecord(writer, LANE_INFER, header, tensors);
 }
 
 /**
@@ -188,7 +117,8 @@ export function readInferRequest(
   payload: Uint8Array,
   signal: AbortSignal,
 ): { id: number; model: ModelRef; request: InferenceRequest } {
-  const [head, inputs] = readRecord<InferHead>(payload);
+  const { header: head, tensors } = readRecord<InferHead>(payload);
+  const inputs = tensorsIn(head.n, tensors);
   return { id: head.i, model: head.m, request: { ...head.m, ...head.r, inputs, signal } };
 }
 
@@ -200,8 +130,8 @@ interface AnswerHead {
   readonly b?: boolean;
   /** The response without its outputs. */
   readonly r?: Omit<InferenceResponse, "outputs">;
-  /** The outputs. */
-  readonly t?: TensorHead[];
+  /** The outputs' names, in the record's order. */
+  readonly n?: readonly string[];
   /** The failure. */
   readonly e?: WireError;
 }
@@ -223,9 +153,9 @@ export function writeInferResponse(
   batching: boolean,
 ): boolean {
   const { outputs, ...rest } = response;
-  const [heads, parts, bytes] = tensorBytes(outputs);
-  const header: AnswerHead = { i: id, b: batching, r: rest, t: heads };
-  return writeRecord(writer, LANE_INFERRED, header, parts, bytes);
+  const [names, tensors] = tensorsOut(outputs);
+  const header: AnswerHead = { i: id, b: batching, r: rest, n: names };
+  return writeRecord(writer, LANE_INFERRED, header, tensors);
 }
 
 /**
@@ -238,7 +168,7 @@ export function writeInferResponse(
  */
 export function writeInferFailure(writer: RingWriter, id: number, error: WireError): boolean {
   const header: AnswerHead = { i: id, e: error };
-  return writeRecord(writer, LANE_FAILED, header, [], 0);
+  return writeRecord(writer, LANE_FAILED, header, []);
 }
 
 /**
@@ -253,7 +183,8 @@ export function readAnswer(
 ):
   | { id: number; response: InferenceResponse; batching: boolean }
   | { id: number; error: WireError } {
-  const [head, outputs] = readRecord<AnswerHead>(payload);
+  const { header: head, tensors } = readRecord<AnswerHead>(payload);
   if (head.e !== undefined) return { id: head.i, error: head.e };
+  const outputs = tensorsIn(head.n ?? [], tensors);
   return { id: head.i, response: { ...head.r!, outputs }, batching: head.b === true };
 }
