@@ -65,13 +65,19 @@ export interface WorkerTransferStats {
   batches: number;
   /** Requests sent. */
   requests: number;
-  /** Input bytes copied (views into larger buffers, BYTES packing). */
+  /**
+   * Input bytes copied: views into larger buffers, BYTES packing, and every tensor of a small
+   * batch, which crosses through shared memory instead of a message.
+   */
   inputCopiedBytes: number;
   /** Input bytes moved by transfer or shared (no copy). */
   inputMovedBytes: number;
   /** Input bytes passed as native addresses and read in place (Triton engine). */
   inputNativeBytes: number;
-  /** Output bytes the Workers copied (views into larger buffers, BYTES packing). */
+  /**
+   * Output bytes the Workers copied: views into larger buffers, BYTES packing, and every tensor
+   * of small results, which cross through shared memory instead of a message.
+   */
   outputCopiedBytes: number;
   /** Output bytes moved by transfer (no copy). */
   outputMovedBytes: number;
