@@ -15,7 +15,7 @@ import { fromWireTensor, type WireError, type WireTensor } from "../../isolate/c
 import type { RingWriter } from "../../isolate/ring.ts";
 import { readRecord, type RecordTensor, recordTensor, writeRecord } from "../../isolate/records.ts";
 import { hostTensors, type Tensor } from "../../tensor/device_tensor.ts";
-import type { ModelRef } from "./thread_protocol.ts";
+import { type ModelRef, type SentInferFields, splitInferRequest } from "./thread_protocol.ts";
 
 /** Record kinds. */
 export const LANE_INFER = 1;
@@ -47,7 +47,7 @@ interface InferHead {
   /** The model its URL named. */
   readonly m: ModelRef;
   /** The request without its model, inputs and signal. */
-  readonly r: Omit<InferenceRequest, "modelName" | "modelVersion" | "inputs" | "signal">;
+  readonly r: SentInferFields;
   /** The inputs' names, in the record's order. */
   readonly n: readonly string[];
 }
@@ -92,15 +92,7 @@ export function writeInferRequest(
 ): boolean {
   // A sequence's correlation ID may be a bigint, which JSON does not carry.
   if (request.sequence !== undefined) return false;
-  const {
-    modelName: _,
-    modelVersion: _v,
-    signal: _s,
-    outputBuffers: _o,
-    outputGuards: _g,
-    inputs,
-    ...rest
-  } = request;
+  const { inputs, rest } = splitInferRequest(request);
   const [names, tensors] = tensorsOut(inputs);
   const header: InferHead = { i: id, m: model, r: rest, n: names };
   return writeRecord(writer, LANE_INFER, header, tensors);

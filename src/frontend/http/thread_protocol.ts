@@ -152,6 +152,35 @@ export type FromThread =
   /** A line for the main isolate's logger (`ThreadSettings.log.relay`). */
   | { readonly type: "log"; readonly level: LogLevel; readonly message: string };
 
+/** A request's fields that cross to the main isolate besides its inputs. */
+export type SentInferFields = Omit<
+  InferenceRequest,
+  "modelName" | "modelVersion" | "inputs" | "signal" | "outputBuffers" | "outputGuards"
+>;
+
+/**
+ * A thread's request as it crosses: its inputs, and its other fields without those not cloneable
+ * or not sent: the model (named beside it), the signal, and shared-memory outputs (a thread
+ * forwards requests that use shared memory).
+ *
+ * @param request The decoded request.
+ * @returns Its inputs, and the rest.
+ */
+export function splitInferRequest(
+  request: InferenceRequest,
+): { inputs: InferenceRequest["inputs"]; rest: SentInferFields } {
+  const {
+    modelName: _,
+    modelVersion: _v,
+    signal: _s,
+    outputBuffers: _o,
+    outputGuards: _g,
+    inputs,
+    ...rest
+  } = request;
+  return { inputs, rest };
+}
+
 /**
  * Packs a decoded request's inputs to move them: a view of a buffer (the request body) moves the
  * whole buffer and keeps its offset, since nothing else in the thread uses it afterwards.
@@ -186,17 +215,7 @@ export function toWireInferRequest(
   request: InferenceRequest,
   transfer: Transferable[],
 ): WireInferRequest {
-  // Not cloneable or not sent: the model (named beside it), the signal, and shared-memory outputs
-  // (a thread forwards requests that use shared memory).
-  const {
-    modelName: _,
-    modelVersion: _v,
-    signal: _s,
-    outputBuffers: _o,
-    outputGuards: _g,
-    inputs,
-    ...rest
-  } = request;
+  const { inputs, rest } = splitInferRequest(request);
   const counts = zeroCounts();
   const wire: (readonly [string, WireTensor])[] = [];
   // A thread forwards requests that use shared memory: its inputs are all in host memory.
