@@ -7,7 +7,8 @@
  *
  * Only a coupled batch whose tensors are plain host buffers, small enough to copy, goes this way;
  * the rest (native addresses, device handles, shared or foreign memory, a sequence's 64-bit
- * correlation ID, a decoupled batch's steps, large tensors, a full ring) goes by message as
+ * correlation ID, a decoupled batch's steps, tensors over `RECORD_TENSOR_BYTES`, a full ring) goes
+ * by message as
  * before. Each side reads its ring before it handles a message, so a message posted after a
  * record (a "cancel" after its batch) finds it handled.
  *
@@ -28,12 +29,6 @@ import type { FromWorker, ToWorker, WireRequest } from "./worker_protocol.ts";
 export const LANE_BATCH = 1;
 /** Record kinds. */
 export const LANE_RESULTS = 2;
-
-/**
- * The most tensor bytes a record copies through the ring (twice: in and out); larger batches
- * and results move their buffers by message instead.
- */
-const MAX_TENSOR_BYTES = 64 * 1024;
 
 /** Tensors by name, as records carry them: the names, and the bytes in the same order. */
 function tensorsOut(
@@ -101,7 +96,7 @@ export function writeBatch(
     requests,
     names,
   };
-  return writeRecord(writer, LANE_BATCH, header, tensors, MAX_TENSOR_BYTES);
+  return writeRecord(writer, LANE_BATCH, header, tensors);
 }
 
 /**
@@ -160,7 +155,7 @@ export function writeResults(
     counts: { copied: copied + moved, moved: 0, native },
     names,
   };
-  return writeRecord(writer, LANE_RESULTS, header, tensors, MAX_TENSOR_BYTES);
+  return writeRecord(writer, LANE_RESULTS, header, tensors);
 }
 
 /**

@@ -27,6 +27,12 @@ export interface RecordTensor {
 /** A wire tensor in a buffer of the receiver's own. */
 export type BufferWireTensor = Extract<WireTensor, { readonly buffer: ArrayBufferLike }>;
 
+/**
+ * The most tensor bytes a record copies through a ring by default (twice: in, and out at the
+ * reader); above it `postMessage` moves the buffers instead, which costs less than the copies.
+ */
+export const RECORD_TENSOR_BYTES = 64 * 1024;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -73,8 +79,9 @@ export function wireRecordTensor(wire: WireTensor): RecordTensor | undefined {
  * @param kind The record's kind.
  * @param header Anything JSON carries.
  * @param tensors The tensors, in the order the reader gets them back.
- * @param maxTensorBytes The most tensor bytes worth copying through the ring: a larger record
- *   is left to `postMessage`, which moves buffers instead.
+ * @param maxTensorBytes The most tensor bytes worth copying through the ring (default
+ *   {@linkcode RECORD_TENSOR_BYTES}): a larger record is left to `postMessage`, which moves
+ *   buffers instead.
  * @returns `false` when it does not fit (nothing was written).
  */
 export function writeRecord(
@@ -82,7 +89,7 @@ export function writeRecord(
   kind: number,
   header: unknown,
   tensors: readonly RecordTensor[],
-  maxTensorBytes: number = Infinity,
+  maxTensorBytes: number = RECORD_TENSOR_BYTES,
 ): boolean {
   let tensorBytes = 0;
   for (const tensor of tensors) tensorBytes += align8(tensor.bytes.byteLength);

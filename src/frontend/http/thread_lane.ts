@@ -3,9 +3,9 @@
  * main isolate, and its answer, as records (`isolate/records.ts`: a JSON header, then the
  * tensors' bytes) on a pair of rings (`isolate/ring.ts`), one each way per thread.
  *
- * What does not fit (a record over half the ring, or a ring the reader has not yet emptied) and
- * what JSON cannot carry (a sequence's 64-bit correlation ID) goes by `postMessage` as before
- * (`thread_protocol.ts`); both sides take either.
+ * What does not fit (tensors over `RECORD_TENSOR_BYTES`, or a ring the reader has not yet
+ * emptied) and what JSON cannot carry (a sequence's 64-bit correlation ID) goes by `postMessage`
+ * as before (`thread_protocol.ts`); both sides take either.
  *
  * @module
  */

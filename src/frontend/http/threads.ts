@@ -34,8 +34,8 @@ import {
 const ENTRY = new URL("./thread_main.ts", import.meta.url).href;
 
 /**
- * Each ring's data bytes, one each way per thread: an add_sub request takes about 250, and a
- * record over half of it goes by `postMessage` (where its buffers move instead of being copied).
+ * Each ring's data bytes, one each way per thread: an add_sub request takes about 250 bytes, and
+ * tensors over `RECORD_TENSOR_BYTES` (64 KiB) go by `postMessage`, their buffers moved.
  */
 const LANE_BYTES = 256 * 1024;
 
