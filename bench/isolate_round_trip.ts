@@ -8,7 +8,9 @@
  * - `post infer`: `postMessage` of an add_sub request as the HTTP threads send it (two FP32 [1, 8]
  *   inputs in one moved buffer) and back of its answer (two outputs, copied);
  * - `atomics`: no message, only a wake: a counter in a `SharedArrayBuffer` that each side
- *   `Atomics.notify`s and the other awaits with `Atomics.waitAsync`.
+ *   `Atomics.notify`s and the other awaits with `Atomics.waitAsync`;
+ * - `ring infer`: the same request and answer as records on a pair of rings, as the HTTP threads
+ *   now send them (`src/frontend/http/thread_lane.ts` over `src/isolate/ring.ts`).
  *
  * The difference between `post infer` and `atomics` is what the messages themselves cost (the
  * structured clone, the event dispatch); `atomics` is the wake alone, which no message format
@@ -21,9 +23,15 @@
 
 import { flag } from "./args.ts";
 import { cpuSeconds } from "./process.ts";
+import { ringBuffer, RingReader, RingWriter } from "../src/isolate/ring.ts";
+import { writeInferRequest } from "../src/frontend/http/thread_lane.ts";
+import { ndarray } from "../src/tensor/ndarray.ts";
 
 /** What the main isolate asks the Worker to do. */
-type Mode = "post small" | "post infer" | "atomics";
+type Mode = "post small" | "post infer" | "atomics" | "ring infer";
+
+const LANE = new URL("../src/frontend/http/thread_lane.ts", import.meta.url).href;
+const RING = new URL("../src/isolate/ring.ts", import.meta.url).href;
 
 const ROUND_TRIPS = Number(flag("round-trips", "20000"));
 const ROUNDS = Number(flag("rounds", "3"));
@@ -76,8 +84,36 @@ function workerSide(): void {
     postMessage: (message: unknown) => void;
   };
   self.onmessage = (event) => {
-    const data = event.data as { type: string; id?: number; flags?: SharedArrayBuffer };
-    if (data.type === "atomics") {
+    const data = event.data as {
+      type: string;
+      id?: number;
+      flags?: SharedArrayBuffer;
+      lanes?: {
+        toWorker: SharedArrayBuffer;
+        toMain: SharedArrayBuffer;
+        lane: string;
+        ring: string;
+      };
+    };
+    if (data.type === "ring") {
+      const { toWorker, toMain, lane, ring } = data.lanes!;
+      void (async () => {
+        const lanes = await import(lane);
+        const rings = await import(ring);
+        const writer = new rings.RingWriter(toMain);
+        const output = () => ({ dtype: "float32", shape: [1, 8], data: new Float32Array(8) });
+        // Loaded: the measure starts now.
+        self.postMessage({ type: "ring" });
+        await new rings.RingReader(toWorker).pump((_kind: number, payload: Uint8Array) => {
+          const { id } = lanes.readInferRequest(payload, new AbortController().signal);
+          lanes.writeInferResponse(writer, id, {
+            modelName: "add_sub",
+            modelVersion: "1",
+            outputs: new Map([["add", output()], ["sub", output()]]),
+          }, true);
+        }, () => {});
+      })();
+    } else if (data.type === "atomics") {
       const flags = new Int32Array(data.flags!);
       void (async () => {
         for (let seen = 0;;) {
@@ -106,9 +142,46 @@ async function measure(mode: Mode): Promise<{ cpuUs: number; wallUs: number }> {
       worker.onmessage = () => resolve();
       worker.postMessage({ type: "small", id: 0 });
     });
+    let ring: { writer: RingWriter; reader: RingReader } | undefined;
+    if (mode === "ring infer") {
+      const toWorker = ringBuffer(256 * 1024);
+      const toMain = ringBuffer(256 * 1024);
+      // The Worker's modules load before anything is measured.
+      await new Promise<void>((resolve) => {
+        worker.onmessage = () => resolve();
+        worker.postMessage({ type: "ring", lanes: { toWorker, toMain, lane: LANE, ring: RING } });
+      });
+      const writer = new RingWriter(toWorker);
+      const reader = new RingReader(toMain);
+      ring = { writer, reader };
+    }
     const cpuBefore = cpuSeconds("/proc/self/stat");
     const start = performance.now();
-    if (mode === "atomics") {
+    if (ring !== undefined) {
+      const { writer, reader } = ring;
+      const inputs = new Map([
+        ["a", ndarray(new Float32Array(8), [1, 8])],
+        ["b", ndarray(new Float32Array(8), [1, 8])],
+      ]);
+      let id = 0;
+      const send = (): void => {
+        id++;
+        writeInferRequest(writer, id, { modelName: "add_sub" }, {
+          modelName: "add_sub",
+          parameters: {},
+          inputs,
+        });
+      };
+      await new Promise<void>((resolve) => {
+        void reader.pump(() => {
+          if (id === ROUND_TRIPS) {
+            reader.close();
+            resolve();
+          } else send();
+        }, () => {});
+        send();
+      });
+    } else if (mode === "atomics") {
       const flags = new Int32Array(new SharedArrayBuffer(8));
       worker.postMessage({ type: "atomics", flags: flags.buffer });
       for (let i = 1; i <= ROUND_TRIPS; i++) {
@@ -142,7 +215,7 @@ async function measure(mode: Mode): Promise<{ cpuUs: number; wallUs: number }> {
 }
 
 if (import.meta.main) {
-  const modes: Mode[] = ["post small", "post infer", "atomics"];
+  const modes: Mode[] = ["post small", "post infer", "atomics", "ring infer"];
   console.log(
     `Round trips between the main isolate and a Worker (Deno ${Deno.version.deno}, ` +
       `${navigator.hardwareConcurrency} CPUs; ${ROUND_TRIPS} round trips, ${ROUNDS} rounds, ` +

@@ -58,12 +58,12 @@ Deno.test("http_handler measures the handler in process against the echo", async
   );
 });
 
-Deno.test("isolate_round_trip measures its three crossings", async () => {
+Deno.test("isolate_round_trip measures its four crossings", async () => {
   const output = await run([
     new URL("isolate_round_trip.ts", BENCH).pathname,
     ...["--round-trips", "200", "--rounds", "1"],
   ]);
-  for (const mode of ["post small", "post infer", "atomics"]) {
+  for (const mode of ["post small", "post infer", "atomics", "ring infer"]) {
     assert.match(
       output,
       new RegExp(`${mode} +\\d+\\.\\d µs CPU, \\d+\\.\\d µs wall per round trip`),
