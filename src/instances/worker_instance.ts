@@ -264,13 +264,16 @@ export class WorkerInstance implements ModelInstance {
       if (kind !== LANE_RESULTS) throw new Error(`Unknown record kind ${kind}`);
       this.#receive(life, readResults(payload));
     };
-    void life.resultLane.pump(
-      onRecord,
-      (error) => this.#shared.logger.error(`${this.#label}'s results: ${messageOf(error)}`),
-    );
+    const onError = (error: unknown): void =>
+      this.#shared.logger.error(`${this.#label}'s results: ${messageOf(error)}`);
+    void life.resultLane.pump(onRecord, onError);
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       // What the Worker wrote to its ring before it posted this comes first.
-      life.resultLane.drain(onRecord);
+      try {
+        life.resultLane.drain(onRecord);
+      } catch (error) {
+        onError(error);
+      }
       this.#receive(life, event.data);
     };
     worker.onerror = (event: ErrorEvent) => {

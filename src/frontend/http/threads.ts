@@ -195,19 +195,28 @@ export class HttpThreads {
       const { id, model, request } = readInferRequest(payload, abort.signal);
       this.#infer(thread, id, model, request, abort);
     };
-    void thread.requests.pump(
-      onRecord,
-      (error) => logger.error(`HTTP thread ${thread.index}'s requests: ${messageOf(error)}`),
-    );
+    const onError = (error: unknown): void =>
+      logger.error(`HTTP thread ${thread.index}'s requests: ${messageOf(error)}`);
+    void thread.requests.pump(onRecord, onError);
     thread.worker.onmessage = (event: MessageEvent<FromThread>) => {
       const message = event.data;
       // What the thread wrote to its ring before it posted this comes first: a "cancel" finds
       // its request running.
-      thread.requests.drain(onRecord);
+      try {
+        thread.requests.drain(onRecord);
+      } catch (error) {
+        onError(error);
+      }
       switch (message.type) {
         case "infer": {
           const abort = new AbortController();
-          const request = fromWireInferRequest(message.request, message.model, abort.signal);
+          let request: InferenceRequest;
+          try {
+            request = fromWireInferRequest(message.request, message.model, abort.signal);
+          } catch (error) {
+            thread.post({ type: "failed", id: message.id, error: toWireError(error) });
+            break;
+          }
           this.#infer(thread, message.id, message.model, request, abort);
           break;
         }
