@@ -23,8 +23,9 @@ import type { SequenceId } from "../config/sequence_batching.ts";
 import { SequenceLedger } from "./sequence_states.ts";
 import { MessageChannel as WatchChannel, type MessagePort as WatchPort } from "node:worker_threads";
 import { InferenceError, messageOf } from "../errors.ts";
-import { ringBuffer, RingReader, RingWriter } from "../isolate/ring.ts";
-import { LANE_RESULTS, readResults, writeBatch } from "./worker_lane.ts";
+import { RingReader, RingWriter } from "../isolate/ring.ts";
+import { recordRing } from "../isolate/records.ts";
+import { asCopied, LANE_RESULTS, readResults, writeBatch } from "./worker_lane.ts";
 import { BoundedQueue } from "../streams/bounded_queue.ts";
 import { executionTimeoutError, withDeadline } from "./_deadline.ts";
 import { type GpuDevice, parseDevice } from "../gpu/devices.ts";
@@ -49,9 +50,6 @@ import type { OpenTelemetryTraceConfig } from "../config/trace_config.ts";
 import { activeTraceparent } from "../telemetry/otel.ts";
 
 const ENTRY = new URL("./worker_main.ts", import.meta.url).href;
-
-/** Each ring's data bytes, one each way per Worker (`worker_lane.ts`). */
-const LANE_BYTES = 256 * 1024;
 
 /**
  * How many steps of a decoupled batch may be on their way or waiting for the consumer: the
@@ -242,7 +240,7 @@ export class WorkerInstance implements ModelInstance {
       ...(permissions === "inherit" ? {} : { deno: { permissions } }),
     });
     const channel = new WatchChannel();
-    const lanes = { toWorker: ringBuffer(LANE_BYTES), toMain: ringBuffer(LANE_BYTES) };
+    const lanes = { toWorker: recordRing(), toMain: recordRing() };
     const life: Life = {
       worker,
       watch: channel.port1,
@@ -559,9 +557,6 @@ export class WorkerInstance implements ModelInstance {
     const { stats } = this.#shared;
     stats.batches++;
     stats.requests += requests.length;
-    stats.inputCopiedBytes += counts.copied;
-    stats.inputMovedBytes += counts.moved;
-    stats.inputNativeBytes += counts.native;
     const batch: Batch = {
       id,
       life,
@@ -591,13 +586,12 @@ export class WorkerInstance implements ModelInstance {
       // runs under the same span.
       ...(this.#telemetry.opentelemetry === undefined ? {} : traceparentField()),
     };
-    if (writeBatch(life.batchLane, message)) {
-      // Copied through the ring instead of moved.
-      stats.inputCopiedBytes += counts.moved;
-      stats.inputMovedBytes -= counts.moved;
-    } else {
-      worker.postMessage(message, transfer);
-    }
+    const onRing = writeBatch(life.batchLane, message);
+    if (!onRing) worker.postMessage(message, transfer);
+    const sent = onRing ? asCopied(counts) : counts;
+    stats.inputCopiedBytes += sent.copied;
+    stats.inputMovedBytes += sent.moved;
+    stats.inputNativeBytes += sent.native;
     return batch;
   }
 

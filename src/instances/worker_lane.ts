@@ -58,6 +58,17 @@ function tensorsIn(
   return out;
 }
 
+/**
+ * What packing counted, as the ring carries it: the bytes it would have moved are copied
+ * instead (into the ring, and out at the reader).
+ *
+ * @param counts The counts of the message the record stands for.
+ * @returns The counts of the record.
+ */
+export function asCopied(counts: WireCounts): WireCounts {
+  return { copied: counts.copied + counts.moved, moved: 0, native: counts.native };
+}
+
 /** A batch record's header. */
 interface BatchHead {
   readonly id: number;
@@ -149,12 +160,7 @@ export function writeResults(
   for (const result of message.results) {
     if (!tensorsOut(result, names, tensors)) return false;
   }
-  const { copied, moved, native } = message.counts;
-  const header: ResultsHead = {
-    id: message.id,
-    counts: { copied: copied + moved, moved: 0, native },
-    names,
-  };
+  const header: ResultsHead = { id: message.id, counts: asCopied(message.counts), names };
   return writeRecord(writer, LANE_RESULTS, header, tensors);
 }
 

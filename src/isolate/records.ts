@@ -13,7 +13,7 @@
 import type { DType } from "../tensor/dtype.ts";
 import type { NDArray } from "../tensor/ndarray.ts";
 import { serializeBytes } from "../tensor/bytes_codec.ts";
-import type { RingWriter } from "./ring.ts";
+import { ringBuffer, type RingWriter } from "./ring.ts";
 import type { WireTensor } from "./codec.ts";
 
 /** A tensor's bytes as a record carries them. */
@@ -32,6 +32,22 @@ export type BufferWireTensor = Extract<WireTensor, { readonly buffer: ArrayBuffe
  * reader); above it `postMessage` moves the buffers instead, which costs less than the copies.
  */
 export const RECORD_TENSOR_BYTES = 64 * 1024;
+
+/**
+ * A lane's ring, in data bytes: four times {@linkcode RECORD_TENSOR_BYTES}, so that a record of
+ * that many tensor bytes and its header fits in the half of it a record may take, with room for
+ * others behind it (an add_sub request takes about 250 bytes).
+ */
+const RECORD_RING_BYTES = 4 * RECORD_TENSOR_BYTES;
+
+/**
+ * A fresh ring for one direction of a lane of records (`ring.ts`'s memory, sized for them).
+ *
+ * @returns Its memory, for both ends.
+ */
+export function recordRing(): SharedArrayBuffer {
+  return ringBuffer(RECORD_RING_BYTES);
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -15,7 +15,8 @@ import { fromWireError, toWireError } from "../../isolate/codec.ts";
 import type { Logger } from "../../log.ts";
 import { inferModel } from "./routes.ts";
 import { SlotMirror } from "../../slot_set.ts";
-import { ringBuffer, RingReader, RingWriter } from "../../isolate/ring.ts";
+import { RingReader, RingWriter } from "../../isolate/ring.ts";
+import { recordRing } from "../../isolate/records.ts";
 import {
   LANE_INFER,
   readInferRequest,
@@ -32,12 +33,6 @@ import {
 } from "./thread_protocol.ts";
 
 const ENTRY = new URL("./thread_main.ts", import.meta.url).href;
-
-/**
- * Each ring's data bytes, one each way per thread: an add_sub request takes about 250 bytes, and
- * tensors over `RECORD_TENSOR_BYTES` (64 KiB) go by `postMessage`, their buffers moved.
- */
-const LANE_BYTES = 256 * 1024;
 
 /** What the threads are started with. */
 export interface HttpThreadsOptions {
@@ -72,7 +67,7 @@ class HttpThread {
   /** The Worker ended on an uncaught error. */
   crashed = false;
   /** The rings' memory, for the thread's settings. */
-  readonly lanes = { toMain: ringBuffer(LANE_BYTES), toThread: ringBuffer(LANE_BYTES) };
+  readonly lanes = { toMain: recordRing(), toThread: recordRing() };
   /** The inference requests the thread hands over (`thread_lane.ts`). */
   readonly requests = new RingReader(this.lanes.toMain);
   /** Their answers. */
