@@ -309,6 +309,14 @@ typedef struct {
 
 extern _Thread_local dt_lend_offer dt_offer;
 
+/*
+ * Set while JS's thread runs dt_send or dt_batch_fail (dt_batch_done): the responses and
+ * releases these complete may belong to requests another isolate submitted (an HTTP thread
+ * sharing the core). Their events then wake that isolate's queue through JS (see
+ * dt_events_signal in dt_client.c) instead of its nonblocking wait in C.
+ */
+extern _Thread_local int dt_signalling;
+
 /* ---- Packed descriptions (dt_pack.c) ------------------------------------------------------- */
 
 /*

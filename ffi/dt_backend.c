@@ -580,13 +580,8 @@ DT_EXPORT int32_t dt_request_cancelled(uint64_t id, uint32_t index, uint32_t req
   return cancelled ? 1 : 0;
 }
 
-/**
- * Sends the open response of a request (creating an empty one if none is open). `error_code`
- * < 0 sends success, otherwise an error with `message`. For decoupled models `final` marks the
- * last response; a final with no open response and no error sends the flags-only final.
- */
-DT_EXPORT int32_t dt_send(uint64_t id, uint32_t index, uint32_t request, int32_t final,
-                          int32_t error_code, const char* message) {
+static int32_t send_one(uint64_t id, uint32_t index, uint32_t request, int32_t final,
+                        int32_t error_code, const char* message) {
   dt_slot* s = taken_slot(id, index, request);
   if (!s) return -99;
   if (s->finished[request]) return 0;
@@ -623,6 +618,20 @@ DT_EXPORT int32_t dt_send(uint64_t id, uint32_t index, uint32_t request, int32_t
     return slot_fail(s, err);
   }
   return 0;
+}
+
+/**
+ * Sends the open response of a request (creating an empty one if none is open). `error_code`
+ * < 0 sends success, otherwise an error with `message`. For decoupled models `final` marks the
+ * last response; a final with no open response and no error sends the flags-only final. The
+ * wakes of other isolates' queues it completes are left to JS (dt_events_signals).
+ */
+DT_EXPORT int32_t dt_send(uint64_t id, uint32_t index, uint32_t request, int32_t final,
+                          int32_t error_code, const char* message) {
+  dt_signalling = 1;
+  int32_t status = send_one(id, index, request, final, error_code, message);
+  dt_signalling = 0;
+  return status;
 }
 
 static void finish_batch(dt_slot* s, int code, const char* message) {
@@ -674,7 +683,8 @@ static void finish_batch(dt_slot* s, int code, const char* message) {
 
 /**
  * Ends the batch of a slot like `dt_batch_done`, but the requests without a final response get
- * an error with `code` and `message` (JS could not run the batch at all).
+ * an error with `code` and `message` (JS could not run the batch at all). As in dt_send, the
+ * wakes of other isolates' queues are left to JS.
  */
 DT_EXPORT int32_t dt_batch_fail(uint64_t id, uint32_t index, int32_t code, const char* message) {
   pthread_mutex_lock(&g_mu);
@@ -682,7 +692,9 @@ DT_EXPORT int32_t dt_batch_fail(uint64_t id, uint32_t index, int32_t code, const
   int ok = s && s->state == SLOT_TAKEN;
   pthread_mutex_unlock(&g_mu);
   if (!ok) return -99;
+  dt_signalling = 1;
   finish_batch(s, code, message ? message : "");
+  dt_signalling = 0;
   pthread_mutex_lock(&g_mu);
   s->state = SLOT_DONE;
   pthread_cond_broadcast(&s->done_cv);

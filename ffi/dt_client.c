@@ -51,6 +51,9 @@ typedef struct dt_queue {
      inside its own synchronous calls (dt_send, dt_batch_done, ServerInferAsync on a cache hit),
      wake no waiter, because JS drains them with dt_poll_events as soon as the call returns. */
   pthread_t owner;
+  /* Non-zero once the owner asked to be woken through JS (dt_events_signal): the token JS's
+     thread hands back, after its bridge call, to the isolate that waits for it. */
+  uint32_t signal;
   struct dt_queue* next;
 } dt_queue;
 
@@ -116,6 +119,27 @@ static void drop_orphan(uint64_t kind, void* pointer) {
   if (kind == EVENT_TRACE_TENSOR) free(pointer);
 }
 
+/*
+ * Wakes deferred by JS's thread inside dt_send and dt_batch_fail: the tokens of the queues it
+ * pushed to that asked for it, taken with dt_events_signals right after the call. Each such
+ * wake through C costs three thread hand-offs (this thread wakes the owner's waiting pool
+ * thread, which wakes the owner's event loop, which starts the next wait on a pool thread);
+ * through JS, one (an `Atomics.notify` the owner's event loop is waiting for). When the list is
+ * full the wake goes through C as before, so none is lost.
+ */
+_Thread_local int dt_signalling = 0;
+#define DT_SIGNALS 64
+static _Thread_local uint32_t t_signals[DT_SIGNALS];
+static _Thread_local int32_t t_signal_count = 0;
+
+static int defer_signal(uint32_t token) {
+  for (int32_t i = 0; i < t_signal_count; ++i)
+    if (t_signals[i] == token) return 1;
+  if (t_signal_count == DT_SIGNALS) return 0;
+  t_signals[t_signal_count++] = token;
+  return 1;
+}
+
 static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointer) {
   pthread_mutex_lock(&q_mu);
   dt_queue* q = find_queue_locked(tag >> DT_QUEUE_SHIFT);
@@ -137,7 +161,10 @@ static void push_event(uint64_t tag, uint64_t kind, uint32_t flags, void* pointe
   q->events[(q->head + q->len) % q->cap] =
       (dt_event){tag, kind | ((uint64_t)flags << 8), (uint64_t)(uintptr_t)pointer};
   ++q->len;
-  if (!pthread_equal(pthread_self(), q->owner)) pthread_cond_broadcast(&q->cv);
+  if (!pthread_equal(pthread_self(), q->owner) &&
+      !(q->signal && dt_signalling && defer_signal(q->signal))) {
+    pthread_cond_broadcast(&q->cv);
+  }
   pthread_mutex_unlock(&q_mu);
 }
 
@@ -199,6 +226,31 @@ DT_EXPORT int32_t dt_poll_events(uint64_t id, uint64_t* out, int32_t max) {
   dt_queue* q = find_queue_locked(id);
   int32_t n = q ? take_events_locked(q, out, max) : -1;
   pthread_mutex_unlock(&q_mu);
+  return n;
+}
+
+/**
+ * Asks that events JS's thread pushes onto queue `id` from inside dt_send and dt_batch_fail
+ * (another isolate's batches completing this queue's requests) not wake `dt_wait_events`, but
+ * be reported by that thread's dt_events_signals as `token` (non-zero), for JS to wake this
+ * queue's isolate itself. Events from Triton's threads still wake the wait.
+ */
+DT_EXPORT void dt_events_signal(uint64_t id, uint32_t token) {
+  pthread_mutex_lock(&q_mu);
+  dt_queue* q = find_queue_locked(id);
+  if (q) q->signal = token;
+  pthread_mutex_unlock(&q_mu);
+}
+
+/**
+ * Takes up to `max` tokens of the queues this thread's dt_send and dt_batch_fail pushed events
+ * onto since the last call (each once) and returns how many; JS wakes their isolates.
+ */
+DT_EXPORT int32_t dt_events_signals(uint32_t* out, int32_t max) {
+  int32_t n = t_signal_count < max ? t_signal_count : max;
+  memcpy(out, t_signals, (size_t)n * sizeof *out);
+  memmove(t_signals, t_signals + n, (size_t)(t_signal_count - n) * sizeof *t_signals);
+  t_signal_count -= n;
   return n;
 }
 
@@ -765,5 +817,5 @@ DT_EXPORT uint64_t dt_response_read(TRITONSERVER_InferenceResponse* response, ui
 }
 
 /** The bridge's own version, checked by the TypeScript side. */
-DT_EXPORT uint32_t dt_bridge_version(void) { return 8; }
+DT_EXPORT uint32_t dt_bridge_version(void) { return 9; }
 

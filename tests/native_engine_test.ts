@@ -593,3 +593,60 @@ Deno.test(
     assert.deepEqual([...seen[0]!], [1, 2, 3]);
   },
 );
+
+Deno.test({
+  name:
+    "native engine: a thread sharing the core is woken by its signal when this isolate's batches answer it",
+  ignore,
+}, async () => {
+  const engine = await started();
+  const released = Promise.withResolvers<void>();
+  // The other thread: a client of the shared core that submits two requests, closes, answers.
+  const share = new URL("../src/engine/share.ts", import.meta.url).href;
+  const ndarrayModule = new URL("../src/tensor/ndarray.ts", import.meta.url).href;
+  const source = `
+    import { openSharedEngine } from ${JSON.stringify(share)};
+    import { ndarray } from ${JSON.stringify(ndarrayModule)};
+    self.onmessage = async (event) => {
+      const client = await openSharedEngine(event.data, () => {});
+      const answers = [];
+      for (const values of [[1, 2, 3], [4]]) {
+        const response = await client.infer({
+          modelName: "m",
+          modelVersion: "1",
+          parameters: {},
+          inputs: new Map([["x", ndarray(new Float32Array(values), [1, values.length])]]),
+        }, ["y"]);
+        answers.push([...response.outputs.get("y").data]);
+      }
+      await client.close();
+      self.postMessage(answers);
+    };`;
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const worker = new Worker(url, { type: "module" });
+  URL.revokeObjectURL(url);
+  try {
+    await engine.loadModel(define([double]));
+    const shared = engine.share({
+      stop: () => Promise.resolve(),
+      released: () => released.promise,
+    });
+    assert.ok(shared !== undefined);
+    const data = shared.client();
+    const answered = new Promise<unknown>((resolve, reject) => {
+      worker.onmessage = (event) => resolve(event.data);
+      worker.onerror = (event) => reject(new Error(event.message));
+    });
+    worker.postMessage(data);
+    assert.deepEqual(await watchdog(answered, "the thread's answers"), [[2, 4, 6], [8]]);
+    // Rung once per batch this isolate ran for the thread (each request its own batch here,
+    // the second submitted after the first was answered): not woken through the core's queue.
+    assert.equal(Atomics.load(new Int32Array(data.signal.buffer), 0), 2);
+    // Each client takes a signal of its own.
+    assert.notEqual(shared.client().signal.token, data.signal.token);
+  } finally {
+    released.resolve();
+    worker.terminate();
+    await engine.stop();
+  }
+});

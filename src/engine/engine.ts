@@ -400,8 +400,14 @@ export type EngineKind = "builtin" | "triton";
  * engine takes back what that client reports (posted back to the engine's isolate).
  */
 export interface EngineShare {
-  /** Structured-cloneable; opened by `openSharedEngine` (`src/engine/share.ts`). */
-  readonly data: SharedEngineData;
+  /**
+   * The data of one more client, for one thread: structured-cloneable, opened by
+   * `openSharedEngine` (`src/engine/share.ts`). Each client's completion queue has a signal of
+   * its own, so each thread takes its own.
+   *
+   * @returns The data.
+   */
+  client(): SharedEngineData;
   /** Takes a report of the other thread's client. */
   settle(report: unknown): void;
 }
@@ -425,6 +431,11 @@ export interface SharedEngineData {
   readonly install: unknown;
   /** The `TRITONSERVER_Server*`. */
   readonly server: bigint;
+  /**
+   * The signal the client's completion queue listens on: the engine's isolate rings it when
+   * its batches complete the client's requests (`src/engine/native/queue_signals.ts`).
+   */
+  readonly signal: { readonly buffer: SharedArrayBuffer; readonly token: number };
 }
 
 /** Submits requests to a shared engine from this thread. */

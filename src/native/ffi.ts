@@ -118,6 +118,8 @@ export const BRIDGE_SYMBOLS = {
   dt_wait_events: { parameters: ["u64", "i32"], result: "i32", nonblocking: true },
   dt_wake_events: { parameters: ["u64"], result: "void" },
   dt_poll_events: { parameters: ["u64", B, "i32"], result: "i32" },
+  dt_events_signal: { parameters: ["u64", "u32"], result: "void" },
+  dt_events_signals: { parameters: [B, "i32"], result: "i32" },
   dt_infer: { parameters: [P, B, "u64", "u64", B], result: P },
   dt_response_read: { parameters: [P, B, "u64"], result: "u64" },
   dt_free: { parameters: [P], result: "void" },
@@ -152,7 +154,7 @@ export interface NativeLibraries {
 }
 
 /** The bridge version this TypeScript code speaks. */
-export const BRIDGE_VERSION = 8;
+export const BRIDGE_VERSION = 9;
 
 let opened: NativeLibraries | undefined;
 // Kept so the preloaded dependencies are never unloaded.

@@ -65,6 +65,12 @@ import {
 import * as queries from "./queries.ts";
 import { type CoreHandles, inferCoupled, type NativeTraceHooks, submitRequest } from "./request.ts";
 import { CoreMetrics } from "./custom_metrics.ts";
+import {
+  closeQueueSignal,
+  openQueueSignal,
+  type QueueSignal,
+  ringQueueSignals,
+} from "./queue_signals.ts";
 import { monotonicNs, type RequestTrace } from "../../telemetry/request_trace.ts";
 import { readResponse } from "./response.ts";
 import { returnLent } from "./tensors.ts";
@@ -134,6 +140,8 @@ export class NativeEngine implements Engine {
   #gpus: GpuInventory = { devices: [] };
   /** How each share ends (see `share`). */
   #shares = new Set<ShareEnd>();
+  /** The signals of the shares' completion queues, closed when the engine stops. */
+  #signals: QueueSignal[] = [];
   /** The signals of ensemble requests running, by the token their steps carry. */
   #ensembleSignals = new Map<number, AbortSignal>();
   #nextEnsembleSignal = 0;
@@ -181,7 +189,10 @@ export class NativeEngine implements Engine {
       streamOf: (token) => this.#streams.get(token),
       signalOf: (token) => this.#ensembleSignals.get(token),
       caller: this.#caller,
-      delivered: () => this.#queue?.drain(),
+      delivered: () => {
+        this.#queue?.drain();
+        ringQueueSignals(this.#libraries!.bridge);
+      },
       traceOf: (id) => this.#traces.get(id),
       ...(this.#customMetrics === undefined ? {} : { metrics: this.#customMetrics }),
       ...(this.#options.tracer?.opentelemetry === undefined
@@ -648,11 +659,13 @@ export class NativeEngine implements Engine {
       return undefined;
     }
     this.#shares.add(end);
+    const install = this.#libraries.install;
+    const server = BigInt(Deno.UnsafePointer.value(this.#server));
     return {
-      data: {
-        kind: "triton",
-        install: this.#libraries.install,
-        server: BigInt(Deno.UnsafePointer.value(this.#server)),
+      client: () => {
+        const signal = openQueueSignal();
+        this.#signals.push(signal);
+        return { kind: "triton", install, server, signal };
       },
       // The addresses of results this isolate lent that the other thread's responses released.
       settle: (report) => {
@@ -696,6 +709,7 @@ export class NativeEngine implements Engine {
     this.#server = null;
     this.#stopped = true;
     this.#models.clear();
+    for (const signal of this.#signals.splice(0)) closeQueueSignal(signal);
     // Every model is unloaded: no callable changes a metric any more.
     this.#customMetrics?.close();
     this.#customMetrics = undefined;

@@ -7,13 +7,17 @@
  * hit): those wake nobody in C and are taken with {@linkcode CompletionPump.drain} right after
  * the call, with no thread hop. Events from Triton's threads (queue timeouts, cancellations,
  * errors the core answers itself) wake a nonblocking FFI wait that runs only while requests are
- * pending, so an idle engine leaves no wait in flight.
+ * pending, so an idle engine leaves no wait in flight. A thread sharing the core gets most of its
+ * events from the isolate that runs the batches, which rings the queue's signal for them
+ * (`queue_signals.ts`) instead of waking that wait.
  *
  * @module
  */
 
 import type { BridgeLibrary } from "../../native/ffi.ts";
+import { SignalListener } from "../../isolate/signal.ts";
 import { SlotTable } from "../../slot_set.ts";
+import type { QueueSignal } from "./queue_signals.ts";
 
 /** What a pending request does with its events. */
 export interface CompletionHandlers {
@@ -65,17 +69,25 @@ export class CompletionPump implements Disposable {
   #again = false;
   #linger: ReturnType<typeof setTimeout> | undefined;
   #idleSince = 0;
+  #signal: SharedArrayBuffer | undefined;
 
   /**
    * Creates the queue.
    *
    * @param bridge The bridge library.
+   * @param signal Where the isolate that runs the batches rings this queue's completions, when
+   * that is another isolate (a thread sharing the core): the pump then listens on it as well
+   * as waiting in C, where only Triton's own threads wake it.
    */
-  constructor(bridge: BridgeLibrary) {
+  constructor(bridge: BridgeLibrary, signal?: QueueSignal) {
     this.#bridge = bridge;
     this.#id = bridge.dt_events_open();
     if (this.#id === 0n) throw new Error("Cannot open a DenoTriton event queue: out of memory");
     this.#base = this.#id << QUEUE_SHIFT;
+    if (signal !== undefined) {
+      bridge.dt_events_signal(this.#id, signal.token);
+      this.#signal = signal.buffer;
+    }
   }
 
   /** Closes the C-side queue; call once the pump is idle (see {@linkcode CompletionPump.idle}). */
@@ -196,6 +208,13 @@ export class CompletionPump implements Disposable {
   }
 
   async #run(): Promise<void> {
+    // Listening before the first wait starts: a ring before this was for events queued before
+    // it, which that wait finds at once.
+    const listener = this.#signal === undefined ? undefined : new SignalListener(
+      this.#signal,
+      () => this.drain(),
+      (error) => console.error("DenoTriton completion pump failed:", error),
+    );
     try {
       while (this.#handlers.size > 0) {
         // The wait only reports that events are queued; taking them here, on this thread, keeps
@@ -205,6 +224,7 @@ export class CompletionPump implements Disposable {
         if (count > 0) this.drain();
       }
     } finally {
+      if (listener !== undefined) await listener.stop();
       this.#pump = undefined;
       // A request registered while the last wait was finishing needs a fresh pump.
       if (this.#handlers.size > 0 && !this.#closed) this.#pump = this.#run();

@@ -36,7 +36,7 @@ export class SharedCoreClient implements SharedEngineClient {
    */
   constructor(data: SharedEngineData, report: (report: unknown) => void) {
     this.#libraries = openNative(data.install as TritonInstall);
-    this.#queue = new CompletionPump(this.#libraries.bridge);
+    this.#queue = new CompletionPump(this.#libraries.bridge, data.signal);
     this.#server = Deno.UnsafePointer.create(data.server);
     this.#report = report;
   }

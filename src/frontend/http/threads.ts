@@ -126,14 +126,17 @@ export class HttpThreads {
       released: () =>
         Promise.all(running.#threads.map((thread) => thread.released.promise)).then(() => {}),
     });
-    const settings: ThreadSettings = share === undefined
-      ? options.settings
-      : { ...options.settings, engine: share.data };
+    // Each thread's client of the shared engine is its own (its queue has a signal of its own).
+    const settings = (port?: number): ThreadSettings => ({
+      ...options.settings,
+      ...(share === undefined ? {} : { engine: share.client() }),
+      ...(port === undefined ? {} : { port }),
+    });
     try {
-      running.#port = await running.#startThread(1, settings);
+      running.#port = await running.#startThread(1, settings());
       const others = Array.from(
         { length: options.count - 1 },
-        (_, i) => running.#startThread(i + 2, { ...settings, port: running.#port }),
+        (_, i) => running.#startThread(i + 2, settings(running.#port)),
       );
       const failure = (await Promise.allSettled(others)).find((result) =>
         result.status === "rejected"
