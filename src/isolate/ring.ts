@@ -19,6 +19,8 @@
  * @module
  */
 
+import { sleepUnless, wakeIfAsleep } from "./signal.ts";
+
 const HEAD = 0; // the reader's position (Int32 index; byte 0)
 const TAIL = 16; // the writer's position (byte 64)
 const ASLEEP = 32; // 1 while the reader waits, or is about to (byte 128)
@@ -33,7 +35,7 @@ function recordBytes(size: number): number {
 
 /** A ring's shared memory and its views, for either end. */
 class RingMemory {
-  readonly control: Int32Array;
+  readonly control: Int32Array<SharedArrayBuffer>;
   readonly bytes: Uint8Array;
   readonly words: Uint32Array;
   readonly capacity: number;
@@ -142,12 +144,8 @@ export class RingWriter {
     memory.words[start / 4 + 1] = kind;
     this.#tail = (this.#tail + recordBytes(size)) | 0;
     Atomics.store(memory.control, TAIL, this.#tail);
-    // After the store: a reader going to sleep either sees the new tail or is seen asleep (both
-    // accesses are sequentially consistent), so no record is left unannounced. Taking the flag
-    // makes this the only notify of the reader's sleep.
-    if (Atomics.compareExchange(memory.control, ASLEEP, 1, 0) === 1) {
-      Atomics.notify(memory.control, ASLEEP);
-    }
+    // After the store: no record is left unannounced.
+    wakeIfAsleep(memory.control, ASLEEP);
   }
 }
 
@@ -215,6 +213,9 @@ export class RingReader {
     onError: (error: unknown) => void,
   ): Promise<void> {
     const control = this.#memory.control;
+    // A record committed, or a close: something to do.
+    const changed = (): boolean =>
+      Atomics.load(control, TAIL) !== this.#head || Atomics.load(control, CLOSED) !== 0;
     while (Atomics.load(control, CLOSED) === 0) {
       try {
         this.drain(onRecord);
@@ -222,14 +223,7 @@ export class RingReader {
         onError(error);
         continue;
       }
-      Atomics.store(control, ASLEEP, 1);
-      // A record committed, or a close, before the flag was seen is found here instead; one
-      // after it clears the flag, and the wait (for the flag still set) returns at once.
-      if (Atomics.load(control, TAIL) === this.#head && Atomics.load(control, CLOSED) === 0) {
-        const wait = Atomics.waitAsync(control, ASLEEP, 1);
-        if (wait.async) await Promise.race([wait.value, this.#closed.promise]);
-      }
-      Atomics.store(control, ASLEEP, 0);
+      await sleepUnless(control, ASLEEP, changed, this.#closed.promise);
     }
   }
 
@@ -240,9 +234,9 @@ export class RingReader {
   }
 }
 
-function closeRing(control: Int32Array): void {
+function closeRing(control: Int32Array<SharedArrayBuffer>): void {
   Atomics.store(control, CLOSED, 1);
-  if (Atomics.compareExchange(control, ASLEEP, 1, 0) === 1) Atomics.notify(control, ASLEEP);
+  wakeIfAsleep(control, ASLEEP);
 }
 
 /**

@@ -2,10 +2,10 @@
  * A wake-up call between isolates over a `SharedArrayBuffer`: one isolate listens, others ring.
  *
  * It carries nothing but "look again": what to look at is elsewhere (the Triton core's event
- * queue of an HTTP thread, which the engine's isolate fills while it runs a batch). As on a
- * ring's reader (`ring.ts`), the listener sleeps in `Atomics.waitAsync` and a ringer calls
- * `Atomics.notify` only when it sleeps, so rings that come while the listener is busy cost no
- * wake and are folded into one look.
+ * queue of an HTTP thread, which the engine's isolate fills while it runs a batch). The listener
+ * sleeps in `Atomics.waitAsync` and a ringer calls `Atomics.notify` only when it sleeps, so rings
+ * that come while the listener is busy cost no wake and are folded into one look. That rule
+ * ({@linkcode sleepUnless}, {@linkcode wakeIfAsleep}) is also a ring's reader's (`ring.ts`).
  *
  * Layout: two 32-bit words, the count of rings and the listener's "asleep" flag.
  *
@@ -14,6 +14,44 @@
 
 const RINGS = 0;
 const ASLEEP = 1;
+
+/**
+ * Wakes a reader asleep on `control[asleep]` (see {@linkcode sleepUnless}), after the store it
+ * must see. Both accesses are sequentially consistent, so a reader going to sleep either sees
+ * that store or is seen asleep here; taking its flag makes this the only notify of its sleep.
+ *
+ * @param control The shared words.
+ * @param asleep The index of the reader's "asleep" flag.
+ */
+export function wakeIfAsleep(control: Int32Array<SharedArrayBuffer>, asleep: number): void {
+  if (Atomics.compareExchange(control, asleep, 1, 0) === 1) Atomics.notify(control, asleep);
+}
+
+/**
+ * Sleeps until {@linkcode wakeIfAsleep} or `stopped`, unless `changed()` already holds once the
+ * flag is up: a writer's store before the flag is seen by `changed()`, one after it takes the
+ * flag down, and the wait (for the flag still up) returns at once. One reader per flag.
+ *
+ * @param control The shared words.
+ * @param asleep The index of the reader's "asleep" flag.
+ * @param changed Whether there is something to read.
+ * @param stopped Ends the sleep from this isolate (a notify from an isolate to itself resolves
+ * its wait only once the event loop turns again, which it may not).
+ * @returns Resolves when awake.
+ */
+export async function sleepUnless(
+  control: Int32Array<SharedArrayBuffer>,
+  asleep: number,
+  changed: () => boolean,
+  stopped: Promise<void>,
+): Promise<void> {
+  Atomics.store(control, asleep, 1);
+  if (!changed()) {
+    const wait = Atomics.waitAsync(control, asleep, 1);
+    if (wait.async) await Promise.race([wait.value, stopped]);
+  }
+  Atomics.store(control, asleep, 0);
+}
 
 /**
  * A fresh signal's memory: hand it to the listener and to the ringers.
@@ -31,10 +69,7 @@ export function signalBuffer(): SharedArrayBuffer {
  */
 export function ringSignal(words: Int32Array<SharedArrayBuffer>): void {
   Atomics.add(words, RINGS, 1);
-  // After the add: a listener going to sleep either sees the new count or is seen asleep (both
-  // accesses are sequentially consistent). Taking the flag makes this the only notify of its
-  // sleep.
-  if (Atomics.compareExchange(words, ASLEEP, 1, 0) === 1) Atomics.notify(words, ASLEEP);
+  wakeIfAsleep(words, ASLEEP);
 }
 
 /**
@@ -64,8 +99,6 @@ export function ringSignal(words: Int32Array<SharedArrayBuffer>): void {
 export class SignalListener {
   #words: Int32Array<SharedArrayBuffer>;
   #stopping = false;
-  // A notify from this isolate to itself resolves its wait only once the event loop turns
-  // again, which it may not: stop() ends the wait directly.
   #stopped = Promise.withResolvers<void>();
   #loop: Promise<void>;
 
@@ -88,15 +121,9 @@ export class SignalListener {
   async #listen(onSignal: () => void, onError: (error: unknown) => void): Promise<void> {
     const words = this.#words;
     let seen = Atomics.load(words, RINGS);
+    const rung = (): boolean => Atomics.load(words, RINGS) !== seen;
     while (!this.#stopping) {
-      Atomics.store(words, ASLEEP, 1);
-      // A ring before the flag was set is seen in the count; one after it clears the flag, and
-      // the wait (for the flag still set) returns at once.
-      if (Atomics.load(words, RINGS) === seen) {
-        const wait = Atomics.waitAsync(words, ASLEEP, 1);
-        if (wait.async) await Promise.race([wait.value, this.#stopped.promise]);
-      }
-      Atomics.store(words, ASLEEP, 0);
+      await sleepUnless(words, ASLEEP, rung, this.#stopped.promise);
       const rings = Atomics.load(words, RINGS);
       if (rings === seen || this.#stopping) continue;
       seen = rings;
@@ -118,9 +145,7 @@ export class SignalListener {
       this.#stopping = true;
       this.#stopped.resolve();
       // The wait left behind ends at the event loop's next turn instead of staying queued.
-      if (Atomics.compareExchange(this.#words, ASLEEP, 1, 0) === 1) {
-        Atomics.notify(this.#words, ASLEEP);
-      }
+      wakeIfAsleep(this.#words, ASLEEP);
     }
     return this.#loop;
   }
