@@ -594,6 +594,75 @@ Deno.test(
   },
 );
 
+/**
+ * Another thread sharing the core: a Worker with a client of it (`openSharedEngine`) that submits
+ * each request it is sent (values, and an optional queue timeout) and answers the outputs or the
+ * error's message; `close()` closes the client, then ends the Worker.
+ */
+function sharedClientThread(data: unknown): {
+  infer(values: number[], timeoutMicroseconds?: number): Promise<number[] | string>;
+  close(): Promise<void>;
+} {
+  const share = new URL("../src/engine/share.ts", import.meta.url).href;
+  const ndarrayModule = new URL("../src/tensor/ndarray.ts", import.meta.url).href;
+  const source = `
+    import { openSharedEngine } from ${JSON.stringify(share)};
+    import { ndarray } from ${JSON.stringify(ndarrayModule)};
+    let client;
+    self.onmessage = async ({ data }) => {
+      if (data.open) {
+        client = await openSharedEngine(data.open, () => {});
+        self.postMessage("open");
+        return;
+      }
+      if (data.close) {
+        await client.close();
+        self.postMessage("closed");
+        return;
+      }
+      try {
+        const response = await client.infer({
+          modelName: "m",
+          modelVersion: "1",
+          parameters: {},
+          inputs: new Map([["x", ndarray(new Float32Array(data.values), [1, data.values.length])]]),
+          ...(data.timeout === undefined ? {} : { timeoutMicroseconds: data.timeout }),
+        }, ["y"]);
+        self.postMessage([...response.outputs.get("y").data]);
+      } catch (error) {
+        self.postMessage(error.message);
+      }
+    };`;
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const worker = new Worker(url, { type: "module" });
+  URL.revokeObjectURL(url);
+  // One message at a time: each answer is the next message.
+  const answer = <T>(message: unknown): Promise<T> =>
+    watchdog(
+      new Promise<T>((resolve, reject) => {
+        worker.onmessage = (event) => resolve(event.data as T);
+        worker.onerror = (event) => reject(new Error(event.message));
+        worker.postMessage(message);
+      }),
+      "the thread's answer",
+    );
+  const opened = answer<string>({ open: data });
+  return {
+    infer: async (values, timeout) => {
+      await opened;
+      return answer({ values, timeout });
+    },
+    close: async () => {
+      try {
+        await opened;
+        await answer({ close: true });
+      } finally {
+        worker.terminate();
+      }
+    },
+  };
+}
+
 Deno.test({
   name:
     "native engine: a thread sharing the core is woken by its signal when this isolate's batches answer it",
@@ -601,30 +670,7 @@ Deno.test({
 }, async () => {
   const engine = await started();
   const released = Promise.withResolvers<void>();
-  // The other thread: a client of the shared core that submits two requests, closes, answers.
-  const share = new URL("../src/engine/share.ts", import.meta.url).href;
-  const ndarrayModule = new URL("../src/tensor/ndarray.ts", import.meta.url).href;
-  const source = `
-    import { openSharedEngine } from ${JSON.stringify(share)};
-    import { ndarray } from ${JSON.stringify(ndarrayModule)};
-    self.onmessage = async (event) => {
-      const client = await openSharedEngine(event.data, () => {});
-      const answers = [];
-      for (const values of [[1, 2, 3], [4]]) {
-        const response = await client.infer({
-          modelName: "m",
-          modelVersion: "1",
-          parameters: {},
-          inputs: new Map([["x", ndarray(new Float32Array(values), [1, values.length])]]),
-        }, ["y"]);
-        answers.push([...response.outputs.get("y").data]);
-      }
-      await client.close();
-      self.postMessage(answers);
-    };`;
-  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
-  const worker = new Worker(url, { type: "module" });
-  URL.revokeObjectURL(url);
+  let thread: ReturnType<typeof sharedClientThread> | undefined;
   try {
     await engine.loadModel(define([double]));
     const shared = engine.share({
@@ -633,20 +679,78 @@ Deno.test({
     });
     assert.ok(shared !== undefined);
     const data = shared.client();
-    const answered = new Promise<unknown>((resolve, reject) => {
-      worker.onmessage = (event) => resolve(event.data);
-      worker.onerror = (event) => reject(new Error(event.message));
-    });
-    worker.postMessage(data);
-    assert.deepEqual(await watchdog(answered, "the thread's answers"), [[2, 4, 6], [8]]);
-    // Rung once per batch this isolate ran for the thread (each request its own batch here,
-    // the second submitted after the first was answered): not woken through the core's queue.
+    thread = sharedClientThread(data);
+    assert.deepEqual(await thread.infer([1, 2, 3]), [2, 4, 6]);
+    assert.deepEqual(await thread.infer([4]), [8]);
+    // Rung once per batch this isolate ran for the thread (each request its own batch here, the
+    // second submitted after the first was answered): not woken through the core's queue.
     assert.equal(Atomics.load(new Int32Array(data.signal.buffer), 0), 2);
     // Each client takes a signal of its own.
     assert.notEqual(shared.client().signal.token, data.signal.token);
   } finally {
+    await thread?.close();
     released.resolve();
-    worker.terminate();
+    await engine.stop();
+  }
+});
+
+Deno.test({
+  name: "native engine: what the core's own threads answer a sharing thread still wakes it",
+  ignore,
+}, async () => {
+  const engine = await started();
+  const released = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
+  const entered = Promise.withResolvers<void>();
+  let thread: ReturnType<typeof sharedClientThread> | undefined;
+  try {
+    await engine.loadModel(define([async (requests) => {
+      entered.resolve();
+      await gate.promise;
+      return double(requests);
+    }], {
+      maxBatchSize: 4,
+      batcher: {
+        defaultQueuePolicy: {
+          timeoutAction: "REJECT",
+          defaultTimeoutMicroseconds: 60_000_000,
+          allowTimeoutOverride: true,
+        },
+      },
+    }));
+    const shared = engine.share({
+      stop: () => Promise.resolve(),
+      released: () => released.promise,
+    });
+    assert.ok(shared !== undefined);
+    const data = shared.client();
+    thread = sharedClientThread(data);
+    // This isolate's request holds the only instance; the thread's waits in the core's queue
+    // past its 1 ms, and the core's batcher thread rejects it.
+    const first = engine.infer(request([1]));
+    await watchdog(entered.promise, "the first batch");
+    const late = thread.infer([2], 1000);
+    // Queued in the core (its gauge counts it), then past its 1 ms for certain.
+    const pending = /^nv_inference_pending_request_count\{model="m",version="1"\} 1$/m;
+    await watchdog(
+      (async () => {
+        while (!pending.test(engine.metrics())) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      })(),
+      "the thread's request in the core's queue",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    gate.resolve();
+    const y = hostTensor((await first).outputs.get("y")!, "y").data as Float32Array;
+    assert.deepEqual([...y], [2]);
+    assert.equal(await late, "Request timeout expired");
+    // No batch of this isolate answered the thread: its signal was never rung.
+    assert.equal(Atomics.load(new Int32Array(data.signal.buffer), 0), 0);
+  } finally {
+    gate.resolve();
+    await thread?.close();
+    released.resolve();
     await engine.stop();
   }
 });
