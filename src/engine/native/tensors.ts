@@ -9,6 +9,7 @@ import { InferenceError } from "../../errors.ts";
 import type { DType } from "../../tensor/dtype.ts";
 import { foreignBuffer, isOwnMemory } from "../../tensor/foreign_memory.ts";
 import { fromRawBytes, type NDArray } from "../../tensor/ndarray.ts";
+import { SMALL_TENSOR_BYTES, smallTypedArray } from "../../tensor/small_tensors.ts";
 import { openLibc } from "../../native/ffi.ts";
 
 const BY_DTYPE: Readonly<Record<DType, number>> = {
@@ -157,17 +158,26 @@ export function lentCount(): number {
 }
 
 /**
- * A view of `size` bytes at a core-owned address (no copy); empty for size 0. Bytes that
- * JavaScript lent the core (see {@linkcode lend}) are viewed on their own `ArrayBuffer`.
+ * The `size` bytes at a core-owned address; empty for size 0. Bytes that JavaScript lent the core
+ * (see {@linkcode lend}) are viewed on their own `ArrayBuffer`; other memory (the core's, another
+ * isolate's, a mapping) is viewed in place, without a copy, but copied into a shared chunk
+ * (`smallTypedArray`) when it is small: an `ArrayBuffer` over foreign memory and its mark cost
+ * more than the copy (an HTTP thread's inputs reach the batch so), and a copy cannot go away
+ * under the callable.
  *
  * @param address The address.
  * @param size The byte count.
- * @returns A `Uint8Array` over that memory.
+ * @returns A `Uint8Array` over that memory, or of its copy.
  */
 export function viewAt(address: number | bigint, size: number): Uint8Array {
   if (size === 0 || address === 0 || address === 0n) return new Uint8Array(0);
   const known = lentAt(address, size);
   if (known !== undefined) return known;
+  if (size <= SMALL_TENSOR_BYTES) {
+    const copy = smallTypedArray("uint8", size) as Uint8Array;
+    openLibc().memcpyFrom(copy, BigInt(address), BigInt(size));
+    return copy;
+  }
   return new Uint8Array(foreignBuffer(Deno.UnsafePointer.create(BigInt(address))!, size));
 }
 
