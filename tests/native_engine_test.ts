@@ -5,7 +5,12 @@ import assert from "node:assert/strict";
 import type { InferCallable, InferRequest, InferResult } from "../src/callable/types.ts";
 import { type ModelConfig, resolveModelConfig } from "../src/config/model_config.ts";
 import { resolveTensorSpecs } from "../src/config/tensor_spec.ts";
-import type { InferenceRequest, ModelDefinition } from "../src/engine/engine.ts";
+import type {
+  EngineShare,
+  InferenceRequest,
+  ModelDefinition,
+  SharedEngineData,
+} from "../src/engine/engine.ts";
 import { NativeEngine, type NativeEngineOptions } from "../src/engine/native/engine.ts";
 import { openNative } from "../src/native/ffi.ts";
 import { findTritonInstall } from "../src/setup/install.ts";
@@ -663,6 +668,18 @@ function sharedClientThread(data: unknown): {
   };
 }
 
+/** Shares the engine (until `released`) with a new {@linkcode sharedClientThread}. */
+function shareWithThread(engine: NativeEngine, released: Promise<void>): {
+  shared: EngineShare;
+  data: SharedEngineData;
+  thread: ReturnType<typeof sharedClientThread>;
+} {
+  const shared = engine.share({ stop: () => Promise.resolve(), released: () => released });
+  assert.ok(shared !== undefined);
+  const data = shared.client();
+  return { shared, data, thread: sharedClientThread(data) };
+}
+
 Deno.test({
   name:
     "native engine: a thread sharing the core is woken by its signal when this isolate's batches answer it",
@@ -673,13 +690,8 @@ Deno.test({
   let thread: ReturnType<typeof sharedClientThread> | undefined;
   try {
     await engine.loadModel(define([double]));
-    const shared = engine.share({
-      stop: () => Promise.resolve(),
-      released: () => released.promise,
-    });
-    assert.ok(shared !== undefined);
-    const data = shared.client();
-    thread = sharedClientThread(data);
+    const { shared, data, thread: opened } = shareWithThread(engine, released.promise);
+    thread = opened;
     assert.deepEqual(await thread.infer([1, 2, 3]), [2, 4, 6]);
     assert.deepEqual(await thread.infer([4]), [8]);
     // Rung once per batch this isolate ran for the thread (each request its own batch here, the
@@ -718,13 +730,8 @@ Deno.test({
         },
       },
     }));
-    const shared = engine.share({
-      stop: () => Promise.resolve(),
-      released: () => released.promise,
-    });
-    assert.ok(shared !== undefined);
-    const data = shared.client();
-    thread = sharedClientThread(data);
+    const { data, thread: opened } = shareWithThread(engine, released.promise);
+    thread = opened;
     // This isolate's request holds the only instance; the thread's waits in the core's queue
     // past its 1 ms, and the core's batcher thread rejects it.
     const first = engine.infer(request([1]));
