@@ -28,8 +28,8 @@ export interface RecordTensor {
 export type BufferWireTensor = Extract<WireTensor, { readonly buffer: ArrayBufferLike }>;
 
 /**
- * The most tensor bytes a record copies through a ring by default (twice: in, and out at the
- * reader); above it `postMessage` moves the buffers instead, which costs less than the copies.
+ * The most tensor bytes a record copies through a ring (twice: in, and out at the reader); above
+ * it `postMessage` moves the buffers instead, which costs less than the copies.
  */
 export const RECORD_TENSOR_BYTES = 64 * 1024;
 
@@ -95,21 +95,19 @@ export function wireRecordTensor(wire: WireTensor): RecordTensor | undefined {
  * @param kind The record's kind.
  * @param header Anything JSON carries.
  * @param tensors The tensors, in the order the reader gets them back.
- * @param maxTensorBytes The most tensor bytes worth copying through the ring (default
- *   {@linkcode RECORD_TENSOR_BYTES}): a larger record is left to `postMessage`, which moves
- *   buffers instead.
- * @returns `false` when it does not fit (nothing was written).
+ * @returns `false` when it does not fit (nothing was written): over
+ *   {@linkcode RECORD_TENSOR_BYTES} of tensors, which `postMessage` moves for less than the
+ *   copies cost, or no room in the ring.
  */
 export function writeRecord(
   writer: RingWriter,
   kind: number,
   header: unknown,
   tensors: readonly RecordTensor[],
-  maxTensorBytes: number = RECORD_TENSOR_BYTES,
 ): boolean {
   let tensorBytes = 0;
   for (const tensor of tensors) tensorBytes += align8(tensor.bytes.byteLength);
-  if (tensorBytes > maxTensorBytes) return false;
+  if (tensorBytes > RECORD_TENSOR_BYTES) return false;
   const json = JSON.stringify({
     h: header,
     t: tensors.map((tensor) => [tensor.dtype, tensor.shape, tensor.bytes.byteLength]),
