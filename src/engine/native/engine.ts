@@ -191,7 +191,9 @@ export class NativeEngine implements Engine {
       caller: this.#caller,
       delivered: () => {
         this.#queue?.drain();
-        ringQueueSignals(this.#libraries!.bridge);
+        // Only a shared core has other isolates' queues to wake: one bridge call less per batch
+        // without.
+        if (this.#signals.length > 0) ringQueueSignals(this.#libraries!.bridge);
       },
       traceOf: (id) => this.#traces.get(id),
       ...(this.#customMetrics === undefined ? {} : { metrics: this.#customMetrics }),
