@@ -267,11 +267,7 @@ export class WorkerInstance implements ModelInstance {
     void life.resultLane.pump(onRecord, onError);
     worker.onmessage = (event: MessageEvent<FromWorker>) => {
       // What the Worker wrote to its ring before it posted this comes first.
-      try {
-        life.resultLane.drain(onRecord);
-      } catch (error) {
-        onError(error);
-      }
+      life.resultLane.drain(onRecord, onError);
       this.#receive(life, event.data);
     };
     worker.onerror = (event: ErrorEvent) => {

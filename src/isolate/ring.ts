@@ -168,13 +168,17 @@ export class RingReader {
 
   /**
    * Reads every record written so far, in order. The payload is a view of the ring, valid only
-   * during the call: copy what outlives it. A record whose callback throws is still consumed,
-   * and the error propagates.
+   * during the call: copy what outlives it. A record whose callback throws is still consumed;
+   * the error goes to `onError`, and reading goes on, or without it propagates.
    *
    * @param onRecord Called with each record's kind and payload.
+   * @param onError Called with what `onRecord` throws.
    * @returns How many records were read.
    */
-  drain(onRecord: (kind: number, payload: Uint8Array) => void): number {
+  drain(
+    onRecord: (kind: number, payload: Uint8Array) => void,
+    onError?: (error: unknown) => void,
+  ): number {
     const memory = this.#memory;
     const tail = Atomics.load(memory.control, TAIL);
     let count = 0;
@@ -191,6 +195,9 @@ export class RingReader {
       count++;
       try {
         onRecord(kind, payload);
+      } catch (error) {
+        if (onError === undefined) throw error;
+        onError(error);
       } finally {
         this.#head = (this.#head + recordBytes(size)) | 0;
         Atomics.store(memory.control, HEAD, this.#head);
@@ -217,12 +224,7 @@ export class RingReader {
     const changed = (): boolean =>
       Atomics.load(control, TAIL) !== this.#head || Atomics.load(control, CLOSED) !== 0;
     while (Atomics.load(control, CLOSED) === 0) {
-      try {
-        this.drain(onRecord);
-      } catch (error) {
-        onError(error);
-        continue;
-      }
+      this.drain(onRecord, onError);
       await sleepUnless(control, ASLEEP, changed, this.#closed.promise);
     }
   }

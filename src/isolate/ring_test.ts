@@ -83,6 +83,26 @@ Deno.test("a record whose callback throws is consumed, and the error propagates"
   assert.equal(reader.drain(() => assert.fail("read twice")), 0);
 });
 
+Deno.test("with onError, a record whose callback throws is reported and the records after it are read", () => {
+  const buffer = ringBuffer(256);
+  const writer = new RingWriter(buffer);
+  const reader = new RingReader(buffer);
+  for (const kind of [1, 2, 3]) {
+    writer.claim(1)!.set([kind]);
+    writer.commit(kind, 1);
+  }
+  const kinds: number[] = [];
+  const errors: string[] = [];
+  const read = reader.drain((kind) => {
+    kinds.push(kind);
+    if (kind === 2) throw new Error("bad record 2");
+  }, (error) => errors.push((error as Error).message));
+  assert.equal(read, 3);
+  assert.deepEqual(kinds, [1, 2, 3]);
+  assert.deepEqual(errors, ["bad record 2"]);
+  assert.equal(reader.drain(() => assert.fail("read twice")), 0);
+});
+
 Deno.test("a ring's memory must be control plus a power of two", () => {
   assert.throws(
     () => new RingReader(new SharedArrayBuffer(192 + 100)),

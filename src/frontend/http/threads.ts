@@ -200,11 +200,7 @@ export class HttpThreads {
       const message = event.data;
       // What the thread wrote to its ring before it posted this comes first: a "cancel" finds
       // its request running.
-      try {
-        thread.requests.drain(onRecord);
-      } catch (error) {
-        onError(error);
-      }
+      thread.requests.drain(onRecord, onError);
       switch (message.type) {
         case "infer": {
           const abort = new AbortController();
