@@ -106,15 +106,21 @@ Deno.test({
       for (const cells of rows.slice(0, 2)) {
         const rates = cells.slice(1, 1 + servers.length).map(Number);
         assert.ok(rates.every((rate) => rate > 0), cells.join(" | "));
-        // Each engine's ratio to each echo is its rate over the echo's (to the rounding of the
-        // rates shown, to one decimal, and of the ratio, to two): to the node:http2 echo first.
-        const expected = [0, 1].flatMap((echo) =>
-          ENGINES.map((_, i) => rates[2 + i]! / rates[echo]!)
+        // Each engine's ratio to each echo is its rate over the echo's, to the node:http2 echo
+        // first. The table shows rates to one decimal and ratios to two, so the ratio shown lies
+        // between the quotients of the rates' rounding bounds, give or take the ratio's own
+        // rounding: a slow run's small rates widen that interval (19.3 infer/s: about ±0.01).
+        const bounds = [0, 1].flatMap((echo) =>
+          ENGINES.map((_, i) => {
+            const [engine, base] = [rates[2 + i]!, rates[echo]!];
+            return [(engine - 0.05) / (base + 0.05), (engine + 0.05) / (base - 0.05)] as const;
+          })
         );
         const ratios = cells.slice(1 + servers.length).map(Number);
-        assert.equal(ratios.length, expected.length, cells.join(" | "));
+        assert.equal(ratios.length, bounds.length, cells.join(" | "));
         for (const [i, ratio] of ratios.entries()) {
-          assert.ok(Math.abs(ratio - expected[i]!) <= 0.006, cells.join(" | "));
+          const [low, high] = bounds[i]!;
+          assert.ok(ratio >= low - 0.005 && ratio <= high + 0.005, cells.join(" | "));
         }
       }
     } finally {
