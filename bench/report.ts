@@ -261,6 +261,7 @@ function escapeXml(text: string): string {
  *
  * @param rows The headlines.
  * @param title Chart title.
+ * @param subtitle The line under the title: what is compared, and which way is better.
  * @returns SVG text.
  *
  * @example One row
@@ -273,7 +274,12 @@ function escapeXml(text: string): string {
  * assert.match(svg, /2\.00×/);
  * ```
  */
-export function ratioChart(rows: readonly Headline[], title: string): string {
+export function ratioChart(
+  rows: readonly Headline[],
+  title: string,
+  subtitle =
+    "DenoTriton vs PyTriton, log scale; right of 1× = DenoTriton better (throughput ratio; PyTriton/DenoTriton for startup and RSS)",
+): string {
   const colors: Record<string, string> = { builtin: "#3b82f6", triton: "#10b981" };
   const left = 110;
   const width = 520;
@@ -291,7 +297,7 @@ export function ratioChart(rows: readonly Headline[], title: string): string {
     }" height="${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="8" y="16" font-size="13" font-weight="bold">${escapeXml(title)}</text>`,
-    `<text x="8" y="32" fill="#555">DenoTriton vs PyTriton, log scale; right of 1× = DenoTriton better (throughput ratio; PyTriton/DenoTriton for startup and RSS)</text>`,
+    `<text x="8" y="32" fill="#555">${escapeXml(subtitle)}</text>`,
   ];
   DENO_SERVERS.forEach((server, i) => {
     parts.push(
