@@ -41,7 +41,7 @@ export interface LoadOptions {
   /**
    * The fewest answers a window needs before it may end.
    *
-   * @default {20, or 5 for a tensor over 64 Ki elements}
+   * @default {20, or 3 for a tensor over 64 Ki elements}
    */
   readonly minPerWindow?: number;
   /** The server's root pid, for its CPU time. */
@@ -49,7 +49,7 @@ export interface LoadOptions {
   /**
    * Gives up when one request takes longer, ms.
    *
-   * @default {60000}
+   * @default {600000}
    */
   readonly requestTimeoutMs?: number;
 }
@@ -124,8 +124,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const { port, shape, model, concurrency, warmupMs, windowMs, windows } = options;
   const large = MODEL_SPECS[model].elements > 65536;
-  const minPerWindow = options.minPerWindow ?? (large ? 5 : 20);
-  const requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+  const minPerWindow = options.minPerWindow ?? (large ? 3 : 20);
+  const requestTimeoutMs = options.requestTimeoutMs ?? 600_000;
   const host = `127.0.0.1:${port}`;
   // Distinct inputs, each with its expected answer (two for the large tensor: 9 MB each).
   const variants = large ? 2 : 8;

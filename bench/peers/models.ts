@@ -54,7 +54,7 @@ export const MODEL_SPECS: Readonly<Record<ModelName, ModelSpec>> = {
   },
   add_sub: {
     name: "add_sub",
-    title: "add_sub float32[16] × 2, batching (max 32, wait 1 ms) — serving and batching overhead",
+    title: "add_sub float32[16] × 2, batching (max 32, no wait) — serving and batching overhead",
     elements: 16,
     batching: true,
     kind: "small",

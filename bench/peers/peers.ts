@@ -118,8 +118,6 @@ function denotriton(name: "builtin" | "triton", title: string): PeerSpec {
     settings: (model) =>
       model === "cpu_2"
         ? "`workers()`: 2 Deno Workers; max batch 32"
-        : model === "add_sub"
-        ? "main-thread callable; max batch 32, queue delay 1 ms"
         : BATCHED.has(model)
         ? "main-thread callable, 1 instance; max batch 32, no queue delay"
         : "main-thread callable; no batching",
@@ -163,11 +161,7 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
     versions: { "nvidia-pytriton": "0.7.0", numpy: "1.26.4" },
     settings: (model) =>
       `Python-backend model, instance_group ${perCore(model)} × KIND_CPU; ` +
-      (model === "add_sub"
-        ? "dynamic batching, max 32, queue delay 1 ms"
-        : BATCHED.has(model)
-        ? "dynamic batching, max 32, no queue delay"
-        : "no batching"),
+      (BATCHED.has(model) ? "dynamic batching, max 32, no queue delay" : "no batching"),
     command: (model, ports, { venv }) => {
       const { python, site, libDir } = venv!;
       const bin = python.slice(0, python.lastIndexOf("/"));
@@ -213,7 +207,7 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
     packages: ["fastapi==0.163.2", "uvicorn[standard]==0.54.0", "numpy==2.4.6"],
     versions: { fastapi: "0.163.2", uvicorn: "0.54.0", pydantic: "", numpy: "2.4.6" },
     settings: (model) =>
-      `uvicorn --workers ${perCore(model)}, Pydantic bodies; ` +
+      `uvicorn --workers ${perCore(model)}, keep-alive 600 s, Pydantic bodies; ` +
       (model === "fixed_5ms" || model === "cpu_2" ? "`def` endpoint" : "`async def` endpoint") +
       "; no batching (FastAPI has none)",
     command: (model, ports, { venv }) => ({
@@ -229,6 +223,8 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
         "--workers",
         String(perCore(model)),
         "--no-access-log",
+        "--timeout-keep-alive",
+        "600",
       ],
       env: { PEER_MODEL: model },
       cwd: PYTHON_DIR,
@@ -244,12 +240,8 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
     versions: { litserve: "0.2.19", fastapi: "", uvicorn: "", pyzmq: "", numpy: "2.4.6" },
     settings: (model) =>
       `accelerator="cpu", workers_per_device=${perCore(model)}, fast_queue=True, ` +
-      "num_api_servers = workers (LitServe's default); " +
-      (model === "add_sub"
-        ? "max_batch_size 32, batch_timeout 1 ms"
-        : BATCHED.has(model)
-        ? "max_batch_size 32, batch_timeout 0"
-        : "no batching"),
+      "num_api_servers = workers (LitServe's default), timeout and keep-alive 600 s; " +
+      (BATCHED.has(model) ? "max_batch_size 32, batch_timeout 0" : "no batching"),
     command: (model, ports, { venv }) => ({
       command: venv!.python,
       args: ["litserve_app.py", "--model", model, "--port", String(ports.http)],
@@ -266,7 +258,7 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
     packages: ["bentoml==1.4.40", "numpy==2.4.6"],
     versions: { bentoml: "1.4.40", numpy: "2.4.6" },
     settings: (model) =>
-      `workers=${model === "fixed_5ms" ? "1" : '"cpu_count" (2)'}, 1 thread; ` +
+      `workers=${model === "fixed_5ms" ? "1" : '"cpu_count" (2)'}, 1 thread, timeout 600 s; ` +
       (BATCHED.has(model)
         ? "batchable=True, max_batch_size 32, adaptive window (default latency budget)"
         : "not batchable"),
@@ -295,11 +287,9 @@ export const PEERS: Readonly<Record<PeerName, PeerSpec>> = {
     packages: ["ray[serve]==2.60.0", "numpy==2.4.6"],
     versions: { ray: "2.60.0", fastapi: "", uvicorn: "", numpy: "2.4.6" },
     settings: (model) =>
-      `num_replicas=${perCore(model)} (1 CPU each)` +
+      `num_replicas=${perCore(model)} (1 CPU each), proxy keep-alive 600 s` +
       (BATCHED.has(model)
-        ? `, max_ongoing_requests 32; @serve.batch max 32, wait ${
-          model === "add_sub" ? "1 ms" : "0"
-        }`
+        ? ", max_ongoing_requests 32; @serve.batch max 32, wait 0"
         : ", max_ongoing_requests 5 (default); no batching") +
       "; RAY_SERVE_THROUGHPUT_OPTIMIZED=1",
     command: (model, ports, { venv }) => ({

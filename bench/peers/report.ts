@@ -381,7 +381,7 @@ export function peersMarkdown(run: PeersRun, chartFile: string): string {
     "natural HTTP JSON request in a closed loop of 1, 8 and 32 clients, one keep-alive connection " +
     "each, checking every answer value by value. Each cell: a 1 s warm-up at its concurrency " +
     `(after a 2 s warm-up at 8 per server), then ${run.windows} windows of ${run.windowMs} ms ` +
-    "(a window runs on until it has 20 answers, 5 for the 1M tensor); req/s is the median window, ± the windows' " +
+    "(a window runs on until it has 20 answers, 3 for the 1M tensor); req/s is the median window, ± the windows' " +
     "spread ((max − min) / median), p50/p99 over all the windows' requests, server CPU the " +
     "server's whole process tree (`/proc`) over the windows divided by the requests answered in " +
     "them. × is DenoTriton's req/s ÷ the peer's in the same cell.",

@@ -9,8 +9,9 @@
  *     deno task bench:peers --quick                 # one short cell per server: a harness check
  *     deno task bench:peers --peers builtin,fastapi --models add_sub --out /tmp/x
  *
- * Options: `--peers a,b` (default: all), `--models a,b` (default: all), `--out <dir>`,
- * `--no-perf` (no perf_analyzer cells), `--no-profile`.
+ * Options: `--peers a,b` (default: all), `--models a,b` (default: all), `--concurrencies 1,8`
+ * (default: 1, 8, 32; 1 with `--quick`), `--out <dir>`, `--no-perf` (no perf_analyzer cells),
+ * `--no-profile`.
  *
  * Setup it does itself: each Python peer's venv in `bench/peers/.venv/<peer>` with its pinned
  * packages (`bench/peers/peers.ts`), the Triton core (`deno task setup:triton`) and perf_analyzer
@@ -67,7 +68,7 @@ const outDir = option("out") ?? `${ROOT}/bench/results`;
 const withPerf = !Deno.args.includes("--no-perf");
 const withProfiles = !quick && !Deno.args.includes("--no-profile");
 
-const CONCURRENCIES = quick ? [1] : [1, 8, 32];
+const CONCURRENCIES = option("concurrencies")?.split(",").map(Number) ?? (quick ? [1] : [1, 8, 32]);
 const WINDOW_MS = quick ? 300 : 1500;
 const WINDOWS = 3;
 const WARMUP_MS = quick ? 200 : 1000;
@@ -119,7 +120,7 @@ async function load(
     ],
     stdout: "piped",
     stderr: "piped",
-    signal: AbortSignal.timeout(300_000),
+    signal: AbortSignal.timeout(1_200_000),
   }).output();
   const decoder = new TextDecoder();
   const stdout = decoder.decode(result.stdout).trim();

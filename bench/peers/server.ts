@@ -126,7 +126,8 @@ export function treePssBytes(root: number): number {
 async function answersRight(spec: PeerSpec, model: ModelName, port: number): Promise<boolean> {
   const ex = exchange(spec.shape, model, 0, spec.path(model));
   let conn: Http1Connection | undefined;
-  const timer = setTimeout(() => conn?.close(), 5000);
+  // Long enough for one 1M-element JSON inference on a slow peer: a retry would start it over.
+  const timer = setTimeout(() => conn?.close(), 60_000);
   try {
     conn = await Http1Connection.open("127.0.0.1", port);
     const response = await conn.send(jsonPost(`127.0.0.1:${port}`, ex.path, ex.body));

@@ -65,7 +65,7 @@ switch (model) {
       inferFunc: addSub,
       inputs: [{ name: "a", dtype: f32, shape: [16] }, { name: "b", dtype: f32, shape: [16] }],
       outputs: [{ name: "add", dtype: f32, shape: [16] }, { name: "sub", dtype: f32, shape: [16] }],
-      config: { maxBatchSize: 32, batcher: { maxQueueDelayMicroseconds: 1000 } },
+      config: { maxBatchSize: 32 },
     });
     break;
   case "fixed_5ms":

@@ -9,7 +9,8 @@ adaptive dispatcher choosing its own window under the default latency budget
 (`max_latency_ms` 60 s; BentoML has no fixed wait to set); a batchable API takes one argument, so
 add_sub's two inputs travel stacked, `x` of shape [n, 2, 16]. Workers: `"cpu_count"` (2 here), the
 workers guide's setting for CPU-bound work, except 1 for the 5 ms model (one device); one thread
-per worker (BentoML's default). Per-request access logs off, as DenoTriton and tritonserver write
+per worker (BentoML's default); a 600 s request timeout instead of 60 s (the 1M-element JSON
+cells at c=32 queue longer). Per-request access logs off, as DenoTriton and tritonserver write
 none.
 """
 
@@ -19,23 +20,25 @@ import numpy as np
 import peer_models
 
 NO_ACCESS_LOG = {"access": {"enabled": False}}
+# At c=32 the 1M-element JSON requests queue for longer than the default 60 s.
+TRAFFIC = {"timeout": 600}
 
 
-@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG)
+@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG, traffic=TRAFFIC)
 class IdentitySmall:
     @bentoml.api
     def identity_small(self, x: np.ndarray) -> np.ndarray:
         return peer_models.identity(x.astype(np.float32))
 
 
-@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG)
+@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG, traffic=TRAFFIC)
 class IdentityLarge:
     @bentoml.api
     def identity_large(self, x: np.ndarray) -> np.ndarray:
         return peer_models.identity(x.astype(np.float32))
 
 
-@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG)
+@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG, traffic=TRAFFIC)
 class AddSub:
     @bentoml.api(batchable=True, max_batch_size=32)
     def add_sub(self, x: np.ndarray) -> np.ndarray:
@@ -43,7 +46,7 @@ class AddSub:
         return np.stack([add, sub], axis=1)
 
 
-@bentoml.service(workers=1, logging=NO_ACCESS_LOG)
+@bentoml.service(workers=1, logging=NO_ACCESS_LOG, traffic=TRAFFIC)
 class Fixed5ms:
     def __init__(self) -> None:
         self.model = peer_models.Fixed5ms()
@@ -53,7 +56,7 @@ class Fixed5ms:
         return self.model(x.astype(np.float32))
 
 
-@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG)
+@bentoml.service(workers="cpu_count", logging=NO_ACCESS_LOG, traffic=TRAFFIC)
 class Cpu2:
     def __init__(self) -> None:
         self.model = peer_models.Cpu()

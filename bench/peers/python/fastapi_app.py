@@ -1,12 +1,14 @@
 """FastAPI + uvicorn in the peers benchmark: the plain baseline, no batching.
 
     PEER_MODEL=add_sub uvicorn fastapi_app:app --host 127.0.0.1 --port 8000 --workers 2 \
-        --no-access-log
+        --no-access-log --timeout-keep-alive 600
 
 One model per server (PEER_MODEL), written as FastAPI's tutorial writes an endpoint: Pydantic
 bodies in and out, `async def` for the models that do no blocking work, `def` (FastAPI's thread
 pool) for those that block (the 5 ms device, the CPU model). uvicorn's workers: 2, one per core
 (FastAPI's "Server Workers" page), except for the 5 ms model, one device held by one process.
+Keep-alive 600 s instead of uvicorn's 5 s: with a worker's event loop busy for seconds on queued
+1M-element requests (c=32), the 5 s timer closed connections whose next request was already sent.
 """
 
 import os

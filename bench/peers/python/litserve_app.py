@@ -8,8 +8,10 @@ LitServer's and LitAPI's documentation: `accelerator="cpu"`, `workers_per_device
 set to the number of cores"), except 1 for the 5 ms model (one device); `fast_queue=True` (ZeroMQ,
 "for high-throughput scenarios (>100 RPS)"); `num_api_servers` left to LitServe (as many as
 inference workers, "recommended"). Batching where the model batches: `max_batch_size=32`,
-`batch_timeout` 1 ms for add_sub and 0 (what is queued) for the others. Per-request log lines
-off (`log_level="warning"`): DenoTriton and tritonserver write none either.
+`batch_timeout=0` (what is queued), as every server here batches. `timeout=600` instead of the
+default 30 s: at c=32 the 1M-element JSON requests queue for longer than that (the other cells
+finish far inside either); uvicorn's keep-alive 600 s instead of 5 s, as for FastAPI. Per-request log lines off (`log_level="warning"`): DenoTriton and
+tritonserver write none either.
 """
 
 import argparse
@@ -95,7 +97,7 @@ def main() -> None:
     if args.model in ("identity_small", "identity_large"):
         api = Identity()
     elif args.model == "add_sub":
-        api = AddSub(max_batch_size=32, batch_timeout=0.001)
+        api = AddSub(max_batch_size=32, batch_timeout=0.0)
     elif args.model == "fixed_5ms":
         api = Batched(peer_models.Fixed5ms, max_batch_size=32, batch_timeout=0.0)
         workers = 1
@@ -103,8 +105,16 @@ def main() -> None:
         api = Batched(peer_models.Cpu, max_batch_size=32, batch_timeout=0.0)
     else:
         raise ValueError(f"Unknown model {args.model!r}")
-    server = ls.LitServer(api, accelerator="cpu", workers_per_device=workers, fast_queue=True)
-    server.run(host="127.0.0.1", port=args.port, generate_client_file=False, log_level="warning")
+    server = ls.LitServer(
+        api, accelerator="cpu", workers_per_device=workers, fast_queue=True, timeout=600
+    )
+    server.run(
+        host="127.0.0.1",
+        port=args.port,
+        generate_client_file=False,
+        log_level="warning",
+        timeout_keep_alive=600,
+    )
 
 
 if __name__ == "__main__":

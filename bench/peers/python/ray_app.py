@@ -5,11 +5,12 @@
 One model per server: a local Ray cluster (`ray.init()`, Ray's defaults: 2 CPUs here) and one
 deployment behind Serve's HTTP proxy on 127.0.0.1:<port>, route prefix "/" (POST /). Written as
 Ray Serve's guides write a deployment: a class whose `async __call__` reads the Starlette request,
-with `@serve.batch` where the model batches (max_batch_size 32; batch_wait_timeout_s 0.001 for
-add_sub and 0 for the others, as every peer here waits). Settings: `num_replicas=2` (one replica
+with `@serve.batch` where the model batches (max_batch_size 32, batch_wait_timeout_s 0: what is
+queued, as every server here batches). Settings: `num_replicas=2` (one replica
 per core, each reserving Ray's default one CPU), except 1 for the 5 ms model (one device);
 `max_ongoing_requests=32` on batched deployments (the batching guide: at least max_batch_size, or
-batches cannot fill; the default is 5); per-request access logs off
+batches cannot fill; the default is 5); the proxy's keep-alive 600 s instead of 5 s (see
+fastapi_app.py); per-request access logs off
 (`LoggingConfig(enable_access_log=False)`), as DenoTriton and tritonserver write none. The
 environment may set `RAY_SERVE_THROUGHPUT_OPTIMIZED=1` (the performance guide's throughput mode):
 the harness says which it used.
@@ -41,7 +42,7 @@ class Identity:
 
 @serve.deployment(num_replicas=2, max_ongoing_requests=32)
 class AddSub:
-    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.001)
+    @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.0)
     async def infer(self, pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[dict]:
         add, sub = peer_models.add_sub(np.stack([a for a, _ in pairs]), np.stack([b for _, b in pairs]))
         return [{"add": x.tolist(), "sub": y.tolist()} for x, y in zip(add, sub)]
@@ -99,11 +100,12 @@ def main() -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     ray.init()
+    quiet = LoggingConfig(enable_access_log=False)
     serve.start(
-        http_options={"host": "127.0.0.1", "port": args.port},
-        logging_config=LoggingConfig(enable_access_log=False),
+        http_options={"host": "127.0.0.1", "port": args.port, "keep_alive_timeout_s": 600},
+        logging_config=quiet,
     )
-    serve.run(DEPLOYMENTS[args.model].bind(), name=args.model, route_prefix="/")
+    serve.run(DEPLOYMENTS[args.model].bind(), name=args.model, route_prefix="/", logging_config=quiet)
     print(f"ray serve ready: {args.model}", flush=True)
     stop.wait()
     serve.shutdown()
