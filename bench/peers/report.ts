@@ -324,7 +324,7 @@ export function peersChart(run: PeersRun): string {
   return ratioChart(
     peerHeadlines(run),
     `DenoTriton ÷ its peers, HTTP JSON, ${run.date.slice(0, 10)}, ${run.facts["cores"]} cores`,
-    "log scale; right of 1× = DenoTriton better (throughput, geometric mean over c=1, 8, 32; startup: peer ÷ DenoTriton)",
+    "log scale; right of 1× = DenoTriton better (req/s, geomean over c=1/8/32; startup: peer ÷ DenoTriton)",
   );
 }
 
